@@ -1,0 +1,298 @@
+// Loads a configuration file: YAML with positions, ${ENV} substitution, the native schema or the
+// official forwarder's intakes.yaml, cross-field checks, secrets and certificates read from their
+// files. Every problem is collected and reported at once as "file:line:col: path: message"; the
+// result is frozen. Nothing here ever prints an intake key.
+
+import { readFileSync } from 'node:fs';
+import { resolve as resolvePath, dirname } from 'node:path';
+import { LineCounter, isScalar, parseDocument, visit, type Document, type Node, type Scalar } from 'yaml';
+import type { ZodError } from 'zod';
+import { configSchema, type IntakeConfig, type InputConfig, type RawConfig, type SyslogOutputConfig } from './schema.ts';
+import { REGIONS, type Region } from './regions.ts';
+import { convertLegacy, legacySchema, looksLegacy } from './legacy.ts';
+
+export const EX_CONFIG = 78;
+
+export class ConfigError extends Error {
+  readonly problems: readonly string[];
+  constructor(file: string, problems: string[]) {
+    super(`${file}: ${problems.length} configuration problem${problems.length === 1 ? '' : 's'}:\n  ${problems.join('\n  ')}`);
+    this.problems = problems;
+    this.name = 'ConfigError';
+  }
+}
+
+export interface TlsFiles {
+  readonly cert: Buffer;
+  readonly key: Buffer;
+  readonly ca: Buffer | undefined;
+}
+
+export type ResolvedInput = InputConfig & { readonly label: string; readonly tlsFiles: TlsFiles | undefined };
+
+export interface ResolvedSyslogOutput extends SyslogOutputConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly caPem: Buffer | undefined;
+  readonly clientCertPem: Buffer | undefined;
+  readonly clientKeyPem: Buffer | undefined;
+}
+
+export interface ResolvedIntake extends Omit<IntakeConfig, 'inputs' | 'output' | 'intake_key' | 'intake_key_file'> {
+  /** The secret. Never log it; use `name`. Empty only when sent to the local emulator. */
+  readonly intakeKey: string;
+  readonly keySource: string;
+  readonly inputs: readonly ResolvedInput[];
+  readonly output: ResolvedSyslogOutput;
+  /** Forwarded to the local emulator because it has no key (emulator.when: no_intake_key). */
+  readonly toEmulator: boolean;
+}
+
+export interface Config extends Omit<RawConfig, 'intakes' | 'region'> {
+  readonly file: string;
+  readonly format: 'native' | 'official-intakes-yaml';
+  readonly region: Region;
+  readonly intakes: readonly ResolvedIntake[];
+  readonly warnings: readonly string[];
+}
+
+const KEY_RE = /^[A-Za-z0-9]+$/;
+const ENV_RE = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): Config {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(file, [`cannot read the file: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
+  }
+  return parseConfig(text, file, env);
+}
+
+export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = [];
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
+  const at = (node: Node | undefined | null): string => {
+    const offset = node?.range?.[0];
+    if (offset === undefined) return `${file}`;
+    const { line, col } = lineCounter.linePos(offset);
+    return `${file}:${line}:${col}`;
+  };
+  for (const e of doc.errors) {
+    const { line, col } = lineCounter.linePos(e.pos[0]);
+    problems.push(`${file}:${line}:${col}: YAML: ${e.message.split('\n')[0]}`);
+  }
+  if (problems.length > 0) throw new ConfigError(file, problems);
+
+  substituteEnv(doc, env, (node, path, msg) => problems.push(`${at(node)}: ${formatPath(path)}: ${msg}`));
+  const raw: unknown = doc.toJS() ?? {};
+  const base = dirname(resolvePath(file));
+  const locate = (path: readonly PropertyKey[]): string => {
+    // The deepest node that exists on the path (a missing key is reported at its parent).
+    for (let n = path.length; n >= 0; n--) {
+      const node = doc.getIn(path.slice(0, n) as unknown[], true) as Node | undefined;
+      if (node && typeof node === 'object' && 'range' in node) return at(node);
+    }
+    return file;
+  };
+
+  let native: unknown = raw;
+  let format: Config['format'] = 'native';
+  let mapPath = (p: readonly PropertyKey[]): PropertyKey[] => [...p];
+  const warnings: string[] = [];
+  if (looksLegacy(raw)) {
+    format = 'official-intakes-yaml';
+    const legacy = legacySchema.safeParse(raw);
+    if (!legacy.success) {
+      reportZod(legacy.error, problems, locate, (p) => [...p]);
+      throw new ConfigError(file, problems);
+    }
+    const converted = convertLegacy(legacy.data, env);
+    native = converted.native;
+    mapPath = converted.pathMap;
+    warnings.push(...converted.warnings);
+    if (env.REGION && !(env.REGION.toLowerCase() in REGIONS)) {
+      problems.push(`environment REGION: unknown region "${env.REGION}": expected one of ${Object.keys(REGIONS).join(', ')}`);
+    }
+  }
+
+  const parsed = configSchema.safeParse(native);
+  if (!parsed.success) {
+    reportZod(parsed.error, problems, (p) => locate(mapPath(p)), mapPath);
+    throw new ConfigError(file, problems);
+  }
+  const cfg = parsed.data;
+  const region = cfg.region as Region;
+  const place = (p: PropertyKey[]): string => `${locate(mapPath(p))}: ${formatPath(mapPath(p))}`;
+
+  // Names and listening ports must be unique.
+  const names = new Map<string, number>();
+  const listeners = new Map<string, string>();
+  cfg.intakes.forEach((intake, i) => {
+    const prev = names.get(intake.name.toLowerCase());
+    if (prev !== undefined) problems.push(`${place(['intakes', i, 'name'])}: duplicate intake name "${intake.name}" (also intakes[${prev}])`);
+    else names.set(intake.name.toLowerCase(), i);
+    if (intake.inputs.length === 0 && !(format === 'official-intakes-yaml')) warnings.push(`intake "${intake.name}" has no inputs.`);
+    intake.inputs.forEach((input, j) => {
+      const proto = input.type === 'udp' ? 'udp' : 'tcp';
+      if (input.port === 0) return;
+      for (const [k, owner] of listeners) {
+        const [p, addr, port] = k.split('|');
+        if (p === proto && Number(port) === input.port && addressesOverlap(addr as string, input.address)) {
+          problems.push(`${place(['intakes', i, 'inputs', j, 'port'])}: ${proto} port ${input.port} is already used by ${owner}`);
+        }
+      }
+      listeners.set(`${proto}|${input.address}|${input.port}`, `intakes[${i}].inputs[${j}] (intake "${intake.name}")`);
+    });
+  });
+
+  const readFile = (path: string, where: PropertyKey[], what: string): Buffer | undefined => {
+    try {
+      return readFileSync(resolvePath(base, path));
+    } catch (err) {
+      problems.push(`${place(where)}: cannot read ${what} "${path}": ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+      return undefined;
+    }
+  };
+
+  const intakes = cfg.intakes.map((intake, i): ResolvedIntake => {
+    let intakeKey = '';
+    let keySource = '';
+    const hasKey = intake.intake_key !== undefined;
+    if (hasKey && intake.intake_key_file !== undefined) {
+      problems.push(`${place(['intakes', i, 'intake_key'])}: give intake_key or intake_key_file, not both`);
+    } else if (intake.intake_key_file !== undefined) {
+      const buf = readFile(intake.intake_key_file, ['intakes', i, 'intake_key_file'], 'intake_key_file');
+      intakeKey = buf ? buf.toString('utf8').trim() : '';
+      keySource = `file ${intake.intake_key_file}`;
+      if (buf && intakeKey === '') problems.push(`${place(['intakes', i, 'intake_key_file'])}: the file "${intake.intake_key_file}" is empty`);
+    } else if (hasKey) {
+      intakeKey = (intake.intake_key ?? '').trim();
+      keySource = 'intake_key';
+    } else {
+      problems.push(`${place(['intakes', i])}: intake "${intake.name}" needs intake_key or intake_key_file`);
+    }
+    const toEmulator = intakeKey === '' && hasKey && cfg.emulator.when === 'no_intake_key';
+    if (intakeKey === '' && hasKey && !toEmulator) {
+      problems.push(`${place(['intakes', i, 'intake_key'])}: the intake key is empty (is its environment variable set?)`);
+    } else if (intakeKey !== '' && !KEY_RE.test(intakeKey)) {
+      const field = intake.intake_key_file !== undefined ? 'intake_key_file' : 'intake_key';
+      problems.push(`${place(['intakes', i, field])}: the intake key of "${intake.name}" must be letters and digits only (it has ${intakeKey.length} characters, some of them other)`);
+    }
+    const inputs = intake.inputs.map((input, j): ResolvedInput => {
+      let tlsFiles: TlsFiles | undefined;
+      if (input.type === 'tcp' && input.tls) {
+        const p = ['intakes', i, 'inputs', j, 'tls'];
+        const cert = readFile(input.tls.cert_file, [...p, 'cert_file'], 'cert_file');
+        const key = readFile(input.tls.key_file, [...p, 'key_file'], 'key_file');
+        const ca = input.tls.client_ca_file ? readFile(input.tls.client_ca_file, [...p, 'client_ca_file'], 'client_ca_file') : undefined;
+        if (cert && key) tlsFiles = { cert, key, ca };
+      }
+      const kind = input.type === 'tcp' && input.tls ? 'tls' : input.type;
+      return { ...input, label: input.name ?? `${kind}/${input.port}`, tlsFiles };
+    });
+    const labels = new Set<string>();
+    inputs.forEach((input, j) => {
+      if (labels.has(input.label)) problems.push(`${place(['intakes', i, 'inputs', j])}: two inputs of "${intake.name}" are named "${input.label}": set name on one`);
+      labels.add(input.label);
+    });
+    const o = intake.output;
+    const op = ['intakes', i, 'output'];
+    if ((o.client_cert_file === undefined) !== (o.client_key_file === undefined)) {
+      problems.push(`${place(op)}: client_cert_file and client_key_file go together`);
+    }
+    const output: ResolvedSyslogOutput = {
+      ...o,
+      host: o.host ?? cfg.endpoints.syslog_host ?? REGIONS[region].syslogHost,
+      port: o.port ?? cfg.endpoints.syslog_port ?? REGIONS[region].syslogPort,
+      caPem: o.ca_file ? readFile(o.ca_file, [...op, 'ca_file'], 'ca_file') : undefined,
+      clientCertPem: o.client_cert_file ? readFile(o.client_cert_file, [...op, 'client_cert_file'], 'client_cert_file') : undefined,
+      clientKeyPem: o.client_key_file ? readFile(o.client_key_file, [...op, 'client_key_file'], 'client_key_file') : undefined,
+    };
+    const { intake_key: _k, intake_key_file: _f, ...rest } = intake;
+    return { ...rest, intakeKey, keySource, inputs, output, toEmulator };
+  });
+
+  if (problems.length > 0) throw new ConfigError(file, problems);
+  return deepFreeze({ ...cfg, region, file, format, intakes, warnings });
+}
+
+function reportZod(error: ZodError, problems: string[], locate: (p: PropertyKey[]) => string, mapPath: (p: readonly PropertyKey[]) => PropertyKey[]): void {
+  for (const issue of error.issues) {
+    const path = [...issue.path];
+    let message = issue.message;
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) {
+        const p = [...path, key];
+        problems.push(`${locate(p)}: ${formatPath(mapPath(p))}: unknown key "${key}"`);
+      }
+      continue;
+    }
+    if (issue.code === 'invalid_union' && 'discriminator' in issue) message = `${message} (${String(issue.discriminator)} must be one of the known types)`;
+    problems.push(`${locate(path)}: ${formatPath(mapPath(path)) || '(top level)'}: ${message}`);
+  }
+}
+
+export function formatPath(path: readonly PropertyKey[]): string {
+  let s = '';
+  for (const p of path) s += typeof p === 'number' ? `[${p}]` : s ? `.${String(p)}` : String(p);
+  return s;
+}
+
+/**
+ * Replaces ${VAR} and ${VAR:-default} in string scalars ($${ is a literal "${"). A whole plain
+ * scalar that was one reference is re-read as YAML, so `port: ${PORT}` gives a number.
+ */
+function substituteEnv(doc: Document, env: NodeJS.ProcessEnv, problem: (node: Node, path: PropertyKey[], msg: string) => void): void {
+  visit(doc, {
+    Scalar(_key, node: Scalar, ancestors) {
+      if (typeof node.value !== 'string' || !node.value.includes('${')) return;
+      const path = pathOf(ancestors, node);
+      const source = node.value;
+      const replaced = source.replace(ENV_RE, (m, name: string | undefined, dflt: string | undefined) => {
+        if (m === '$${') return '${';
+        const v = env[name as string];
+        if (v !== undefined && v !== '') return v;
+        if (dflt !== undefined) return dflt;
+        problem(node, path, `environment variable ${name} is not set`);
+        return '';
+      });
+      const whole = /^\$\{[^}]+\}$/.test(source) && node.type === 'PLAIN';
+      node.value = whole && /^(-?\d+(\.\d+)?|true|false)$/.test(replaced) ? JSON.parse(replaced) : replaced;
+    },
+  });
+}
+
+function pathOf(ancestors: readonly unknown[], leaf: unknown): PropertyKey[] {
+  const path: PropertyKey[] = [];
+  const chain = [...ancestors, leaf];
+  for (let i = 1; i < chain.length; i++) {
+    const parent = chain[i - 1];
+    const child = chain[i];
+    if (parent && typeof parent === 'object' && 'items' in parent && Array.isArray(parent.items)) {
+      const idx = parent.items.indexOf(child);
+      if (idx >= 0 && !isPair(child)) path.push(idx);
+    } else if (isPair(parent) && parent.value === child && isScalar(parent.key)) {
+      path.push(String(parent.key.value));
+    }
+  }
+  return path;
+}
+
+function isPair(x: unknown): x is { key: unknown; value: unknown } {
+  return typeof x === 'object' && x !== null && 'key' in x && 'value' in x;
+}
+
+function addressesOverlap(a: string, b: string): boolean {
+  const any = (x: string): boolean => x === '0.0.0.0' || x === '::';
+  return a === b || any(a) || any(b);
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === 'object' && !Buffer.isBuffer(o) && !Object.isFrozen(o)) {
+    Object.freeze(o);
+    for (const v of Object.values(o)) deepFreeze(v);
+  }
+  return o;
+}

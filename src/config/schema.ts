@@ -1,0 +1,151 @@
+// The configuration schema (zod). Strict everywhere: an unknown key is an error. Units are in the
+// names (_ms, _bytes). Every field has a description: the JSON Schema for editors and the README's
+// reference are generated from here.
+
+import { z } from 'zod';
+import { REGION_NAMES } from './regions.ts';
+
+const port = z.int().min(0).max(65535);
+const positive = z.int().min(1);
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+/** The intake refuses events over 250 KiB. */
+export const INTAKE_MAX_EVENT_BYTES = 250 * KiB;
+
+const printable = (max: number) => z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `must be 1 to ${max} printable ASCII characters without spaces`);
+
+const headerDefaults = z
+  .strictObject({
+    hostname: printable(255).optional().describe('HOSTNAME for lines without one. Default: the sender\'s IP address.'),
+    app_name: printable(48).optional().describe('APP-NAME for lines without a header or tag. Default: none (-).'),
+    procid: printable(128).optional().describe('PROCID for lines without a header. Default: none (-).'),
+    facility: z.int().min(0).max(23).default(1).describe('Facility for lines without a PRI (1 = user).'),
+    severity: z.int().min(0).max(7).default(5).describe('Severity for lines without a PRI (5 = notice).'),
+  })
+  .describe('Header fields used for lines that arrive without a syslog header.');
+
+const listener = {
+  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:\/-]{0,63}$/, 'must be letters, digits, _ . : / - (at most 64)').optional()
+    .describe('Name of this input in metrics and logs. Default: "<type>/<port>".'),
+  address: z.string().min(1).default('0.0.0.0').describe('Address to listen on ("0.0.0.0" all IPv4, "::" all IPv6, "127.0.0.1" local only).'),
+  port: port.describe('Port to listen on (0 picks a free port, for tests).'),
+  max_message_bytes: z.int().min(64).max(INTAKE_MAX_EVENT_BYTES).default(INTAKE_MAX_EVENT_BYTES)
+    .describe('Largest event accepted, in bytes (the intake refuses events over 250 KiB).'),
+  oversize: z.enum(['drop', 'truncate']).default('drop').describe('What to do with a larger event: drop it (counted as too_large) or truncate it (counted as truncated).'),
+  defaults: headerDefaults.prefault({}),
+};
+
+const udpInput = z.strictObject({
+  type: z.literal('udp').describe('Syslog over UDP: one datagram, one event.'),
+  ...listener,
+  receive_buffer_bytes: z.int().min(8 * KiB).max(1024 * MiB).optional()
+    .describe('Socket receive buffer (SO_RCVBUF). Capped by the kernel\'s net.core.rmem_max.'),
+});
+
+const tlsServer = z.strictObject({
+  cert_file: z.string().min(1).describe('PEM certificate (chain) presented to senders.'),
+  key_file: z.string().min(1).describe('PEM private key of cert_file.'),
+  client_ca_file: z.string().min(1).optional().describe('PEM CA bundle: when set, senders must present a certificate it signed (mutual TLS).'),
+});
+
+const tcpInput = z.strictObject({
+  type: z.literal('tcp').describe('Syslog over TCP, octet-counted or newline-delimited (detected per frame).'),
+  ...listener,
+  tls: tlsServer.optional().describe('Serve TLS (RFC 5425) instead of plain TCP.'),
+  max_connections: positive.default(1024).describe('Connections accepted at once; more are refused and counted.'),
+  idle_timeout_ms: z.int().min(0).default(0).describe('Close a connection that sent nothing for this long (0 = never).'),
+});
+
+export const inputSchema = z.discriminatedUnion('type', [udpInput, tcpInput]);
+
+const backoff = z
+  .strictObject({
+    initial_ms: positive.default(500).describe('First retry delay.'),
+    max_ms: positive.default(30_000).describe('Longest retry delay.'),
+  })
+  .describe('Capped exponential backoff with jitter between delivery attempts. Retries never stop.');
+
+const syslogOutput = z.strictObject({
+  type: z.literal('syslog').describe('RFC 5424 syslog, octet-counted, over TLS to the intake.'),
+  host: z.string().min(1).optional().describe('Intake host. Default: the region\'s (or endpoints.syslog_host).'),
+  port: port.optional().describe('Intake port. Default: 10514 (or endpoints.syslog_port).'),
+  server_name: z.string().min(1).optional().describe('Name the certificate must carry. Default: host.'),
+  ca_file: z.string().min(1).optional().describe('PEM CA bundle to verify the intake with. Default: the system CAs.'),
+  client_cert_file: z.string().min(1).optional().describe('PEM client certificate, if the peer asks for one.'),
+  client_key_file: z.string().min(1).optional().describe('PEM private key of client_cert_file.'),
+  timestamp: z.enum(['received', 'source']).default('received').describe('TIMESTAMP written: reception time, or the source\'s own when it has one.'),
+  connect_timeout_ms: positive.default(10_000).describe('Time allowed for TCP connect plus TLS handshake.'),
+  resend_window_ms: z.int().min(0).default(2_000).describe('A batch counts as delivered once written this long ago on a connection still up; if the connection fails first it is written again.'),
+  resend_window_bytes: positive.default(32 * MiB).describe('Most bytes kept for resending; older writes beyond it count as delivered.'),
+  backoff: backoff.prefault({}),
+});
+
+export const outputSchema = z.discriminatedUnion('type', [syslogOutput]);
+
+const queue = z
+  .strictObject({
+    type: z.literal('memory').default('memory').describe('Where queued events live (memory).'),
+    max_events: positive.default(100_000).describe('Most events queued for this intake.'),
+    max_bytes: positive.default(64 * MiB).describe('Most bytes of events queued for this intake.'),
+    when_full: z.enum(['block', 'drop_newest']).default('block')
+      .describe('block: TCP inputs stop reading until there is room (UDP still drops, counted); drop_newest: refuse new events (counted).'),
+  })
+  .describe('The bounded queue between this intake\'s inputs and its output.');
+
+const batch = z
+  .strictObject({
+    max_events: positive.default(1000).describe('Most events per write.'),
+    max_bytes: positive.default(1 * MiB).describe('Most bytes of events per write.'),
+    linger_ms: z.int().min(0).default(50).describe('Longest wait for a batch to fill before it is written.'),
+  })
+  .describe('How queued events are grouped into writes.');
+
+export const intakeSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9 _.:\/-]{0,63}$/, 'must start with a letter or digit; letters, digits, space, _ . : / - (at most 64)')
+    .describe('Name of the intake in logs, metrics and commands. Never the key.'),
+  intake_key: z.string().optional().describe('The intake key. Use ${ENV_VAR} rather than writing it here.'),
+  intake_key_file: z.string().min(1).optional().describe('File holding the intake key (e.g. a systemd credential or Docker secret).'),
+  inputs: z.array(inputSchema).default([]).describe('Where this intake\'s events come from.'),
+  output: outputSchema.prefault({ type: 'syslog' }).describe('How events reach the intake.'),
+  queue: queue.prefault({}),
+  batch: batch.prefault({}),
+});
+
+export const configSchema = z.strictObject({
+  region: z.string().toLowerCase().default('fra1')
+    .refine((r) => (REGION_NAMES as string[]).includes(r), {
+      error: (iss) => `unknown region "${String(iss.input)}": expected one of ${REGION_NAMES.join(', ')}`,
+    })
+    .describe(`Region of the platform subscription: ${REGION_NAMES.join(', ')}.`),
+  endpoints: z
+    .strictObject({
+      syslog_host: z.string().min(1).optional().describe('Overrides the region\'s syslog intake host.'),
+      syslog_port: port.optional().describe('Overrides the syslog intake port (10514).'),
+    })
+    .prefault({})
+    .describe('Endpoints set by hand (proxies, tests); each overrides the region\'s.'),
+  log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info').describe('Least severe log level printed.'),
+  metrics: z
+    .strictObject({
+      enabled: z.boolean().default(true).describe('Serve /metrics, /healthz and /readyz.'),
+      address: z.string().min(1).default('127.0.0.1').describe('Address of the metrics and health server.'),
+      port: port.default(9750).describe('Port of the metrics and health server.'),
+      stall_timeout_ms: positive.default(300_000).describe('/readyz answers 503 when an intake has had queued events and no delivery for this long.'),
+    })
+    .prefault({}),
+  shutdown_timeout_ms: positive.default(30_000).describe('On SIGTERM/SIGINT, time allowed to deliver what is queued before exiting.'),
+  emulator: z
+    .strictObject({
+      when: z.enum(['never', 'no_intake_key']).default('never')
+        .describe('no_intake_key: intakes whose key is empty forward to a local intake emulator (for trying intake-relay out).'),
+      port: port.default(0).describe('Port of the local emulator (0 = any free port).'),
+    })
+    .prefault({}),
+  intakes: z.array(intakeSchema).min(1, 'at least one intake is needed').describe('The intakes events are forwarded to, each with its key, inputs and output.'),
+});
+
+export type RawConfig = z.infer<typeof configSchema>;
+export type IntakeConfig = z.infer<typeof intakeSchema>;
+export type InputConfig = z.infer<typeof inputSchema>;
+export type SyslogOutputConfig = z.infer<typeof syslogOutput>;

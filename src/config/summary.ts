@@ -1,0 +1,29 @@
+// The redacted summary `validate` prints for a valid configuration: what will listen where and go
+// where. Keys appear only as "set (N characters, from ...)".
+
+import type { Config } from './load.ts';
+
+export function summarize(cfg: Config): string {
+  const lines: string[] = [];
+  lines.push(`${cfg.file}: valid (${cfg.format === 'native' ? 'intake-relay format' : 'official forwarder intakes.yaml'})`);
+  lines.push(`region: ${cfg.region}`);
+  for (const i of cfg.intakes) {
+    lines.push(`intake "${i.name}":`);
+    lines.push(`  key: ${i.toEmulator ? 'not set: forwards to the local emulator' : `set (${i.intakeKey.length} characters, from ${i.keySource})`}`);
+    for (const input of i.inputs) {
+      const kind = input.type === 'tcp' ? (input.tls ? `tls${input.tls.client_ca_file ? ' (client certificates required)' : ''}` : 'tcp') : 'udp';
+      lines.push(`  input ${input.label}: ${kind} on ${input.address}:${input.port}, max ${input.max_message_bytes} bytes per event (${input.oversize})`);
+    }
+    if (i.inputs.length === 0) lines.push('  no inputs');
+    const o = i.output;
+    lines.push(
+      `  output: syslog over TLS to ${o.host}:${o.port}` +
+        `${o.server_name ? ` (certificate name ${o.server_name})` : ''}, CA ${o.ca_file ?? 'system store'}, timestamp ${o.timestamp}`,
+    );
+    lines.push(`  queue: ${i.queue.type}, ${i.queue.max_events} events / ${i.queue.max_bytes} bytes, when full: ${i.queue.when_full}`);
+    lines.push(`  batch: ${i.batch.max_events} events / ${i.batch.max_bytes} bytes / ${i.batch.linger_ms} ms`);
+  }
+  lines.push(cfg.metrics.enabled ? `metrics: http://${cfg.metrics.address}:${cfg.metrics.port}/metrics` : 'metrics: disabled');
+  for (const w of cfg.warnings) lines.push(`warning: ${w}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,214 @@
+// Bounded in-memory batching queue, one per intake. Inputs offer whole chunks of events; the runner
+// takes batches bounded by count and bytes after a linger time. Every refusal is reported to the
+// caller, which counts it: nothing leaves this queue silently.
+
+import type { Batch, LogEvent } from './event.ts';
+
+export type WhenFull = 'block' | 'drop_newest';
+export type OfferResult = 'ok' | 'slow_down' | 'dropped';
+
+export interface QueueLimits {
+  readonly maxEvents: number;
+  readonly maxBytes: number;
+  readonly whenFull: WhenFull;
+}
+
+export interface BatchLimits {
+  readonly maxEvents: number;
+  readonly maxBytes: number;
+  readonly lingerMs: number;
+}
+
+export interface Offered {
+  readonly result: OfferResult;
+  /** Events refused (queue full); the caller counts them as dropped. */
+  readonly dropped: number;
+  readonly droppedBytes: number;
+}
+
+const RESUME_FRACTION = 0.9;
+
+export class BoundedQueue {
+  readonly #limits: QueueLimits;
+  // A FIFO of chunks; `#head` indexes the first unread event of the first chunk.
+  #chunks: LogEvent[][] = [];
+  #head = 0;
+  #events = 0;
+  #bytes = 0;
+  #closed = false;
+  #dataWaiter: (() => void) | undefined;
+  #writableWaiters: (() => void)[] = [];
+
+  constructor(limits: QueueLimits) {
+    this.#limits = limits;
+  }
+
+  get events(): number {
+    return this.#events;
+  }
+  get bytes(): number {
+    return this.#bytes;
+  }
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  #full(): boolean {
+    return this.#events >= this.#limits.maxEvents || this.#bytes >= this.#limits.maxBytes;
+  }
+
+  /**
+   * Offer a chunk of events. `canPause` says whether the caller can stop reading (TCP) when told
+   * `slow_down`; callers that cannot (UDP) get events refused instead of overfilling the queue.
+   * With `block` and a pausable caller the chunk is always taken: the overshoot is bounded by one
+   * read per connection, and the caller must pause until `writable()` resolves.
+   */
+  offer(events: LogEvent[], bytes: number, canPause: boolean): Offered {
+    if (this.#closed) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
+    if (this.#limits.whenFull === 'block' && canPause) {
+      this.#push(events, bytes);
+      return { result: this.#full() ? 'slow_down' : 'ok', dropped: 0, droppedBytes: 0 };
+    }
+    // Take what fits, refuse the rest (drop_newest, or a caller that cannot wait).
+    let n = 0;
+    let taken = 0;
+    while (n < events.length) {
+      const size = (events[n] as LogEvent).byteSize;
+      if (this.#events + n >= this.#limits.maxEvents || this.#bytes + taken + size > this.#limits.maxBytes) break;
+      taken += size;
+      n++;
+    }
+    if (n === events.length) {
+      this.#push(events, bytes);
+      return { result: 'ok', dropped: 0, droppedBytes: 0 };
+    }
+    if (n > 0) this.#push(events.slice(0, n), taken);
+    return { result: 'dropped', dropped: events.length - n, droppedBytes: bytes - taken };
+  }
+
+  /** Put batches back at the front, oldest first (retries, unacknowledged writes). Ignores limits. */
+  requeue(batches: readonly Batch[]): void {
+    const chunks: LogEvent[][] = [];
+    let events = 0;
+    let bytes = 0;
+    for (const b of batches) {
+      if (b.events.length === 0) continue;
+      chunks.push(b.events.slice());
+      events += b.events.length;
+      bytes += b.bytes;
+    }
+    if (chunks.length === 0) return;
+    const first = this.#chunks[0];
+    if (first && this.#head > 0) {
+      this.#chunks[0] = first.slice(this.#head);
+      this.#head = 0;
+    }
+    this.#chunks = chunks.concat(this.#chunks);
+    this.#events += events;
+    this.#bytes += bytes;
+    this.#wakeTaker();
+  }
+
+  #push(events: LogEvent[], bytes: number): void {
+    if (events.length === 0) return;
+    this.#chunks.push(events);
+    this.#events += events.length;
+    this.#bytes += bytes;
+    this.#wakeTaker();
+  }
+
+  #wakeTaker(): void {
+    const w = this.#dataWaiter;
+    this.#dataWaiter = undefined;
+    w?.();
+  }
+
+  /** Resolves once the queue has room again (below 90% of both limits), or is closed. */
+  writable(): Promise<void> {
+    if (!this.#full() || this.#closed) return Promise.resolve();
+    return new Promise((resolve) => this.#writableWaiters.push(resolve));
+  }
+
+  #maybeWakeWriters(): void {
+    if (this.#writableWaiters.length === 0) return;
+    const l = this.#limits;
+    if (this.#closed || (this.#events < l.maxEvents * RESUME_FRACTION && this.#bytes < l.maxBytes * RESUME_FRACTION)) {
+      const ws = this.#writableWaiters;
+      this.#writableWaiters = [];
+      for (const w of ws) w();
+    }
+  }
+
+  /**
+   * Wait for a batch: returns as soon as `maxEvents` or `maxBytes` are queued, or `lingerMs` after
+   * data first showed, or at once when `flush` is set (draining). Returns undefined when the queue
+   * is closed and empty, or `signal` aborted.
+   */
+  async take(limits: BatchLimits, signal: AbortSignal): Promise<Batch | undefined> {
+    let lingerUntil = 0;
+    for (;;) {
+      if (signal.aborted) return undefined;
+      if (this.#events > 0) {
+        const now = Date.now();
+        if (lingerUntil === 0) lingerUntil = now + limits.lingerMs;
+        if (this.#closed || this.#events >= limits.maxEvents || this.#bytes >= limits.maxBytes || now >= lingerUntil) {
+          return this.#cut(limits);
+        }
+        await this.#waitData(lingerUntil - now, signal);
+      } else {
+        if (this.#closed) return undefined;
+        await this.#waitData(0, signal);
+      }
+    }
+  }
+
+  #waitData(timeoutMs: number, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const done = (): void => {
+        if (timer) clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        if (this.#dataWaiter === done) this.#dataWaiter = undefined;
+        resolve();
+      };
+      this.#dataWaiter = done;
+      if (timeoutMs > 0) timer = setTimeout(done, timeoutMs);
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  #cut(limits: BatchLimits): Batch {
+    const out: LogEvent[] = [];
+    let bytes = 0;
+    while (this.#chunks.length > 0 && out.length < limits.maxEvents) {
+      const chunk = this.#chunks[0] as LogEvent[];
+      let i = this.#head;
+      while (i < chunk.length && out.length < limits.maxEvents) {
+        const e = chunk[i] as LogEvent;
+        // Always take at least one event, so an event larger than maxBytes still moves.
+        if (out.length > 0 && bytes + e.byteSize > limits.maxBytes) break;
+        out.push(e);
+        bytes += e.byteSize;
+        i++;
+      }
+      if (i >= chunk.length) {
+        this.#chunks.shift();
+        this.#head = 0;
+      } else {
+        this.#head = i;
+        break;
+      }
+    }
+    this.#events -= out.length;
+    this.#bytes -= bytes;
+    this.#maybeWakeWriters();
+    return { events: out, bytes };
+  }
+
+  /** No more offers; `take` hands out what remains, then undefined. Wakes paused writers. */
+  close(): void {
+    this.#closed = true;
+    this.#wakeTaker();
+    this.#maybeWakeWriters();
+  }
+}

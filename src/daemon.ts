@@ -1,0 +1,219 @@
+// Builds one pipeline per intake (inputs -> bounded queue -> runner -> sink) from a frozen config,
+// starts them outputs first, and stops them in order under one deadline: inputs stop accepting,
+// queues drain into the outputs, outputs close, and what could not be delivered is reported.
+
+import type { Logger } from 'pino';
+import type { Config, ResolvedIntake } from './config/load.ts';
+import { BoundedQueue } from './core/queue.ts';
+import { SinkRunner } from './core/runner.ts';
+import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
+import { Rfc5424Formatter } from './sinks/rfc5424.ts';
+import { SyslogTlsSink } from './sinks/syslog-tls.ts';
+import type { InputContext } from './sources/event-builder.ts';
+import type { HeaderDefaults } from './sources/syslog-parse.ts';
+import { TcpSyslogInput } from './sources/tcp-syslog.ts';
+import { UdpSyslogInput } from './sources/udp-syslog.ts';
+import { OpsServer, type HealthSource, type IntakeHealth } from './telemetry/http-server.ts';
+import { Metrics } from './telemetry/metrics.ts';
+
+interface Input {
+  readonly label: string;
+  readonly port: number;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+interface Pipeline {
+  readonly intake: ResolvedIntake;
+  readonly queue: BoundedQueue;
+  readonly runner: SinkRunner;
+  readonly sink: SyslogTlsSink;
+  readonly inputs: Input[];
+}
+
+/** Key used towards the emulator for intakes that have none (emulator.when: no_intake_key). */
+const EMULATOR_DEMO_KEY = 'emulatorDemoKey0000000000000000';
+
+export interface StopReport {
+  readonly undelivered: number;
+  readonly perIntake: Record<string, number>;
+}
+
+export class Daemon implements HealthSource {
+  readonly config: Config;
+  readonly metrics: Metrics;
+  readonly #log: Logger;
+  readonly #pipelines: Pipeline[] = [];
+  #emulator: IntakeEmulator | undefined;
+  #ops: OpsServer | undefined;
+  #phase: HealthSource['phase'] = 'starting';
+  #stopping: Promise<StopReport> | undefined;
+
+  constructor(config: Config, log: Logger, metrics = new Metrics()) {
+    this.config = config;
+    this.#log = log;
+    this.metrics = metrics;
+  }
+
+  get phase(): HealthSource['phase'] {
+    return this.#phase;
+  }
+  get emulatorPort(): number | undefined {
+    return this.#emulator?.port;
+  }
+  get opsPort(): number | undefined {
+    return this.#ops?.port;
+  }
+  /** Listening port of an input (resolves port 0), for tests and messages. */
+  inputPort(intake: string, label: string): number | undefined {
+    return this.#pipelines.find((p) => p.intake.name === intake)?.inputs.find((i) => i.label === label)?.port;
+  }
+
+  async start(): Promise<void> {
+    const cfg = this.config;
+    for (const w of cfg.warnings) this.#log.warn(w);
+    try {
+      if (cfg.intakes.some((i) => i.toEmulator)) {
+        this.#emulator = new IntakeEmulator({
+          port: cfg.emulator.port,
+          onMessage: (m) =>
+            m.problems.length === 0
+              ? this.#log.info({ emulator: true, message: maskKey(m.raw) }, 'Emulator received a valid message.')
+              : this.#log.warn({ emulator: true, message: maskKey(m.raw), problems: m.problems }, 'Emulator received a message the intake would refuse.'),
+          onProtocolError: (msg) => this.#log.error({ emulator: true }, msg),
+        });
+        await this.#emulator.start();
+        this.#log.warn(
+          { intakes: cfg.intakes.filter((i) => i.toEmulator).map((i) => i.name), emulator: `127.0.0.1:${this.#emulator.port}` },
+          'No intake key set: forwarding to the local intake emulator. Set the key (e.g. INTAKE_KEY) to forward to the platform.',
+        );
+      }
+      for (const intake of cfg.intakes) this.#pipelines.push(this.#build(intake));
+      for (const p of this.#pipelines) await p.runner.start();
+      for (const p of this.#pipelines) for (const input of p.inputs) await input.start();
+      if (cfg.metrics.enabled) {
+        this.#ops = new OpsServer(this.metrics.registry, this);
+        await this.#ops.start(cfg.metrics.address, cfg.metrics.port);
+      }
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+    this.#phase = 'running';
+    this.#log.info(
+      {
+        intakes: this.#pipelines.map((p) => ({
+          name: p.intake.name,
+          inputs: p.inputs.map((i) => `${i.label} on port ${i.port}`),
+          output: p.intake.toEmulator ? `emulator 127.0.0.1:${this.#emulator?.port}` : `syslog ${p.intake.output.host}:${p.intake.output.port}`,
+        })),
+        metrics: this.#ops ? `http://${cfg.metrics.address}:${this.#ops.port}/metrics` : 'disabled',
+      },
+      'intake-relay started.',
+    );
+  }
+
+  #build(intake: ResolvedIntake): Pipeline {
+    const m = this.metrics;
+    const queue = new BoundedQueue({ maxEvents: intake.queue.max_events, maxBytes: intake.queue.max_bytes, whenFull: intake.queue.when_full });
+    const o = intake.output;
+    const toEmulator = intake.toEmulator && this.#emulator;
+    const sink = new SyslogTlsSink({
+      host: toEmulator ? '127.0.0.1' : o.host,
+      port: toEmulator ? this.#emulator!.port : o.port,
+      serverName: toEmulator ? 'localhost' : o.server_name,
+      ca: toEmulator ? Buffer.from(this.#emulator!.caPem) : o.caPem,
+      cert: o.clientCertPem,
+      key: o.clientKeyPem,
+      connectTimeoutMs: o.connect_timeout_ms,
+      resendWindowMs: o.resend_window_ms,
+      resendWindowBytes: o.resend_window_bytes,
+      formatter: new Rfc5424Formatter(toEmulator ? EMULATOR_DEMO_KEY : intake.intakeKey, o.timestamp),
+    });
+    const runner = new SinkRunner({
+      intake: intake.name,
+      queue,
+      sink,
+      batch: { maxEvents: intake.batch.max_events, maxBytes: intake.batch.max_bytes, lingerMs: intake.batch.linger_ms },
+      backoff: { initialMs: o.backoff.initial_ms, maxMs: o.backoff.max_ms },
+      metrics: m,
+      log: this.#log,
+    });
+    m.configInfo.set({ intake: intake.name, output: sink.type }, 1);
+    const gauges = {
+      events: m.queueEvents.labels({ intake: intake.name }),
+      bytes: m.queueBytes.labels({ intake: intake.name }),
+      unacked: m.unackedEvents.labels({ intake: intake.name }),
+    };
+    m.addProbe(() => {
+      gauges.events.set(queue.events);
+      gauges.bytes.set(queue.bytes);
+      gauges.unacked.set(sink.unacknowledged);
+    });
+    const inputs = intake.inputs.map((input): Input => {
+      const d = input.defaults;
+      const defaults: HeaderDefaults = { pri: d.facility * 8 + d.severity, hostname: d.hostname ?? '', appName: d.app_name ?? '', procId: d.procid ?? '' };
+      const ctx: InputContext = { intake: intake.name, input: input.label, queue, metrics: m, defaults };
+      const common = { address: input.address, port: input.port, maxMessageBytes: input.max_message_bytes, oversize: input.oversize };
+      const impl =
+        input.type === 'udp'
+          ? new UdpSyslogInput({ ...common, receiveBufferBytes: input.receive_buffer_bytes }, ctx, this.#log)
+          : new TcpSyslogInput({ ...common, maxConnections: input.max_connections, idleTimeoutMs: input.idle_timeout_ms, tls: input.tlsFiles }, ctx, this.#log);
+      return { label: input.label, get port() { return impl.port; }, start: () => impl.start(), stop: () => impl.stop() };
+    });
+    return { intake, queue, runner, sink, inputs };
+  }
+
+  health(): IntakeHealth[] {
+    const now = Date.now();
+    const stallMs = this.config.metrics.stall_timeout_ms;
+    return this.#pipelines.map((p) => {
+      const backlog = p.queue.events + p.sink.unacknowledged;
+      const since = p.runner.lastAckAt || this.#startedAt;
+      return {
+        name: p.intake.name,
+        output: p.sink.type,
+        state: p.runner.state,
+        queuedEvents: p.queue.events,
+        unackedEvents: p.sink.unacknowledged,
+        lastDeliveryAt: p.runner.lastAckAt,
+        lastError: p.runner.lastError?.message,
+        stalled: backlog > 0 && now - since > stallMs,
+      };
+    });
+  }
+  readonly #startedAt = Date.now();
+
+  /** Ordered, idempotent shutdown within config.shutdown_timeout_ms. */
+  stop(): Promise<StopReport> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<StopReport> {
+    const wasRunning = this.#phase === 'running';
+    this.#phase = 'draining';
+    const deadline = AbortSignal.timeout(this.config.shutdown_timeout_ms);
+    if (wasRunning) this.#log.info({ timeout_ms: this.config.shutdown_timeout_ms }, 'Stopping: inputs closed, draining queues.');
+    await Promise.all(this.#pipelines.flatMap((p) => p.inputs.map((i) => i.stop().catch(() => {}))));
+    for (const p of this.#pipelines) p.queue.close();
+    const perIntake: Record<string, number> = {};
+    let undelivered = 0;
+    await Promise.all(
+      this.#pipelines.map(async (p) => {
+        const lost = await p.runner.stop(deadline);
+        perIntake[p.intake.name] = lost;
+        undelivered += lost;
+        if (lost > 0) this.metrics.eventsDropped.inc({ intake: p.intake.name, stage: 'output', reason: 'shutdown' }, lost);
+      }),
+    );
+    await this.#ops?.stop();
+    await this.#emulator?.stop();
+    this.#phase = 'stopped';
+    if (wasRunning) {
+      if (undelivered > 0) this.#log.error({ undelivered, per_intake: perIntake }, 'Stopped: some events could not be delivered before the shutdown timeout.');
+      else this.#log.info({ undelivered: 0 }, 'Stopped: every queued event was delivered.');
+    }
+    return { undelivered, perIntake };
+  }
+}

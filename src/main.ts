@@ -1,0 +1,179 @@
+// Command-line entry point: parses arguments, loads the config, runs the daemon, handles signals
+// and exit codes. The only place that calls process.exit.
+//   0 ok · 1 runtime failure · 64 usage error · 78 configuration error (sysexits EX_CONFIG)
+
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ConfigError, EX_CONFIG, loadConfig } from './config/load.ts';
+import { summarize } from './config/summary.ts';
+import { Daemon } from './daemon.ts';
+import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
+import { createLogger } from './telemetry/log.ts';
+
+const EX_USAGE = 64;
+const DEFAULT_CONFIG = process.env.INTAKE_RELAY_CONFIG ?? '/etc/intake-relay/intake-relay.yaml';
+
+const HELP = `intake-relay: forwards syslog to a security platform's intake over TLS.
+
+Usage:
+  intake-relay run      [-c FILE]        run the daemon
+  intake-relay validate [-c FILE]        check a configuration; print a summary (keys redacted)
+  intake-relay emulate  [--port N] [--host ADDR] [--cert-file F --key-file F] [--quiet]
+                                         run a local intake emulator that checks what it receives
+  intake-relay --version | --help
+
+  -c, --config FILE   configuration (default: $INTAKE_RELAY_CONFIG or ${DEFAULT_CONFIG}).
+                      Also accepts the official forwarder's intakes.yaml as it is.
+
+Examples:
+  intake-relay validate -c /etc/intake-relay/intake-relay.yaml
+  INTAKE_KEY=... intake-relay run -c config/intake-relay.yaml
+  intake-relay emulate --port 10514
+
+Exit status: 0 ok, 1 runtime failure, 64 usage error, 78 configuration error.`;
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+async function main(argv: string[]): Promise<number> {
+  let args;
+  try {
+    args = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        config: { type: 'string', short: 'c' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        'cert-file': { type: 'string' },
+        'key-file': { type: 'string' },
+        quiet: { type: 'boolean', short: 'q' },
+      },
+    });
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n\n${HELP}\n`);
+    return EX_USAGE;
+  }
+  const { values, positionals } = args;
+  if (values.version) {
+    process.stdout.write(`intake-relay ${version()}\n`);
+    return 0;
+  }
+  const command = positionals[0];
+  if (values.help || !command) {
+    process.stdout.write(`${HELP}\n`);
+    return command || values.help ? 0 : EX_USAGE;
+  }
+  const file = values.config ?? DEFAULT_CONFIG;
+  switch (command) {
+    case 'validate':
+      return validate(file);
+    case 'run':
+      return run(file);
+    case 'emulate':
+      return emulate(values);
+    default:
+      process.stderr.write(`Unknown command "${command}".\n\n${HELP}\n`);
+      return EX_USAGE;
+  }
+}
+
+function validate(file: string): number {
+  try {
+    process.stdout.write(`${summarize(loadConfig(file))}\n`);
+    return 0;
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      return EX_CONFIG;
+    }
+    throw err;
+  }
+}
+
+async function run(file: string): Promise<number> {
+  let config;
+  try {
+    config = loadConfig(file);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      return EX_CONFIG;
+    }
+    throw err;
+  }
+  const log = createLogger(config.log_level);
+  const daemon = new Daemon(config, log);
+  process.on('uncaughtException', (err) => {
+    log.fatal({ err }, 'Unexpected error: exiting so that the service manager restarts intake-relay.');
+    log.flush();
+    process.exit(70);
+  });
+  try {
+    await daemon.start();
+  } catch (err) {
+    log.error({ code: (err as { code?: string }).code }, (err as Error).message);
+    log.flush();
+    return 1;
+  }
+  const signalled = await new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+  // A second signal while draining exits at once.
+  const force = (): void => {
+    log.warn('Second signal: exiting without waiting for the queues to drain.');
+    log.flush();
+    process.exit(1);
+  };
+  process.once('SIGTERM', force);
+  process.once('SIGINT', force);
+  log.info({ signal: signalled }, 'Signal received.');
+  await daemon.stop();
+  log.flush();
+  return 0;
+}
+
+async function emulate(values: { port?: string; host?: string; 'cert-file'?: string; 'key-file'?: string; quiet?: boolean }): Promise<number> {
+  const port = values.port === undefined ? 10514 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    process.stderr.write(`--port must be a port number, not "${values.port}".\n`);
+    return EX_USAGE;
+  }
+  if (!!values['cert-file'] !== !!values['key-file']) {
+    process.stderr.write('--cert-file and --key-file go together.\n');
+    return EX_USAGE;
+  }
+  const emulator = new IntakeEmulator({
+    host: values.host ?? '127.0.0.1',
+    port,
+    cert: values['cert-file'] ? readFileSync(values['cert-file']) : undefined,
+    key: values['key-file'] ? readFileSync(values['key-file']) : undefined,
+    onMessage: values.quiet
+      ? (m) => { if (m.problems.length > 0) process.stdout.write(`REFUSED ${maskKey(m.raw)}\n  ${m.problems.join('; ')}\n`); }
+      : (m) => process.stdout.write(m.problems.length === 0 ? `ok ${maskKey(m.raw)}\n` : `REFUSED ${maskKey(m.raw)}\n  ${m.problems.join('; ')}\n`),
+    onProtocolError: (msg) => process.stdout.write(`PROTOCOL ERROR ${msg}\n`),
+  });
+  await emulator.start();
+  process.stderr.write(`intake emulator listening on ${values.host ?? '127.0.0.1'}:${emulator.port} (TLS, octet-counted RFC 5424)\n`);
+  if (!values['cert-file']) process.stderr.write(`its throwaway certificate (use as output.ca_file):\n${emulator.caPem}`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  await emulator.stop();
+  process.stderr.write(`received ${emulator.frames} frames, ${emulator.invalid} refused\n`);
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`intake-relay: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,125 @@
+// Turns the frames of one read (a TCP chunk or a UDP datagram) into events, offers them to the
+// intake's queue in one call and updates the input's metrics once per read, not per event.
+
+import { isAscii, isUtf8 } from 'node:buffer';
+import type { LogEvent } from '../core/event.ts';
+import type { BoundedQueue, OfferResult } from '../core/queue.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import type { FrameSink } from './framing.ts';
+import { parseSyslog, type HeaderDefaults } from './syslog-parse.ts';
+
+export interface InputContext {
+  readonly intake: string;
+  readonly input: string;
+  readonly queue: BoundedQueue;
+  readonly metrics: Metrics;
+  readonly defaults: HeaderDefaults;
+}
+
+export function inputCounters(ctx: InputContext) {
+  const { metrics: m, intake, input } = ctx;
+  return {
+    received: m.eventsReceived.labels({ intake, input }),
+    bytes: m.bytesReceived.labels({ intake, input }),
+    invalidUtf8: m.eventsModified.labels({ intake, input, reason: 'invalid_utf8' }),
+    truncated: m.eventsModified.labels({ intake, input, reason: 'truncated' }),
+    tooLarge: m.eventsDropped.labels({ intake, stage: 'input', reason: 'too_large' }),
+    queueFull: m.eventsDropped.labels({ intake, stage: 'input', reason: 'queue_full' }),
+    oversizeFrames: m.framingErrors.labels({ intake, input, reason: 'too_large' }),
+    paused: m.inputPaused.labels({ intake, input }),
+  };
+}
+export type InputCounters = ReturnType<typeof inputCounters>;
+
+export class EventBuilder implements FrameSink {
+  readonly #ctx: InputContext;
+  readonly #c: InputCounters;
+  readonly #canPause: boolean;
+  #events: LogEvent[] = [];
+  #bytes = 0;
+  #sender = '';
+  #receivedAt = 0;
+  #ascii = true;
+  #utf8 = true;
+  #invalid = 0;
+  #truncated = 0;
+  #tooLarge = 0;
+
+  constructor(ctx: InputContext, counters: InputCounters, canPause: boolean) {
+    this.#ctx = ctx;
+    this.#c = counters;
+    this.#canPause = canPause;
+  }
+
+  /** Start a read: one reception time and one encoding check for all its frames. */
+  begin(chunk: Buffer, sender: string): void {
+    this.#sender = sender;
+    this.#receivedAt = Date.now();
+    this.#ascii = isAscii(chunk);
+    this.#utf8 = this.#ascii || isUtf8(chunk);
+  }
+
+  frame(buf: Buffer, start: number, end: number, truncated: boolean): void {
+    if (truncated) {
+      end = utf8Boundary(buf, start, end);
+      this.#truncated++;
+    }
+    if (!this.#utf8 && !isUtf8(buf.subarray(start, end))) this.#invalid++;
+    const line = buf.toString('utf8', start, end);
+    const size = end - start;
+    this.#events.push(parseSyslog(line, size, this.#receivedAt, this.#sender, this.#ctx.defaults, this.#ascii));
+    this.#bytes += size;
+  }
+
+  oversized(): void {
+    this.#tooLarge++;
+  }
+
+  /** Offer what this read produced; returns what the caller must do (pause on slow_down). */
+  flush(): OfferResult {
+    const c = this.#c;
+    if (this.#tooLarge > 0) {
+      c.tooLarge.inc(this.#tooLarge);
+      c.oversizeFrames.inc(this.#tooLarge);
+      c.received.inc(this.#tooLarge);
+      this.#tooLarge = 0;
+    }
+    if (this.#invalid > 0) {
+      c.invalidUtf8.inc(this.#invalid);
+      this.#invalid = 0;
+    }
+    if (this.#truncated > 0) {
+      c.truncated.inc(this.#truncated);
+      this.#truncated = 0;
+    }
+    const events = this.#events;
+    if (events.length === 0) return 'ok';
+    const bytes = this.#bytes;
+    this.#events = [];
+    this.#bytes = 0;
+    c.received.inc(events.length);
+    c.bytes.inc(bytes);
+    const r = this.#ctx.queue.offer(events, bytes, this.#canPause);
+    if (r.dropped > 0) c.queueFull.inc(r.dropped);
+    return r.result;
+  }
+}
+
+/** "::ffff:10.0.0.1" -> "10.0.0.1". */
+export function senderAddress(addr: string | undefined): string {
+  if (!addr) return '';
+  return addr.startsWith('::ffff:') ? addr.slice(7) : addr;
+}
+
+/** `end`, moved back so that [start, end) does not finish inside a multi-byte UTF-8 sequence. */
+export function utf8Boundary(buf: Buffer, start: number, end: number): number {
+  let k = end - 1;
+  let cont = 0;
+  while (k > start && ((buf[k] as number) & 0xc0) === 0x80 && cont < 3) {
+    k--;
+    cont++;
+  }
+  const lead = buf[k] as number;
+  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return end - k < need ? k : end;
+}

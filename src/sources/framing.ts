@@ -1,0 +1,152 @@
+// Stream deframing for syslog over TCP (RFC 6587): each frame is detected on its own as
+// octet-counted (§3.4.1, `MSG-LEN SP SYSLOG-MSG`, the message starting with '<') or as
+// non-transparent (§3.4.2, LF-terminated; a CR before the LF is removed). Memory is bounded by
+// max_message_bytes plus one read, whatever the sender does.
+
+export type Oversize = 'drop' | 'truncate';
+
+export interface FrameSink {
+  /** One frame: bytes [start, end) of `buf`, valid only during the call. */
+  frame(buf: Buffer, start: number, end: number, truncated: boolean): void;
+  /** An oversized frame that was dropped (oversize: drop); `bytes` is its announced or seen size. */
+  oversized(bytes: number): void;
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+const SP = 0x20;
+const LT = 0x3c;
+const ZERO = 0x30;
+const NINE = 0x39;
+const MAX_LEN_DIGITS = 9;
+
+export class Deframer {
+  readonly #max: number;
+  readonly #oversize: Oversize;
+  readonly #sink: FrameSink;
+  #pending: Buffer | undefined;
+  /** Bytes still to discard of an oversized octet-counted frame. */
+  #skip = 0;
+  /** Discarding up to the next LF: the rest of an oversized line. */
+  #discardLine = false;
+
+  constructor(maxMessageBytes: number, oversize: Oversize, sink: FrameSink) {
+    this.#max = maxMessageBytes;
+    this.#oversize = oversize;
+    this.#sink = sink;
+  }
+
+  /** Bytes held back waiting for the rest of a frame. */
+  get pendingBytes(): number {
+    return this.#pending?.length ?? 0;
+  }
+
+  push(chunk: Buffer): void {
+    const buf = this.#pending ? Buffer.concat([this.#pending, chunk]) : chunk;
+    this.#pending = undefined;
+    let pos = 0;
+    if (this.#skip > 0) {
+      const n = Math.min(this.#skip, buf.length);
+      this.#skip -= n;
+      pos = n;
+    }
+    if (this.#discardLine && pos < buf.length) {
+      const i = buf.indexOf(LF, pos);
+      if (i < 0) return;
+      this.#discardLine = false;
+      pos = i + 1;
+    }
+    const len = buf.length;
+    while (pos < len) {
+      const c = buf[pos] as number;
+      if (c === LF || c === CR || c === 0) {
+        pos++;
+        continue;
+      }
+      if (c > ZERO && c <= NINE) {
+        const r = this.#octetCounted(buf, pos);
+        if (r === NEED_MORE) break;
+        if (r >= 0) {
+          pos = r;
+          continue;
+        }
+      }
+      // Non-transparent framing: up to the next LF.
+      const i = buf.indexOf(LF, pos);
+      if (i < 0) {
+        if (len - pos > this.#max) {
+          this.#tooLarge(buf, pos, len - pos);
+          this.#discardLine = true;
+          pos = len;
+        }
+        break;
+      }
+      let end = i;
+      if (end > pos && buf[end - 1] === CR) end--;
+      if (end - pos > this.#max) this.#tooLarge(buf, pos, end - pos);
+      else this.#sink.frame(buf, pos, end, false);
+      pos = i + 1;
+    }
+    if (pos < len) this.#pending = Buffer.from(buf.subarray(pos));
+  }
+
+  /**
+   * Tries an octet-counted frame at `pos`. Returns the position after it, NEED_MORE when the
+   * header or body is incomplete, or NOT_OCTET when these bytes are not an octet count.
+   */
+  #octetCounted(buf: Buffer, pos: number): number {
+    let j = pos;
+    let n = 0;
+    while (j < buf.length && j - pos < MAX_LEN_DIGITS) {
+      const d = buf[j] as number;
+      if (d < ZERO || d > NINE) break;
+      n = n * 10 + (d - ZERO);
+      j++;
+    }
+    if (j + 1 >= buf.length) return j - pos < MAX_LEN_DIGITS ? NEED_MORE : NOT_OCTET;
+    if (buf[j] !== SP || buf[j + 1] !== LT) return NOT_OCTET;
+    const body = j + 1;
+    if (n > this.#max) {
+      if (this.#oversize === 'truncate') {
+        if (buf.length - body < this.#max) return NEED_MORE;
+        this.#sink.frame(buf, body, body + this.#max, true);
+      } else {
+        this.#sink.oversized(n);
+      }
+      const available = buf.length - body;
+      if (available >= n) return body + n;
+      this.#skip = n - available;
+      return buf.length;
+    }
+    if (body + n > buf.length) return NEED_MORE;
+    this.#sink.frame(buf, body, body + n, false);
+    return body + n;
+  }
+
+  #tooLarge(buf: Buffer, start: number, size: number): void {
+    if (this.#oversize === 'truncate') this.#sink.frame(buf, start, start + this.#max, true);
+    else this.#sink.oversized(size);
+  }
+
+  /** The stream ended: what is left is the last frame (a line without LF, or a cut-off body). */
+  end(): void {
+    const buf = this.#pending;
+    this.#pending = undefined;
+    this.#skip = 0;
+    if (!buf || this.#discardLine) return;
+    let start = 0;
+    let cut = false;
+    let j = 0;
+    while (j < buf.length && (buf[j] as number) >= ZERO && (buf[j] as number) <= NINE) j++;
+    if (j > 0 && buf[j] === SP && buf[j + 1] === LT) {
+      start = j + 1;
+      cut = true;
+    }
+    let end = buf.length;
+    while (end > start && (buf[end - 1] === CR || buf[end - 1] === LF)) end--;
+    if (end > start) this.#sink.frame(buf, start, Math.min(end, start + this.#max), cut || end - start > this.#max);
+  }
+}
+
+const NEED_MORE = -2;
+const NOT_OCTET = -1;

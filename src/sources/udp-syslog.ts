@@ -1,0 +1,76 @@
+// Syslog over UDP (RFC 5426): one datagram, one event. UDP cannot be paused, so when the queue is
+// full the datagram is dropped and counted (reason queue_full), whatever when_full says.
+
+import dgram from 'node:dgram';
+import { isIPv6 } from 'node:net';
+import type { Logger } from 'pino';
+import { RelayError } from '../core/errors.ts';
+import type { Oversize } from './framing.ts';
+import { EventBuilder, inputCounters, senderAddress, type InputContext } from './event-builder.ts';
+
+export interface UdpInputOptions {
+  readonly address: string;
+  readonly port: number;
+  readonly receiveBufferBytes: number | undefined;
+  readonly maxMessageBytes: number;
+  readonly oversize: Oversize;
+}
+
+export class UdpSyslogInput {
+  readonly #o: UdpInputOptions;
+  readonly #ctx: InputContext;
+  readonly #log: Logger;
+  #socket: dgram.Socket | undefined;
+
+  constructor(options: UdpInputOptions, ctx: InputContext, log: Logger) {
+    this.#o = options;
+    this.#ctx = ctx;
+    this.#log = log;
+  }
+
+  get port(): number {
+    return this.#socket?.address().port ?? this.#o.port;
+  }
+
+  async start(): Promise<void> {
+    const o = this.#o;
+    const builder = new EventBuilder(this.#ctx, inputCounters(this.#ctx), false);
+    const socket = dgram.createSocket({ type: isIPv6(o.address) ? 'udp6' : 'udp4', reuseAddr: false });
+    socket.on('message', (msg, rinfo) => {
+      builder.begin(msg, senderAddress(rinfo.address));
+      let end = msg.length;
+      while (end > 0 && (msg[end - 1] === 0x0a || msg[end - 1] === 0x0d || msg[end - 1] === 0)) end--;
+      if (end === 0) return;
+      if (end > o.maxMessageBytes) {
+        if (o.oversize === 'truncate') builder.frame(msg, 0, o.maxMessageBytes, true);
+        else builder.oversized();
+      } else {
+        builder.frame(msg, 0, end, false);
+      }
+      builder.flush();
+    });
+    const what = `${this.#ctx.intake}/${this.#ctx.input}`;
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', (err: NodeJS.ErrnoException) =>
+        reject(new RelayError('ERELAY_LISTEN', `${what}: cannot listen on udp ${o.address}:${o.port}: ${err.code === 'EACCES' ? 'ports below 1024 need CAP_NET_BIND_SERVICE or root' : err.message}.`, { cause: err })),
+      );
+      socket.bind({ address: o.address, port: o.port }, () => resolve());
+    });
+    socket.on('error', (err) => this.#log.error({ intake: this.#ctx.intake, input: this.#ctx.input, err: err.message }, 'UDP socket error.'));
+    if (o.receiveBufferBytes) {
+      socket.setRecvBufferSize(o.receiveBufferBytes);
+      const got = socket.getRecvBufferSize();
+      // Linux reports twice what it grants; less than asked means net.core.rmem_max capped it.
+      if (got < o.receiveBufferBytes) {
+        this.#log.warn({ intake: this.#ctx.intake, input: this.#ctx.input, asked: o.receiveBufferBytes, granted: got }, 'UDP receive buffer capped by the kernel (raise net.core.rmem_max).');
+      }
+    }
+    this.#socket = socket;
+  }
+
+  async stop(): Promise<void> {
+    const s = this.#socket;
+    this.#socket = undefined;
+    if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
+}

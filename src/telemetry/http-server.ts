@@ -1,0 +1,85 @@
+// The operations endpoint: /metrics (Prometheus), /healthz (the process answers), /readyz (503
+// while starting or draining, or when an intake has a backlog and has delivered nothing for
+// stall_timeout_ms: a stalled forwarder must not look healthy).
+
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+import { listen } from '../sources/tcp-syslog.ts';
+
+export interface IntakeHealth {
+  readonly name: string;
+  readonly output: string;
+  readonly state: string;
+  readonly queuedEvents: number;
+  readonly unackedEvents: number;
+  readonly lastDeliveryAt: number;
+  readonly lastError: string | undefined;
+  readonly stalled: boolean;
+}
+
+export interface HealthSource {
+  readonly phase: 'starting' | 'running' | 'draining' | 'stopped';
+  health(): IntakeHealth[];
+}
+
+export class OpsServer {
+  readonly #server: http.Server;
+
+  constructor(registry: Registry, source: HealthSource) {
+    this.#server = http.createServer((req, res) => {
+      const url = (req.url ?? '/').split('?')[0];
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.writeHead(405, { allow: 'GET, HEAD' }).end();
+        return;
+      }
+      if (url === '/metrics') {
+        registry.metrics().then(
+          (body) => res.writeHead(200, { 'content-type': registry.contentType }).end(body),
+          (err: unknown) => res.writeHead(500).end(String(err)),
+        );
+        return;
+      }
+      if (url === '/healthz') {
+        res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+        return;
+      }
+      if (url === '/readyz' || url === '/status') {
+        const intakes = source.health();
+        const ready = source.phase === 'running' && intakes.every((i) => !i.stalled);
+        const body = JSON.stringify({
+          ready,
+          phase: source.phase,
+          intakes: intakes.map((i) => ({
+            name: i.name,
+            output: i.output,
+            state: i.state,
+            stalled: i.stalled,
+            queued_events: i.queuedEvents,
+            unacked_events: i.unackedEvents,
+            last_delivery: i.lastDeliveryAt ? new Date(i.lastDeliveryAt).toISOString() : null,
+            last_error: i.lastError ?? null,
+          })),
+        });
+        res.writeHead(url === '/status' || ready ? 200 : 503, { 'content-type': 'application/json' }).end(`${body}\n`);
+        return;
+      }
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found. Try /metrics, /healthz, /readyz, /status.\n');
+    });
+    this.#server.keepAliveTimeout = 5_000;
+    this.#server.headersTimeout = 10_000;
+  }
+
+  get port(): number {
+    return (this.#server.address() as AddressInfo).port;
+  }
+
+  start(address: string, port: number): Promise<void> {
+    return listen(this.#server, address, port, 'metrics');
+  }
+
+  async stop(): Promise<void> {
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+}

@@ -1,0 +1,153 @@
+// Every metric intake-relay exports, in one place. Labels are bounded: intake name, input name,
+// output type, reason, error code. Never a key, never event content.
+
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export type DropReason = 'queue_full' | 'too_large' | 'shutdown' | 'rejected' | 'no_intake_key';
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly #probes: (() => void)[] = [];
+
+  /** `probe` sets gauges that are read from live state (queue depth) just before each scrape. */
+  addProbe(probe: () => void): void {
+    this.#probes.push(probe);
+  }
+
+  readonly eventsReceived = new Counter({
+    name: 'intake_relay_events_received_total',
+    help: 'Events received by an input and handed to the intake\'s queue or dropped.',
+    labelNames: ['intake', 'input'] as const,
+    registers: [this.registry],
+  });
+  readonly bytesReceived = new Counter({
+    name: 'intake_relay_bytes_received_total',
+    help: 'Bytes of framed events received by an input.',
+    labelNames: ['intake', 'input'] as const,
+    registers: [this.registry],
+  });
+  readonly eventsModified = new Counter({
+    name: 'intake_relay_events_modified_total',
+    help: 'Events forwarded after a repair: invalid UTF-8 replaced, or truncated to max_message_bytes.',
+    labelNames: ['intake', 'input', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly framingErrors = new Counter({
+    name: 'intake_relay_framing_errors_total',
+    help: 'Malformed frames on stream inputs (bad octet count, oversized frame).',
+    labelNames: ['intake', 'input', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly eventsDropped = new Counter({
+    name: 'intake_relay_events_dropped_total',
+    help: 'Events that will never be delivered, by reason.',
+    labelNames: ['intake', 'stage', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly connections = new Gauge({
+    name: 'intake_relay_input_connections',
+    help: 'Open connections on a stream input.',
+    labelNames: ['intake', 'input'] as const,
+    registers: [this.registry],
+  });
+  readonly connectionsRejected = new Counter({
+    name: 'intake_relay_input_connections_rejected_total',
+    help: 'Connections refused or cut by an input (max_connections, TLS handshake failure, idle timeout).',
+    labelNames: ['intake', 'input', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly inputPaused = new Counter({
+    name: 'intake_relay_input_pauses_total',
+    help: 'Times a stream input stopped reading because the queue was full (backpressure).',
+    labelNames: ['intake', 'input'] as const,
+    registers: [this.registry],
+  });
+  readonly queueEvents = new Gauge({
+    name: 'intake_relay_queue_events',
+    help: 'Events waiting in the intake\'s queue.',
+    labelNames: ['intake'] as const,
+    registers: [this.registry],
+    // Registered before the other probed gauges, so one pass sets them all before they are read.
+    collect: () => {
+      for (const p of this.#probes) p();
+    },
+  });
+  readonly queueBytes = new Gauge({
+    name: 'intake_relay_queue_bytes',
+    help: 'Bytes of events waiting in the intake\'s queue.',
+    labelNames: ['intake'] as const,
+    registers: [this.registry],
+  });
+  readonly unackedEvents = new Gauge({
+    name: 'intake_relay_output_unacked_events',
+    help: 'Events written to the output but not yet acknowledged (syslog: inside the resend window).',
+    labelNames: ['intake'] as const,
+    registers: [this.registry],
+  });
+  readonly eventsSent = new Counter({
+    name: 'intake_relay_events_sent_total',
+    help: 'Events delivered to the intake and acknowledged.',
+    labelNames: ['intake', 'output'] as const,
+    registers: [this.registry],
+  });
+  readonly bytesSent = new Counter({
+    name: 'intake_relay_bytes_sent_total',
+    help: 'Bytes written to the intake (framed, before TLS).',
+    labelNames: ['intake', 'output'] as const,
+    registers: [this.registry],
+  });
+  readonly eventsResent = new Counter({
+    name: 'intake_relay_events_resent_total',
+    help: 'Events written again after the output connection was lost before they were acknowledged (possible duplicates).',
+    labelNames: ['intake', 'output'] as const,
+    registers: [this.registry],
+  });
+  readonly outputConnected = new Gauge({
+    name: 'intake_relay_output_connected',
+    help: '1 while the output has an open connection to the intake.',
+    labelNames: ['intake', 'output'] as const,
+    registers: [this.registry],
+  });
+  readonly outputReconnects = new Counter({
+    name: 'intake_relay_output_connects_total',
+    help: 'Output connections established.',
+    labelNames: ['intake', 'output'] as const,
+    registers: [this.registry],
+  });
+  readonly outputErrors = new Counter({
+    name: 'intake_relay_output_errors_total',
+    help: 'Failed delivery attempts, by error code.',
+    labelNames: ['intake', 'output', 'code'] as const,
+    registers: [this.registry],
+  });
+  readonly lastDelivery = new Gauge({
+    name: 'intake_relay_output_last_delivery_timestamp_seconds',
+    help: 'Time of the last acknowledged delivery.',
+    labelNames: ['intake', 'output'] as const,
+    registers: [this.registry],
+  });
+  readonly sendDuration = new Histogram({
+    name: 'intake_relay_batch_send_duration_seconds',
+    help: 'Time for one batch write attempt.',
+    labelNames: ['intake', 'output'] as const,
+    buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+    registers: [this.registry],
+  });
+  readonly batchEvents = new Histogram({
+    name: 'intake_relay_batch_events',
+    help: 'Events per batch handed to the output.',
+    labelNames: ['intake', 'output'] as const,
+    buckets: [1, 10, 50, 100, 500, 1000, 5000, 10000],
+    registers: [this.registry],
+  });
+  readonly configInfo = new Gauge({
+    name: 'intake_relay_intake_info',
+    help: 'One series per configured intake (value 1), with its output type.',
+    labelNames: ['intake', 'output'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(defaultMetrics = true) {
+    if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'intake_relay_process_' });
+  }
+}
