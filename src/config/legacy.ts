@@ -74,7 +74,10 @@ export function convertLegacy(legacy: z.infer<typeof legacySchema>, env: NodeJS.
     if (path[0] !== 'intakes' || typeof path[1] !== 'number') return [];
     const at: PropertyKey[] = ['intakes', indexMap[path[1]] ?? path[1]];
     const rest = path.slice(2);
-    if (rest[0] === 'inputs') return [...at, rest[2] === 'tls' ? 'tls_cert_name' : rest[2] === 'port' ? 'port' : 'protocol'];
+    if (rest[0] === 'inputs') {
+      if (rest[2] === 'tls') return [...at, rest[3] === 'key_file' ? 'tls_key_name' : 'tls_cert_name'];
+      return [...at, rest[2] === 'port' ? 'port' : 'protocol'];
+    }
     if (rest[0] === 'queue') return [...at, 'queue_size'];
     if (rest[0] === 'intake_key' || rest[0] === 'name') return [...at, rest[0]];
     return at;

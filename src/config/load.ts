@@ -5,7 +5,7 @@
 
 import { readFileSync } from 'node:fs';
 import { resolve as resolvePath, dirname } from 'node:path';
-import { LineCounter, isScalar, parseDocument, visit, type Document, type Node, type Scalar } from 'yaml';
+import { LineCounter, isMap, isScalar, parseDocument, visit, type Document, type Node, type Scalar } from 'yaml';
 import type { ZodError } from 'zod';
 import { configSchema, type IntakeConfig, type InputConfig, type RawConfig, type SyslogOutputConfig } from './schema.ts';
 import { REGIONS, type Region } from './regions.ts';
@@ -88,6 +88,15 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   substituteEnv(doc, env, (node, path, msg) => problems.push(`${at(node)}: ${formatPath(path)}: ${msg}`));
   const raw: unknown = doc.toJS() ?? {};
   const base = dirname(resolvePath(file));
+  const locateKey = (path: readonly PropertyKey[]): string => {
+    // An unknown key is reported where the key itself is written.
+    const parent = doc.getIn(path.slice(0, -1) as unknown[], true);
+    if (isMap(parent)) {
+      const pair = parent.items.find((p) => isScalar(p.key) && p.key.value === path[path.length - 1]);
+      if (pair && isScalar(pair.key)) return at(pair.key);
+    }
+    return locate(path);
+  };
   const locate = (path: readonly PropertyKey[]): string => {
     // The deepest node that exists on the path (a missing key is reported at its parent).
     for (let n = path.length; n >= 0; n--) {
@@ -105,7 +114,7 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
     format = 'official-intakes-yaml';
     const legacy = legacySchema.safeParse(raw);
     if (!legacy.success) {
-      reportZod(legacy.error, problems, locate, (p) => [...p]);
+      reportZod(legacy.error, problems, locate, locateKey, (p) => [...p]);
       throw new ConfigError(file, problems);
     }
     const converted = convertLegacy(legacy.data, env);
@@ -119,7 +128,7 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
 
   const parsed = configSchema.safeParse(native);
   if (!parsed.success) {
-    reportZod(parsed.error, problems, (p) => locate(mapPath(p)), mapPath);
+    reportZod(parsed.error, problems, (p) => locate(mapPath(p)), (p) => locateKey(mapPath(p)), mapPath);
     throw new ConfigError(file, problems);
   }
   const cfg = parsed.data;
@@ -218,14 +227,20 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   return deepFreeze({ ...cfg, region, file, format, intakes, warnings });
 }
 
-function reportZod(error: ZodError, problems: string[], locate: (p: PropertyKey[]) => string, mapPath: (p: readonly PropertyKey[]) => PropertyKey[]): void {
+function reportZod(
+  error: ZodError,
+  problems: string[],
+  locate: (p: PropertyKey[]) => string,
+  locateKey: (p: PropertyKey[]) => string,
+  mapPath: (p: readonly PropertyKey[]) => PropertyKey[],
+): void {
   for (const issue of error.issues) {
     const path = [...issue.path];
     let message = issue.message;
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
         const p = [...path, key];
-        problems.push(`${locate(p)}: ${formatPath(mapPath(p))}: unknown key "${key}"`);
+        problems.push(`${locateKey(p)}: ${formatPath(mapPath(p))}: unknown key "${key}"`);
       }
       continue;
     }

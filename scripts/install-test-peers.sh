@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the real syslog peers the integration tests run as local processes on loopback:
+# util-linux logger, openssl, rsyslog (+gnutls) from Debian, and syslog-ng unpacked into
+# $SYSLOG_NG_ROOT (it conflicts with rsyslog as a package). No service is started: the tests run
+# every peer as their own process, never as the machine's system logger.
+set -euo pipefail
+SYSLOG_NG_ROOT=${SYSLOG_NG_ROOT:-/opt/intake-relay-test-peers/syslog-ng}
+export DEBIAN_FRONTEND=noninteractive
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+# Keep apt from starting rsyslog as a service.
+if [ ! -x /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+  $SUDO chmod +x /usr/sbin/policy-rc.d
+fi
+$SUDO apt-get update -qq
+# syslog-ng-core's own dependencies install normally; only syslog-ng-core itself is unpacked.
+$SUDO apt-get install -y -qq --no-install-recommends \
+  bsdutils openssl rsyslog rsyslog-gnutls util-linux \
+  libpcre3 libwrap0 libjson-c5 libglib2.0-0 libnet1 libivykis0 libcap2 libssl3 libsystemd0 >/dev/null
+if [ ! -x "$SYSLOG_NG_ROOT/usr/sbin/syslog-ng" ]; then
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download syslog-ng-core >/dev/null)
+  $SUDO mkdir -p "$SYSLOG_NG_ROOT"
+  $SUDO dpkg -x "$tmp"/syslog-ng-core_*.deb "$SYSLOG_NG_ROOT"
+  rm -rf "$tmp"
+fi
+LD_LIBRARY_PATH="$SYSLOG_NG_ROOT/usr/lib/syslog-ng" "$SYSLOG_NG_ROOT/usr/sbin/syslog-ng" --version | head -1
+rsyslogd -v | head -1
+logger --version

@@ -1,0 +1,130 @@
+// Real peers as local processes on loopback: the intake emulator, util-linux logger, rsyslog and
+// syslog-ng (unpacked by scripts/install-test-peers.sh).
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { IntakeEmulator, type ReceivedMessage } from '../../src/emulator/intake-emulator.ts';
+import { TLS } from './relay.ts';
+
+export const SYSLOG_NG_ROOT = process.env.SYSLOG_NG_ROOT ?? '/opt/intake-relay-test-peers/syslog-ng';
+
+export function requirePeer(what: string, ok: boolean): void {
+  if (!ok) throw new Error(`${what} is not installed: run scripts/install-test-peers.sh (as .ci/run does).`);
+}
+
+/** A free TCP port on loopback (for peers that cannot listen on port 0 and tell us). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TestIntake {
+  readonly emulator: IntakeEmulator;
+  readonly received: ReceivedMessage[];
+  readonly protocolErrors: string[];
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/** The intake emulator with the committed test certificate (server.crt for localhost/127.0.0.1). */
+export async function startTestIntake(port = 0): Promise<TestIntake> {
+  const received: ReceivedMessage[] = [];
+  const protocolErrors: string[] = [];
+  const emulator = new IntakeEmulator({
+    port,
+    cert: readFileSync(`${TLS}server.crt`),
+    key: readFileSync(`${TLS}server.key`),
+    onMessage: (m) => received.push(m),
+    onProtocolError: (e) => protocolErrors.push(e),
+  });
+  await emulator.start();
+  return { emulator, received, protocolErrors, port: emulator.port, stop: () => emulator.stop() };
+}
+
+export function logger(args: string[]): void {
+  const r = spawnSync('logger', args, { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`logger ${args.join(' ')} failed: ${r.stderr}`);
+}
+
+export interface Peer {
+  readonly proc: ChildProcess;
+  readonly dir: string;
+  output(): string;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+function track(proc: ChildProcess, dir: string): Peer {
+  let out = '';
+  proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  return {
+    proc,
+    dir,
+    output: () => out,
+    async stop(signal = 'SIGTERM') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      await exited;
+    },
+  };
+}
+
+/** rsyslogd in the foreground with its own config, pid file and work directory. */
+export function startRsyslog(config: string): Peer {
+  requirePeer('rsyslogd', existsSync('/usr/sbin/rsyslogd'));
+  const dir = mkdtempSync(join(tmpdir(), 'rsyslog-'));
+  const conf = join(dir, 'rsyslog.conf');
+  writeFileSync(conf, `global(workDirectory="${dir}")\n${config}\n`);
+  const proc = spawn('/usr/sbin/rsyslogd', ['-n', '-f', conf, '-i', join(dir, 'pid')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  return track(proc, dir);
+}
+
+/** syslog-ng in the foreground from the unpacked package, with its own config and state files. */
+export function startSyslogNg(config: string): Peer {
+  const bin = join(SYSLOG_NG_ROOT, 'usr/sbin/syslog-ng');
+  requirePeer('syslog-ng', existsSync(bin));
+  const dir = mkdtempSync(join(tmpdir(), 'syslog-ng-'));
+  const conf = join(dir, 'syslog-ng.conf');
+  writeFileSync(conf, `@version: 3.38\n${config}\n`);
+  const proc = spawn(
+    bin,
+    [
+      '-F', '-f', conf,
+      `--module-path=${join(SYSLOG_NG_ROOT, 'usr/lib/syslog-ng/3.38')}`,
+      `--persist-file=${join(dir, 'persist')}`,
+      `--pidfile=${join(dir, 'pid')}`,
+      `--control=${join(dir, 'ctl')}`,
+      '--no-caps',
+      '--stderr',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LD_LIBRARY_PATH: join(SYSLOG_NG_ROOT, 'usr/lib/syslog-ng') } },
+  );
+  return track(proc, dir);
+}
+
+/** Resolves once something accepts TCP connections on 127.0.0.1:port. */
+export async function waitListening(port: number, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1');
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > until) throw new Error(`nothing listens on 127.0.0.1:${port}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,0 +1,199 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../../src/config/load.ts';
+import { configJsonSchema } from '../../src/config/json-schema.ts';
+
+const KEY = 'AbCdEfGh0123456789IjKlMnOpQrStUv';
+const dir = mkdtempSync(join(tmpdir(), 'cfg-test-'));
+
+function problems(yaml: string, env: NodeJS.ProcessEnv = {}): string[] {
+  try {
+    parseConfig(yaml, 'relay.yaml', env);
+  } catch (err) {
+    if (err instanceof ConfigError) return [...err.problems];
+    throw err;
+  }
+  throw new Error('expected a configuration error');
+}
+
+describe('configuration', () => {
+  it('fills defaults and resolves the region', () => {
+    const c = parseConfig(`region: USA1\nintakes:\n  - name: fw\n    intake_key: ${KEY}\n    inputs: [{ type: udp, port: 514 }]\n`, 'x.yaml', {});
+    expect(c.region).toBe('usa1');
+    const i = c.intakes[0]!;
+    expect(i.output).toMatchObject({ type: 'syslog', host: 'intake.usa1.sekoia.io', port: 10514, timestamp: 'received' });
+    expect(i.inputs[0]).toMatchObject({ type: 'udp', address: '0.0.0.0', port: 514, max_message_bytes: 256000, oversize: 'drop', label: 'udp/514' });
+    expect(i.queue).toEqual({ type: 'memory', max_events: 100000, max_bytes: 67108864, when_full: 'block' });
+    expect(Object.isFrozen(i.output)).toBe(true);
+  });
+
+  it('reports every problem at once, with file, line, column and key path', () => {
+    const p = problems(
+      [
+        'region: fra9', //                                  1
+        'log_level: loud', //                               2
+        'intakes:', //                                      3
+        '  - name: fw', //                                  4
+        '    intake_key: ${FW_KEY}', //                      5
+        '    inputs:', //                                   6
+        '      - type: udp', //                             7
+        '        port: 70000', //                           8
+        '        colour: blue', //                          9
+        '      - type: smtp', //                            10
+        '        port: 25', //                              11
+      ].join('\n'),
+    );
+    expect(p).toEqual([
+      'relay.yaml:5:17: intakes[0].intake_key: environment variable FW_KEY is not set',
+      expect.stringMatching(/^relay\.yaml:1:9: region: unknown region "fra9": expected one of fra1, fra2, mco1, uae1, usa1, sgp1$/),
+      expect.stringMatching(/^relay\.yaml:2:12: log_level: /),
+      expect.stringMatching(/^relay\.yaml:8:15: intakes\[0\]\.inputs\[0\]\.port: .*65535/),
+      'relay.yaml:9:9: intakes[0].inputs[0].colour: unknown key "colour"',
+      expect.stringMatching(/^relay\.yaml:10:15: intakes\[0\]\.inputs\[1\]\.type: /),
+    ]);
+  });
+
+  it('rejects duplicate names, shared ports, bad keys, unreadable files; never prints the key', () => {
+    const badKey = 'Secret-Key-With-Dash-1234567890ab';
+    const p = problems(`
+intakes:
+  - name: fw
+    intake_key: ${badKey}
+    inputs:
+      - { type: tcp, port: 6514, tls: { cert_file: /nonexistent.crt, key_file: /nonexistent.key } }
+  - name: FW
+    intake_key_file: /nonexistent/key
+    inputs:
+      - { type: tcp, port: 6514, address: 127.0.0.1 }
+      - { type: udp, port: 6514 }
+`);
+    expect(p).toEqual([
+      'relay.yaml:7:11: intakes[1].name: duplicate intake name "FW" (also intakes[0])',
+      'relay.yaml:10:28: intakes[1].inputs[0].port: tcp port 6514 is already used by intakes[0].inputs[0] (intake "fw")',
+      expect.stringMatching(/^relay\.yaml:4:17: intakes\[0\]\.intake_key: the intake key of "fw" must be letters and digits only/),
+      'relay.yaml:6:52: intakes[0].inputs[0].tls.cert_file: cannot read cert_file "/nonexistent.crt": ENOENT',
+      'relay.yaml:6:80: intakes[0].inputs[0].tls.key_file: cannot read key_file "/nonexistent.key": ENOENT',
+      'relay.yaml:8:22: intakes[1].intake_key_file: cannot read intake_key_file "/nonexistent/key": ENOENT',
+    ]);
+    expect(p.join('\n')).not.toContain(badKey);
+  });
+
+  it('reads keys from ${ENV}, ${ENV:-default} and key files, and types substituted numbers', () => {
+    const keyFile = join(dir, 'key');
+    writeFileSync(keyFile, `${KEY}\n`);
+    const c = parseConfig(
+      // In flow style ({ }) a reference must be quoted (YAML's rule), which keeps it a string: block style here.
+      `intakes:\n  - name: a\n    intake_key: \${A_KEY}\n    inputs:\n      - type: udp\n        port: \${PORT:-1514}\n  - name: b\n    intake_key_file: ${keyFile}\n`,
+      'x.yaml',
+      { A_KEY: KEY },
+    );
+    expect(c.intakes.map((i) => i.intakeKey)).toEqual([KEY, KEY]);
+    expect(c.intakes[0]!.inputs[0]!.port).toBe(1514);
+    expect(c.warnings).toEqual(['intake "b" has no inputs.']);
+  });
+
+  it('refuses an empty key unless the emulator is asked for', () => {
+    const y = 'intakes:\n  - name: a\n    intake_key: ${K:-}\n';
+    expect(problems(y)).toEqual(['relay.yaml:3:17: intakes[0].intake_key: the intake key is empty (is its environment variable set?)']);
+    expect(parseConfig(`emulator: { when: no_intake_key }\n${y}`, 'x', {}).intakes[0]!.toEmulator).toBe(true);
+  });
+
+  it('reports YAML syntax errors and duplicate keys with their position', () => {
+    expect(problems('intakes:\n  - name: a\n    name: b\n')[0]).toMatch(/^relay\.yaml:3:5: YAML: Map keys must be unique/);
+    expect(problems('intakes: [\n')[0]).toMatch(/^relay\.yaml:\d+:\d+: YAML: /);
+  });
+});
+
+describe("the official forwarder's intakes.yaml", () => {
+  const legacy = `---
+intakes:
+- name: Techno1
+  protocol: tcp
+  port: 20516
+  intake_key: ${KEY}
+- name: Techno2
+  protocol: UDP
+  port: 20517
+  intake_key: ${KEY}
+  queue_size: 5000
+- name: Techno3
+  protocol: tls
+  port: 20518
+  intake_key: ${KEY}
+- name: Monitoring
+  stats: True
+  intake_key: ${KEY}
+`;
+
+  it('is accepted as it is, with REGION, ENDPOINT and MEMORY_MESSAGES', () => {
+    const certs = join(dir, 'certs');
+    spawnSync('mkdir', ['-p', certs]);
+    writeFileSync(join(certs, 'server.crt'), readFileSync(new URL('../fixtures/tls/server.crt', import.meta.url)));
+    writeFileSync(join(certs, 'server.key'), readFileSync(new URL('../fixtures/tls/server.key', import.meta.url)));
+    const c = parseConfig(legacy, 'intakes.yaml', { REGION: 'FRA2', MEMORY_MESSAGES: '300000', CERTS_DIR: certs, ENDPOINT: 'relay.example:6514' });
+    expect(c.format).toBe('official-intakes-yaml');
+    expect(c.region).toBe('fra2');
+    expect(c.intakes.map((i) => [i.name, i.inputs[0]?.label, i.queue.max_events, i.output.host, i.output.port])).toEqual([
+      ['Techno1', 'tcp/20516', 100000, 'relay.example', 6514],
+      ['Techno2', 'udp/20517', 5000, 'relay.example', 6514],
+      ['Techno3', 'tls/20518', 100000, 'relay.example', 6514],
+    ]);
+    expect(c.warnings[0]).toMatch(/Monitoring.*not supported yet/);
+  });
+
+  it('reports an unknown REGION instead of falling back to fra1, and a bad key at its line', () => {
+    const p = problems(legacy.replace(`port: 20517\n  intake_key: ${KEY}`, 'port: 20517\n  intake_key: bad key!'), { REGION: 'eu1', CERTS_DIR: '/nonexistent' });
+    expect(p).toContain('environment REGION: unknown region "eu1": expected one of fra1, fra2, mco1, uae1, usa1, sgp1');
+    expect(p).toContainEqual(expect.stringMatching(/^relay\.yaml:10:15: intakes\[1\]\.intake_key: the intake key of "Techno2"/));
+    expect(p).toContainEqual(expect.stringMatching(/^relay\.yaml:12:3: intakes\[2\]\.tls_cert_name: cannot read cert_file "\/nonexistent\/server\.crt"/));
+    expect(p).toContainEqual(expect.stringMatching(/^relay\.yaml:12:3: intakes\[2\]\.tls_key_name: cannot read key_file "\/nonexistent\/server\.key"/));
+  });
+});
+
+describe('intake-relay validate', () => {
+  const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+    spawnSync(process.execPath, [new URL('../../src/main.ts', import.meta.url).pathname, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+
+  it('prints a redacted summary and exits 0 for a valid file', () => {
+    const f = join(dir, 'ok.yaml');
+    writeFileSync(f, `intakes:\n  - name: fw\n    intake_key: \${K}\n    inputs: [{ type: udp, port: 514 }]\n`);
+    const r = cli(['validate', '-c', f], { K: KEY });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('key: set (32 characters, from intake_key)');
+    expect(r.stdout).toContain('input udp/514: udp on 0.0.0.0:514');
+    expect(r.stdout + r.stderr).not.toContain(KEY);
+  });
+
+  it('exits 78 with every problem, never the key', () => {
+    const f = join(dir, 'bad.yaml');
+    writeFileSync(f, `intakes:\n  - name: fw\n    intake_key: ${KEY}x-\n    unknown: 1\n`);
+    const r = cli(['validate', '-c', f]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toContain(`${f}:4:5: intakes[0].unknown: unknown key "unknown"`);
+    expect(r.stdout + r.stderr).not.toContain(KEY);
+  });
+
+  it('run exits 78 before opening any port', () => {
+    const f = join(dir, 'bad-run.yaml');
+    writeFileSync(f, 'intakes:\n  - name: fw\n    intake_key: ${NOPE}\n    inputs: [{ type: udp, port: 0 }]\n');
+    const r = cli(['run', '-c', f]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toContain('environment variable NOPE is not set');
+  });
+
+  it('exits 64 on a usage error', () => {
+    expect(cli(['frobnicate']).status).toBe(64);
+    expect(cli(['--version']).stdout).toMatch(/^intake-relay \d+\.\d+\.\d+/);
+  });
+});
+
+describe('JSON Schema', () => {
+  it('is generated from the zod schema and committed up to date (npm run schema)', () => {
+    const committed = readFileSync(new URL('../../config/intake-relay.schema.json', import.meta.url), 'utf8');
+    expect(committed).toBe(configJsonSchema());
+    expect(JSON.parse(committed).properties.intakes.items.additionalProperties).toBe(false);
+  });
+});

@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { BoundedQueue } from '../../src/core/queue.ts';
+import type { LogEvent } from '../../src/core/event.ts';
+import { backoffDelay } from '../../src/core/backoff.ts';
+
+const ev = (message: string, byteSize = 10): LogEvent => ({
+  message, byteSize, receivedAt: 0, sender: '', pri: 13, format: 0, timestamp: '', hostname: '', appName: '', procId: '', msgId: '', structuredData: '',
+});
+const evs = (n: number, prefix = 'e', size = 10) => Array.from({ length: n }, (_, i) => ev(`${prefix}${i}`, size));
+const now = { maxEvents: 1000, maxBytes: 1 << 20, lingerMs: 0 };
+const signal = new AbortController().signal;
+
+describe('BoundedQueue', () => {
+  it('block: a pausable input is told to slow down at the limit, never refused', () => {
+    const q = new BoundedQueue({ maxEvents: 5, maxBytes: 1000, whenFull: 'block' });
+    expect(q.offer(evs(3), 30, true).result).toBe('ok');
+    expect(q.offer(evs(4), 40, true)).toEqual({ result: 'slow_down', dropped: 0, droppedBytes: 0 });
+    expect(q.events).toBe(7);
+  });
+
+  it('block: an input that cannot pause (UDP) gets what does not fit refused and counted', () => {
+    const q = new BoundedQueue({ maxEvents: 5, maxBytes: 1000, whenFull: 'block' });
+    expect(q.offer(evs(4), 40, false).result).toBe('ok');
+    expect(q.offer(evs(3), 30, false)).toEqual({ result: 'dropped', dropped: 2, droppedBytes: 20 });
+    expect(q.events).toBe(5);
+  });
+
+  it('drop_newest: refuses by bytes as well as by count', () => {
+    const q = new BoundedQueue({ maxEvents: 100, maxBytes: 25, whenFull: 'drop_newest' });
+    expect(q.offer(evs(3), 30, true)).toEqual({ result: 'dropped', dropped: 1, droppedBytes: 10 });
+    expect(q.bytes).toBe(20);
+  });
+
+  it('cuts batches by count and bytes, in order, and always moves an event larger than max_bytes', async () => {
+    const q = new BoundedQueue({ maxEvents: 100, maxBytes: 10_000, whenFull: 'block' });
+    q.offer(evs(5, 'a'), 50, true);
+    q.offer([ev('big', 500)], 500, true);
+    q.offer(evs(2, 'b'), 20, true);
+    const b1 = await q.take({ maxEvents: 3, maxBytes: 1000, lingerMs: 0 }, signal);
+    expect(b1?.events.map((e) => e.message)).toEqual(['a0', 'a1', 'a2']);
+    const b2 = await q.take({ maxEvents: 10, maxBytes: 100, lingerMs: 0 }, signal);
+    expect(b2?.events.map((e) => e.message)).toEqual(['a3', 'a4']);
+    const b3 = await q.take({ maxEvents: 10, maxBytes: 100, lingerMs: 0 }, signal);
+    expect(b3?.events.map((e) => e.message)).toEqual(['big']);
+    expect(b3?.bytes).toBe(500);
+    expect(q.events).toBe(2);
+    expect(q.bytes).toBe(20);
+  });
+
+  it('requeue puts batches back in front, oldest first', async () => {
+    const q = new BoundedQueue({ maxEvents: 100, maxBytes: 10_000, whenFull: 'block' });
+    q.offer(evs(4, 'q'), 40, true);
+    const first = await q.take({ ...now, maxEvents: 2 }, signal);
+    q.requeue([{ events: [ev('old')], bytes: 10 }, first!]);
+    const all = await q.take(now, signal);
+    expect(all?.events.map((e) => e.message)).toEqual(['old', 'q0', 'q1', 'q2', 'q3']);
+  });
+
+  it('waits for linger or a full batch, and hands out the rest after close', async () => {
+    const q = new BoundedQueue({ maxEvents: 100, maxBytes: 10_000, whenFull: 'block' });
+    const pending = q.take({ maxEvents: 3, maxBytes: 10_000, lingerMs: 60_000 }, signal);
+    q.offer(evs(1), 10, true);
+    q.offer(evs(2), 20, true);
+    expect((await pending)?.events).toHaveLength(3);
+    q.offer(evs(1), 10, true);
+    const lingering = q.take({ maxEvents: 3, maxBytes: 10_000, lingerMs: 60_000 }, signal);
+    q.close();
+    expect((await lingering)?.events).toHaveLength(1);
+    expect(await q.take(now, signal)).toBeUndefined();
+    expect(q.offer(evs(2), 20, true)).toEqual({ result: 'dropped', dropped: 2, droppedBytes: 20 });
+  });
+
+  it('writable() resolves once the queue is below 90% again', async () => {
+    const q = new BoundedQueue({ maxEvents: 10, maxBytes: 10_000, whenFull: 'block' });
+    q.offer(evs(10), 100, true);
+    let resumed = false;
+    const w = q.writable().then(() => (resumed = true));
+    await q.take({ ...now, maxEvents: 1 }, signal);
+    await Promise.resolve();
+    expect(resumed).toBe(false);
+    await q.take({ ...now, maxEvents: 1 }, signal);
+    await w;
+    expect(resumed).toBe(true);
+  });
+});
+
+describe('backoffDelay', () => {
+  it('grows exponentially with jitter and stays under the cap', () => {
+    const o = { initialMs: 100, maxMs: 1000 };
+    expect(backoffDelay(1, o, () => 0)).toBe(50);
+    expect(backoffDelay(1, o, () => 1)).toBe(100);
+    expect(backoffDelay(3, o, () => 1)).toBe(400);
+    expect(backoffDelay(50, o, () => 1)).toBe(1000);
+    expect(backoffDelay(50, o, () => 0)).toBe(500);
+  });
+});

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 30_000,
+    // Integration tests run real peers on loopback with their own ports; files may run in parallel.
+    pool: 'forks',
+    reporters: ['default'],
+  },
+});
