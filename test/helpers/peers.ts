@@ -59,6 +59,8 @@ export interface Peer {
   readonly proc: ChildProcess;
   readonly dir: string;
   output(): string;
+  /** Resolves once the peer accepts TCP on `port`; fails with the peer's own output. */
+  listening(port: number): Promise<void>;
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
@@ -71,6 +73,13 @@ function track(proc: ChildProcess, dir: string): Peer {
     proc,
     dir,
     output: () => out,
+    async listening(port) {
+      try {
+        await waitListening(port);
+      } catch (err) {
+        throw new Error(`${(err as Error).message}; peer exit ${proc.exitCode ?? proc.signalCode ?? 'none'}, output:\n${out}`);
+      }
+    },
     async stop(signal = 'SIGTERM') {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
       await exited;
@@ -78,23 +87,21 @@ function track(proc: ChildProcess, dir: string): Peer {
   };
 }
 
-/** rsyslogd in the foreground with its own config, pid file and work directory. */
-export function startRsyslog(config: string): Peer {
+/** rsyslogd in the foreground with its own config (given its work directory), pid file and state. */
+export function startRsyslog(config: (dir: string) => string, dir = mkdtempSync(join(tmpdir(), 'rsyslog-'))): Peer {
   requirePeer('rsyslogd', existsSync('/usr/sbin/rsyslogd'));
-  const dir = mkdtempSync(join(tmpdir(), 'rsyslog-'));
   const conf = join(dir, 'rsyslog.conf');
-  writeFileSync(conf, `global(workDirectory="${dir}")\n${config}\n`);
+  writeFileSync(conf, `global(workDirectory="${dir}")\n${config(dir)}\n`);
   const proc = spawn('/usr/sbin/rsyslogd', ['-n', '-f', conf, '-i', join(dir, 'pid')], { stdio: ['ignore', 'pipe', 'pipe'] });
   return track(proc, dir);
 }
 
-/** syslog-ng in the foreground from the unpacked package, with its own config and state files. */
-export function startSyslogNg(config: string): Peer {
+/** syslog-ng in the foreground from the unpacked package, with its own config (given its directory) and state. */
+export function startSyslogNg(config: (dir: string) => string, dir = mkdtempSync(join(tmpdir(), 'syslog-ng-'))): Peer {
   const bin = join(SYSLOG_NG_ROOT, 'usr/sbin/syslog-ng');
   requirePeer('syslog-ng', existsSync(bin));
-  const dir = mkdtempSync(join(tmpdir(), 'syslog-ng-'));
   const conf = join(dir, 'syslog-ng.conf');
-  writeFileSync(conf, `@version: 3.38\n${config}\n`);
+  writeFileSync(conf, `@version: 3.38\n${config(dir)}\n`);
   const proc = spawn(
     bin,
     [
@@ -127,4 +134,13 @@ export async function waitListening(port: number, timeoutMs = 10_000): Promise<v
     if (Date.now() > until) throw new Error(`nothing listens on 127.0.0.1:${port}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** Writes `data` over one TCP connection to 127.0.0.1:port and closes it. */
+export function sendTcp(port: number, data: string | Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1', () => s.end(data));
+    s.on('error', reject);
+    s.on('close', () => resolve());
+  });
 }
