@@ -119,7 +119,10 @@ export class Deframer {
       return buf.length;
     }
     if (body + n > buf.length) return NEED_MORE;
-    this.#sink.frame(buf, body, body + n, false);
+    // Senders such as rsyslog's templates end the message with a newline inside the count.
+    let end = body + n;
+    while (end > body && (buf[end - 1] === LF || buf[end - 1] === CR)) end--;
+    this.#sink.frame(buf, body, end, false);
     return body + n;
   }
 

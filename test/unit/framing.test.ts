@@ -37,6 +37,12 @@ describe('Deframer', () => {
     expect(frames.map((f) => f.text)).toEqual(expected);
   });
 
+  it('removes a trailing newline inside an octet-counted frame (rsyslog templates add one)', () => {
+    const { frames, d } = collect();
+    d.push(Buffer.from(`${octet('<13>1 - - - - - - a\n')}${octet('<13>b\r\n')}`));
+    expect(frames.map((f) => f.text)).toEqual(['<13>1 - - - - - - a', '<13>b']);
+  });
+
   it('counts octets, not characters', () => {
     const { frames, d } = collect();
     const m = '<13>1 - - - - - - ééé€';
