@@ -155,10 +155,22 @@ export class Daemon implements HealthSource {
       const defaults: HeaderDefaults = { pri: d.facility * 8 + d.severity, hostname: d.hostname ?? '', appName: d.app_name ?? '', procId: d.procid ?? '' };
       const ctx: InputContext = { intake: intake.name, input: input.label, queue, metrics: m, defaults };
       const common = { address: input.address, port: input.port, maxMessageBytes: input.max_message_bytes, oversize: input.oversize };
-      const impl =
-        input.type === 'udp'
-          ? new UdpSyslogInput({ ...common, receiveBufferBytes: input.receive_buffer_bytes }, ctx, this.#log)
-          : new TcpSyslogInput({ ...common, maxConnections: input.max_connections, idleTimeoutMs: input.idle_timeout_ms, tls: input.tlsFiles }, ctx, this.#log);
+      let impl: UdpSyslogInput | TcpSyslogInput;
+      if (input.type === 'udp') {
+        const udp = new UdpSyslogInput({ ...common, receiveBufferBytes: input.receive_buffer_bytes }, ctx, this.#log);
+        const drops = m.udpKernelDrops.labels({ intake: intake.name, input: input.label });
+        let seen: number | undefined;
+        m.addProbe(() => {
+          const now = udp.kernelDrops();
+          if (now === undefined) return;
+          // The first reading is the socket's own count since it was opened.
+          if (now > (seen ?? 0)) drops.inc(now - (seen ?? 0));
+          seen = now;
+        });
+        impl = udp;
+      } else {
+        impl = new TcpSyslogInput({ ...common, maxConnections: input.max_connections, idleTimeoutMs: input.idle_timeout_ms, tls: input.tlsFiles }, ctx, this.#log);
+      }
       return { label: input.label, get port() { return impl.port; }, start: () => impl.start(), stop: () => impl.stop() };
     });
     return { intake, queue, runner, sink, inputs };

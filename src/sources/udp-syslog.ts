@@ -2,6 +2,7 @@
 // full the datagram is dropped and counted (reason queue_full), whatever when_full says.
 
 import dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import type { Logger } from 'pino';
 import { RelayError } from '../core/errors.ts';
@@ -68,9 +69,38 @@ export class UdpSyslogInput {
     this.#socket = socket;
   }
 
+  /**
+   * Datagrams the kernel dropped for this socket because its receive buffer was full (Linux
+   * /proc/net/udp "drops" column); undefined where the kernel does not tell.
+   */
+  kernelDrops(): number | undefined {
+    const s = this.#socket;
+    if (!s) return undefined;
+    const { port, family } = s.address();
+    return udpSocketDrops(family === 'IPv6' ? '/proc/net/udp6' : '/proc/net/udp', port);
+  }
+
   async stop(): Promise<void> {
     const s = this.#socket;
     this.#socket = undefined;
     if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
   }
+}
+
+/** The drops column of the /proc/net/udp line bound to `port`, summed over matching sockets. */
+export function udpSocketDrops(file: string, port: number): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, 'latin1');
+  } catch {
+    return undefined;
+  }
+  const hexPort = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  let drops: number | undefined;
+  for (const line of text.split('\n').slice(1)) {
+    const cols = line.trim().split(/\s+/);
+    if (cols.length < 13 || !(cols[1] as string).endsWith(hexPort)) continue;
+    drops = (drops ?? 0) + Number(cols[cols.length - 1]);
+  }
+  return drops;
 }

@@ -9,9 +9,16 @@ export class Metrics {
   readonly registry = new Registry();
   readonly #probes: (() => void)[] = [];
 
-  /** `probe` sets gauges that are read from live state (queue depth) just before each scrape. */
+  /**
+   * `probe` sets metrics read from live state (queue depth, kernel counters). Every probed metric
+   * runs all probes when collected, so each reads fresh values whatever the order of collection.
+   */
   addProbe(probe: () => void): void {
     this.#probes.push(probe);
+  }
+
+  #runProbes(): void {
+    for (const p of this.#probes) p();
   }
 
   readonly eventsReceived = new Counter({
@@ -44,6 +51,13 @@ export class Metrics {
     labelNames: ['intake', 'stage', 'reason'] as const,
     registers: [this.registry],
   });
+  readonly udpKernelDrops = new Counter({
+    name: 'intake_relay_udp_kernel_drops_total',
+    help: 'Datagrams the kernel dropped before intake-relay could read them (socket receive buffer full; Linux only). Raise receive_buffer_bytes.',
+    labelNames: ['intake', 'input'] as const,
+    registers: [this.registry],
+    collect: () => this.#runProbes(),
+  });
   readonly connections = new Gauge({
     name: 'intake_relay_input_connections',
     help: 'Open connections on a stream input.',
@@ -67,22 +81,21 @@ export class Metrics {
     help: 'Events waiting in the intake\'s queue.',
     labelNames: ['intake'] as const,
     registers: [this.registry],
-    // Registered before the other probed gauges, so one pass sets them all before they are read.
-    collect: () => {
-      for (const p of this.#probes) p();
-    },
+    collect: () => this.#runProbes(),
   });
   readonly queueBytes = new Gauge({
     name: 'intake_relay_queue_bytes',
     help: 'Bytes of events waiting in the intake\'s queue.',
     labelNames: ['intake'] as const,
     registers: [this.registry],
+    collect: () => this.#runProbes(),
   });
   readonly unackedEvents = new Gauge({
     name: 'intake_relay_output_unacked_events',
     help: 'Events written to the output but not yet acknowledged (syslog: inside the resend window).',
     labelNames: ['intake'] as const,
     registers: [this.registry],
+    collect: () => this.#runProbes(),
   });
   readonly eventsSent = new Counter({
     name: 'intake_relay_events_sent_total',

@@ -15,8 +15,7 @@ export interface TestConfig {
 export function relayYaml(c: TestConfig): string {
   return `log_level: debug
 metrics: { enabled: false }
-shutdown_timeout_ms: 5000
-${c.extra ?? ''}
+${c.extra ?? 'shutdown_timeout_ms: 1000'}
 intakes:
   - name: ${c.name ?? 't'}
     intake_key: ${TEST_KEY}
