@@ -146,8 +146,8 @@ export class Daemon implements HealthSource {
       unacked: m.unackedEvents.labels({ intake: intake.name }),
     };
     m.addProbe(() => {
-      gauges.events.set(queue.events);
-      gauges.bytes.set(queue.bytes);
+      gauges.events.set(queue.pendingEvents);
+      gauges.bytes.set(queue.pendingBytes);
       gauges.unacked.set(sink.unacknowledged);
     });
     const inputs = intake.inputs.map((input): Input => {
@@ -180,13 +180,14 @@ export class Daemon implements HealthSource {
     const now = Date.now();
     const stallMs = this.config.metrics.stall_timeout_ms;
     return this.#pipelines.map((p) => {
-      const backlog = p.queue.events + p.sink.unacknowledged;
+      const queued = p.queue.pendingEvents;
+      const backlog = queued + p.sink.unacknowledged;
       const since = p.runner.lastAckAt || this.#startedAt;
       return {
         name: p.intake.name,
         output: p.sink.type,
         state: p.runner.state,
-        queuedEvents: p.queue.events,
+        queuedEvents: queued,
         unackedEvents: p.sink.unacknowledged,
         lastDeliveryAt: p.runner.lastAckAt,
         lastError: p.runner.lastError?.message,

@@ -35,6 +35,9 @@ export class BoundedQueue {
   #head = 0;
   #events = 0;
   #bytes = 0;
+  // Taken by the runner and not yet accepted by the sink: still counted against the limits.
+  #inFlightEvents = 0;
+  #inFlightBytes = 0;
   #closed = false;
   #dataWaiter: (() => void) | undefined;
   #writableWaiters: (() => void)[] = [];
@@ -43,18 +46,26 @@ export class BoundedQueue {
     this.#limits = limits;
   }
 
+  /** Events waiting to be taken. */
   get events(): number {
     return this.#events;
   }
   get bytes(): number {
     return this.#bytes;
   }
+  /** Events waiting for delivery: waiting to be taken, or taken and not yet released. */
+  get pendingEvents(): number {
+    return this.#events + this.#inFlightEvents;
+  }
+  get pendingBytes(): number {
+    return this.#bytes + this.#inFlightBytes;
+  }
   get closed(): boolean {
     return this.#closed;
   }
 
   #full(): boolean {
-    return this.#events >= this.#limits.maxEvents || this.#bytes >= this.#limits.maxBytes;
+    return this.pendingEvents >= this.#limits.maxEvents || this.pendingBytes >= this.#limits.maxBytes;
   }
 
   /**
@@ -72,9 +83,11 @@ export class BoundedQueue {
     // Take what fits, refuse the rest (drop_newest, or a caller that cannot wait).
     let n = 0;
     let taken = 0;
+    const held = this.pendingEvents;
+    const heldBytes = this.pendingBytes;
     while (n < events.length) {
       const size = (events[n] as LogEvent).byteSize;
-      if (this.#events + n >= this.#limits.maxEvents || this.#bytes + taken + size > this.#limits.maxBytes) break;
+      if (held + n >= this.#limits.maxEvents || heldBytes + taken + size > this.#limits.maxBytes) break;
       taken += size;
       n++;
     }
@@ -86,7 +99,14 @@ export class BoundedQueue {
     return { result: 'dropped', dropped: events.length - n, droppedBytes: bytes - taken };
   }
 
-  /** Put batches back at the front, oldest first (retries, unacknowledged writes). Ignores limits. */
+  /** The sink accepted (or the runner dropped) a batch taken with take(): its room is free again. */
+  release(batch: Batch): void {
+    this.#inFlightEvents -= batch.events.length;
+    this.#inFlightBytes -= batch.bytes;
+    this.#maybeWakeWriters();
+  }
+
+  /** Put batches taken with take() back at the front, oldest first (shutdown). */
   requeue(batches: readonly Batch[]): void {
     const chunks: LogEvent[][] = [];
     let events = 0;
@@ -97,6 +117,8 @@ export class BoundedQueue {
       events += b.events.length;
       bytes += b.bytes;
     }
+    this.#inFlightEvents -= events;
+    this.#inFlightBytes -= bytes;
     if (chunks.length === 0) return;
     const first = this.#chunks[0];
     if (first && this.#head > 0) {
@@ -132,7 +154,7 @@ export class BoundedQueue {
   #maybeWakeWriters(): void {
     if (this.#writableWaiters.length === 0) return;
     const l = this.#limits;
-    if (this.#closed || (this.#events < l.maxEvents * RESUME_FRACTION && this.#bytes < l.maxBytes * RESUME_FRACTION)) {
+    if (this.#closed || (this.pendingEvents < l.maxEvents * RESUME_FRACTION && this.pendingBytes < l.maxBytes * RESUME_FRACTION)) {
       const ws = this.#writableWaiters;
       this.#writableWaiters = [];
       for (const w of ws) w();
@@ -201,7 +223,8 @@ export class BoundedQueue {
     }
     this.#events -= out.length;
     this.#bytes -= bytes;
-    this.#maybeWakeWriters();
+    this.#inFlightEvents += out.length;
+    this.#inFlightBytes += bytes;
     return { events: out, bytes };
   }
 

@@ -1,6 +1,6 @@
 // The one place that owns delivery for an intake: takes batches from the queue, makes one attempt
 // per send through the sink, retries with capped backoff (forever: a failed connection never
-// drops a batch), puts unacknowledged writes back in front of the queue, and keeps the metrics.
+// drops a batch), keeps an idle sink's unacknowledged writes moving, and keeps the metrics.
 
 import type { Logger } from 'pino';
 import type { Batch } from './event.ts';
@@ -23,12 +23,16 @@ export interface RunnerOptions {
 
 export type OutputState = 'starting' | 'connected' | 'retrying' | 'stopped';
 
+const EMPTY: Batch = { events: [], bytes: 0 };
+
 export class SinkRunner {
   readonly #o: RunnerOptions;
   readonly #abort = new AbortController();
   readonly #limiter = new RateLimiter(10_000);
   #loop: Promise<void> | undefined;
-  #sending = false;
+  /** Aborted to wake the loop from waiting on the queue: a lost connection has writes to redo. */
+  #kick = new AbortController();
+  #needFlush = false;
   #failures = 0;
   #state: OutputState = 'starting';
   #lastError: RelayError | undefined;
@@ -66,12 +70,18 @@ export class SinkRunner {
   async start(): Promise<void> {
     const { sink, log, intake } = this.#o;
     await sink.start({
-      acknowledged: (batch) => this.#acknowledged(batch),
-      connectionLost: (error) => {
+      acknowledged: (n) => {
+        this.#m.sent.inc(n);
+        this.#lastAckAt = Date.now();
+        this.#m.lastDelivery.set(this.#lastAckAt / 1000);
+      },
+      connectionLost: (error, events) => {
         this.#m.connected.set(0);
         this.#state = 'retrying';
+        if (events > 0) this.#m.resent.inc(events);
         this.#logError(error, 'Output connection lost; unacknowledged events will be written again.');
-        if (!this.#sending) this.#reclaim([]);
+        this.#needFlush = true;
+        this.#kick.abort();
       },
       connected: () => {
         this.#m.connected.set(1);
@@ -84,21 +94,6 @@ export class SinkRunner {
     this.#loop = this.#run();
   }
 
-  #acknowledged(batch: Batch): void {
-    this.#m.sent.inc(batch.events.length);
-    this.#lastAckAt = Date.now();
-    this.#m.lastDelivery.set(this.#lastAckAt / 1000);
-  }
-
-  /** Requeue what the sink could not confirm, oldest first, followed by `pending`. */
-  #reclaim(pending: Batch[]): void {
-    const lost = this.#o.sink.reclaim();
-    let n = 0;
-    for (const b of lost) n += b.events.length;
-    if (n > 0) this.#m.resent.inc(n);
-    this.#o.queue.requeue(lost.concat(pending));
-  }
-
   #logError(error: RelayError, msg: string): void {
     this.#lastError = error;
     const suppressed = this.#limiter.allow(error.code);
@@ -108,58 +103,67 @@ export class SinkRunner {
 
   async #run(): Promise<void> {
     const { queue, sink, batch: limits, metrics, intake } = this.#o;
-    const signal = this.#abort.signal;
+    const stop = this.#abort.signal;
+    let batch: Batch | undefined;
     for (;;) {
-      const batch = await queue.take(limits, signal);
-      if (!batch) break;
-      this.#sending = true;
+      if (!batch) {
+        if (this.#needFlush) {
+          batch = EMPTY;
+        } else {
+          if (this.#kick.signal.aborted) this.#kick = new AbortController();
+          batch = await queue.take(limits, AbortSignal.any([stop, this.#kick.signal]));
+          if (!batch) {
+            if (stop.aborted || !this.#needFlush) break; // stopped, or closed and empty
+            continue;
+          }
+        }
+      }
+      this.#needFlush = false;
       const started = performance.now();
-      const result = await sink.send(batch, signal);
-      this.#sending = false;
+      const result = await sink.send(batch, stop);
       this.#m.duration.observe((performance.now() - started) / 1000);
       if (result.status === 'sent') {
-        this.#m.batchEvents.observe(batch.events.length);
+        if (batch.events.length > 0) this.#m.batchEvents.observe(batch.events.length);
         this.#failures = 0;
-        // A connection that died during this write left batches to reclaim.
-        this.#reclaim([]);
+        if (batch !== EMPTY) queue.release(batch);
+        batch = undefined;
         continue;
       }
       metrics.outputErrors.inc({ intake, output: sink.type, code: result.error.code });
       if (result.status === 'permanent') {
         metrics.eventsDropped.inc({ intake, stage: 'output', reason: 'rejected' }, batch.events.length);
         this.#logError(result.error, 'Intake rejected a batch; its events are dropped.');
+        if (batch !== EMPTY) queue.release(batch);
+        batch = undefined;
         continue;
       }
+      // Retryable: keep this batch and try it again after a pause; a stop ends the wait.
       this.#failures++;
       this.#state = 'retrying';
       this.#m.connected.set(0);
       this.#logError(result.error, 'Delivery failed; retrying with backoff.');
-      this.#reclaim([batch]);
-      if (signal.aborted) break;
-      await sleep(result.retryAfterMs ?? backoffDelay(this.#failures, this.#o.backoff), signal);
+      await sleep(result.retryAfterMs ?? backoffDelay(this.#failures, this.#o.backoff), stop);
+      if (stop.aborted) {
+        if (batch !== EMPTY) queue.requeue([batch]);
+        break;
+      }
     }
   }
 
   /**
-   * Drain: the queue must already be closed. Delivers what is queued until `deadline` aborts,
-   * then closes the sink. Returns the number of events that could not be delivered.
+   * Drain: the queue must already be closed. Delivers what is queued (and what a lost connection
+   * left unacknowledged) until `deadline` aborts, then closes the sink. Returns the number of
+   * events that could not be delivered.
    */
   async stop(deadline: AbortSignal): Promise<number> {
     const onAbort = (): void => this.#abort.abort();
     deadline.addEventListener('abort', onAbort, { once: true });
     if (deadline.aborted) this.#abort.abort();
     await this.#loop;
-    // A connection lost while draining puts its unacknowledged batches back: drain them too.
-    while (!this.#abort.signal.aborted && this.#o.queue.events > 0) {
-      this.#loop = this.#run();
-      await this.#loop;
-    }
     deadline.removeEventListener('abort', onAbort);
     const unconfirmed = await this.#o.sink.stop(deadline);
     this.#state = 'stopped';
     this.#m.connected.set(0);
-    let lost = this.#o.queue.events;
-    for (const b of unconfirmed) lost += b.events.length;
-    return lost;
+    return this.#o.queue.events + unconfirmed;
   }
 }

@@ -1,6 +1,6 @@
 // RFC 5424 (§6) messages for the intake, framed by octet counting (RFC 5425 §4.3 / RFC 6587 §3.4.1):
 //   LEN SP <PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID LOG [SEKOIA@53288 intake_key="KEY"]SD SP MSG
-// A whole batch becomes one string, written with one socket write.
+// A whole batch becomes one Buffer, written with one socket write.
 
 import type { LogEvent } from '../core/event.ts';
 import { bsdToRfc3339 } from '../sources/syslog-parse.ts';
@@ -19,9 +19,8 @@ export function intakeKeyElement(intakeKey: string): string {
 }
 
 export interface Formatted {
-  readonly text: string;
-  /** UTF-8 bytes of `text`. */
-  readonly bytes: number;
+  /** The batch as consecutive octet-counted frames, ready to write. */
+  readonly buf: Buffer;
 }
 
 export class Rfc5424Formatter {
@@ -61,17 +60,32 @@ export class Rfc5424Formatter {
     return e.message === '' ? head : `${head} ${e.message}`;
   }
 
-  /** The batch as consecutive octet-counted frames. */
-  frames(events: readonly LogEvent[]): Formatted {
-    let text = '';
-    let bytes = 0;
-    for (const e of events) {
-      const m = this.message(e);
+  /**
+   * The batch as consecutive octet-counted frames, in one Buffer of exactly the right size: one
+   * UTF-8 encoding per message, no large intermediate string.
+   */
+  frames(events: readonly LogEvent[]): Buffer {
+    const messages: string[] = new Array<string>(events.length);
+    const sizes: number[] = new Array<number>(events.length);
+    let total = 0;
+    for (let i = 0; i < events.length; i++) {
+      const m = this.message(events[i] as LogEvent);
       const n = Buffer.byteLength(m, 'utf8');
-      const prefix = `${n} `;
-      text += prefix + m;
-      bytes += prefix.length + n;
+      messages[i] = m;
+      sizes[i] = n;
+      total += digits(n) + 1 + n;
     }
-    return { text, bytes };
+    const buf = Buffer.allocUnsafe(total);
+    let off = 0;
+    for (let i = 0; i < messages.length; i++) {
+      const n = sizes[i] as number;
+      off += buf.write(`${n} `, off, 'latin1');
+      off += buf.write(messages[i] as string, off, 'utf8');
+    }
+    return buf;
   }
+}
+
+function digits(n: number): number {
+  return n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : n < 10_000 ? 4 : n < 100_000 ? 5 : n < 1_000_000 ? 6 : String(n).length;
 }

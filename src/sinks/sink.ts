@@ -11,10 +11,13 @@ export type SendResult =
 
 /** What a sink tells the runner besides the result of send(). */
 export interface SinkEvents {
-  /** The batch reached the intake (syslog: written, and the connection stayed healthy after). */
-  acknowledged(batch: Batch): void;
-  /** Batches written but not acknowledged were lost with their connection: call reclaim(). */
-  connectionLost(error: RelayError): void;
+  /** `events` events reached the intake (syslog: written, and the connection stayed healthy after). */
+  acknowledged(events: number): void;
+  /**
+   * The connection failed with `events` events written but not acknowledged: they will be written
+   * again on the next connection, which the runner must open (send an empty batch) if idle.
+   */
+  connectionLost(error: RelayError, events: number): void;
   connected(): void;
   wrote(bytes: number): void;
 }
@@ -22,12 +25,13 @@ export interface SinkEvents {
 export interface Sink {
   readonly type: string;
   start(events: SinkEvents): Promise<void>;
-  /** Exactly one delivery attempt; never sleeps or retries. */
+  /**
+   * Exactly one delivery attempt; never sleeps or retries. An empty batch only (re)connects and
+   * writes again what a failed connection left unacknowledged.
+   */
   send(batch: Batch, signal: AbortSignal): Promise<SendResult>;
-  /** Batches written on a connection that failed before they were acknowledged, oldest first. */
-  reclaim(): Batch[];
-  /** Events written but not yet acknowledged. */
+  /** Events accepted by send() but not yet acknowledged. */
   readonly unacknowledged: number;
-  /** Close cleanly; returns what could not be confirmed as delivered. Idempotent, safe before start. */
-  stop(deadline: AbortSignal): Promise<Batch[]>;
+  /** Close cleanly; returns how many events could not be confirmed as delivered. Idempotent, safe before start. */
+  stop(deadline: AbortSignal): Promise<number>;
 }

@@ -1,8 +1,9 @@
 // Syslog over TLS to the intake (RFC 5425): one connection, whole batches per write, socket
-// backpressure honoured. The wire has no acknowledgement, so written batches stay in a resend
+// backpressure honoured. The wire has no acknowledgement, so each batch's bytes stay in a resend
 // window: a batch is acknowledged once it has been written for `resendWindowMs` on a connection
-// that is still up; if the connection fails first, the runner reclaims it and writes it again on
-// the next connection (at-least-once, duplicates bounded by the window and counted).
+// that is still up. If the connection fails first, the window's bytes are written again, first
+// thing, on the next connection (at-least-once; duplicates bounded by the window and counted).
+// The window holds Buffers and counts, never event objects, so it costs the GC nothing.
 
 import { isIP } from 'node:net';
 import tls from 'node:tls';
@@ -26,9 +27,9 @@ export interface SyslogTlsOptions {
 }
 
 interface Written {
-  readonly batch: Batch;
-  readonly bytes: number;
-  readonly at: number;
+  readonly buf: Buffer;
+  readonly events: number;
+  at: number;
 }
 
 export class SyslogTlsSink implements Sink {
@@ -36,10 +37,12 @@ export class SyslogTlsSink implements Sink {
   readonly #o: SyslogTlsOptions;
   #events: SinkEvents | undefined;
   #socket: tls.TLSSocket | undefined;
+  /** Written on the current connection, not yet acknowledged; oldest first. */
   #window: Written[] = [];
   #windowBytes = 0;
-  #windowEvents = 0;
-  #orphans: Batch[] = [];
+  /** Written on a connection that failed: to be written again first on the next one. */
+  #resend: Written[] = [];
+  #unacked = 0;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
 
@@ -48,9 +51,7 @@ export class SyslogTlsSink implements Sink {
   }
 
   get unacknowledged(): number {
-    let n = this.#windowEvents;
-    for (const b of this.#orphans) n += b.events.length;
-    return n;
+    return this.#unacked;
   }
 
   async start(events: SinkEvents): Promise<void> {
@@ -69,45 +70,45 @@ export class SyslogTlsSink implements Sink {
       } catch (err) {
         return { status: 'retryable', error: classifyConnectError(err, this.#o.host, this.#o.port) };
       }
+      // What the last connection left unacknowledged goes first, in its order.
+      const resend = this.#resend;
+      this.#resend = [];
+      for (const w of resend) this.#write(socket, w.buf, w.events);
     }
-    const { text, bytes } = this.#o.formatter.frames(batch.events);
-    const flushed = socket.write(text);
-    const now = Date.now();
-    this.#window.push({ batch, bytes, at: now });
-    this.#windowBytes += bytes;
-    this.#windowEvents += batch.events.length;
-    this.#events?.wrote(bytes);
-    this.#retire(now);
-    if (!flushed) await waitDrain(socket, signal);
-    // Written: from here the window owns the batch. If this connection fails before the batch
-    // is acknowledged, connectionLost() hands it back through reclaim().
+    if (batch.events.length > 0) {
+      this.#unacked += batch.events.length;
+      this.#write(socket, this.#o.formatter.frames(batch.events), batch.events.length);
+    }
+    this.#retire(Date.now());
+    if (socket.writableNeedDrain) await waitDrain(socket, signal);
+    // Written: from here the window owns the bytes. If this connection fails before they are
+    // acknowledged, they are written again on the next one.
     return { status: 'sent' };
   }
 
+  #write(socket: tls.TLSSocket, buf: Buffer, events: number): void {
+    socket.write(buf);
+    this.#window.push({ buf, events, at: Date.now() });
+    this.#windowBytes += buf.length;
+    this.#events?.wrote(buf.length);
+  }
+
   #retire(now: number): void {
-    const limit = this.#o.resendWindowBytes;
+    let acked = 0;
     while (this.#window.length > 0) {
       const w = this.#window[0] as Written;
-      if (now - w.at < this.#o.resendWindowMs && this.#windowBytes <= limit) break;
+      if (now - w.at < this.#o.resendWindowMs && this.#windowBytes <= this.#o.resendWindowBytes) break;
       this.#window.shift();
-      this.#windowBytes -= w.bytes;
-      this.#windowEvents -= w.batch.events.length;
-      this.#events?.acknowledged(w.batch);
+      this.#windowBytes -= w.buf.length;
+      acked += w.events;
     }
+    this.#ack(acked);
   }
 
-  #ackAll(): void {
-    const w = this.#window;
-    this.#window = [];
-    this.#windowBytes = 0;
-    this.#windowEvents = 0;
-    for (const x of w) this.#events?.acknowledged(x.batch);
-  }
-
-  reclaim(): Batch[] {
-    const o = this.#orphans;
-    this.#orphans = [];
-    return o;
+  #ack(n: number): void {
+    if (n === 0) return;
+    this.#unacked -= n;
+    this.#events?.acknowledged(n);
   }
 
   #connect(signal: AbortSignal): Promise<tls.TLSSocket> {
@@ -160,41 +161,44 @@ export class SyslogTlsSink implements Sink {
     if (this.#socket !== socket || this.#stopped) return;
     this.#socket = undefined;
     socket.destroy();
-    for (const w of this.#window) this.#orphans.push(w.batch);
+    let events = 0;
+    for (const w of this.#window) events += w.events;
+    this.#resend.push(...this.#window);
     this.#window = [];
     this.#windowBytes = 0;
-    this.#windowEvents = 0;
-    this.#events?.connectionLost(error);
+    this.#events?.connectionLost(error, events);
   }
 
-  async stop(deadline: AbortSignal): Promise<Batch[]> {
-    if (this.#stopped) return this.reclaim();
-    this.#stopped = true;
-    if (this.#timer) clearInterval(this.#timer);
-    const socket = this.#socket;
-    if (socket) {
-      // Close our side and wait for the intake to close its own: it has then read everything we
-      // wrote, and the whole window counts as delivered.
-      const closedByPeer = await new Promise<boolean>((resolve) => {
-        const done = (ok: boolean): void => {
-          deadline.removeEventListener('abort', onAbort);
-          resolve(ok);
-        };
-        const onAbort = (): void => done(false);
-        deadline.addEventListener('abort', onAbort, { once: true });
-        socket.once('end', () => done(true));
-        socket.once('close', () => done(false));
-        socket.end();
-      });
-      if (closedByPeer && this.#socket === socket) this.#ackAll();
+  async stop(deadline: AbortSignal): Promise<number> {
+    if (!this.#stopped) {
+      this.#stopped = true;
+      if (this.#timer) clearInterval(this.#timer);
+      const socket = this.#socket;
       this.#socket = undefined;
-      socket.destroy();
-      for (const w of this.#window) this.#orphans.push(w.batch);
-      this.#window = [];
-      this.#windowBytes = 0;
-      this.#windowEvents = 0;
+      if (socket) {
+        // Close our side and wait for the intake to close its own: it has then read everything
+        // we wrote, and the whole window counts as delivered.
+        const closedByPeer = await new Promise<boolean>((resolve) => {
+          const done = (ok: boolean): void => {
+            deadline.removeEventListener('abort', onAbort);
+            resolve(ok);
+          };
+          const onAbort = (): void => done(false);
+          deadline.addEventListener('abort', onAbort, { once: true });
+          socket.once('end', () => done(true));
+          socket.once('close', () => done(false));
+          socket.end();
+        });
+        socket.destroy();
+        if (closedByPeer) {
+          let n = 0;
+          for (const w of this.#window) n += w.events;
+          this.#ack(n);
+          this.#window = [];
+        }
+      }
     }
-    return this.reclaim();
+    return this.#unacked;
   }
 }
 

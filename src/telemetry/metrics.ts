@@ -78,14 +78,14 @@ export class Metrics {
   });
   readonly queueEvents = new Gauge({
     name: 'intake_relay_queue_events',
-    help: 'Events waiting in the intake\'s queue.',
+    help: 'Events waiting for delivery: in the intake\'s queue or being retried.',
     labelNames: ['intake'] as const,
     registers: [this.registry],
     collect: () => this.#runProbes(),
   });
   readonly queueBytes = new Gauge({
     name: 'intake_relay_queue_bytes',
-    help: 'Bytes of events waiting in the intake\'s queue.',
+    help: 'Bytes of events waiting for delivery: in the intake\'s queue or being retried.',
     labelNames: ['intake'] as const,
     registers: [this.registry],
     collect: () => this.#runProbes(),

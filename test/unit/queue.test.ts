@@ -47,13 +47,25 @@ describe('BoundedQueue', () => {
     expect(q.bytes).toBe(20);
   });
 
+  it('counts taken batches against the limits until they are released', async () => {
+    const q = new BoundedQueue({ maxEvents: 10, maxBytes: 10_000, whenFull: 'drop_newest' });
+    q.offer(evs(10), 100, true);
+    const b = await q.take({ ...now, maxEvents: 4 }, signal);
+    expect(q.offer(evs(1), 10, true).dropped).toBe(1);
+    expect([q.events, q.pendingEvents]).toEqual([6, 10]);
+    q.release(b!);
+    expect(q.offer(evs(4), 40, true).result).toBe('ok');
+  });
+
   it('requeue puts batches back in front, oldest first', async () => {
     const q = new BoundedQueue({ maxEvents: 100, maxBytes: 10_000, whenFull: 'block' });
     q.offer(evs(4, 'q'), 40, true);
-    const first = await q.take({ ...now, maxEvents: 2 }, signal);
-    q.requeue([{ events: [ev('old')], bytes: 10 }, first!]);
+    const old = await q.take({ ...now, maxEvents: 1 }, signal);
+    const next = await q.take({ ...now, maxEvents: 2 }, signal);
+    q.requeue([old!, next!]);
+    expect(q.pendingEvents).toBe(4);
     const all = await q.take(now, signal);
-    expect(all?.events.map((e) => e.message)).toEqual(['old', 'q0', 'q1', 'q2', 'q3']);
+    expect(all?.events.map((e) => e.message)).toEqual(['q0', 'q1', 'q2', 'q3']);
   });
 
   it('waits for linger or a full batch, and hands out the rest after close', async () => {
@@ -75,10 +87,10 @@ describe('BoundedQueue', () => {
     q.offer(evs(10), 100, true);
     let resumed = false;
     const w = q.writable().then(() => (resumed = true));
-    await q.take({ ...now, maxEvents: 1 }, signal);
+    q.release((await q.take({ ...now, maxEvents: 1 }, signal))!);
     await Promise.resolve();
     expect(resumed).toBe(false);
-    await q.take({ ...now, maxEvents: 1 }, signal);
+    q.release((await q.take({ ...now, maxEvents: 1 }, signal))!);
     await w;
     expect(resumed).toBe(true);
   });

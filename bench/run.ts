@@ -1,0 +1,223 @@
+// `npm run bench [-- tcp|udp]`: the relay as a separate process pinned to core 1 (taskset), the load
+// and the receiver on core 0, all on loopback. Prints events/s, relay CPU seconds and peak RSS, and
+// checks that every event arrived. Figures are for reading, never asserted by tests.
+import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import dgram from 'node:dgram';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+const TICKS = 100; // USER_HZ on Linux
+const scenarios = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const want = (s: string): boolean => scenarios.length === 0 || scenarios.includes(s);
+
+// Load generator and receiver on core 0; the relay gets core 1 to itself.
+const pin = spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { encoding: 'utf8' });
+const pinned = pin.status === 0;
+
+interface Receiver {
+  proc: ChildProcess;
+  port: number;
+  ca: string;
+  count(): Promise<{ frames: number; refused: number }>;
+}
+
+async function startReceiver(): Promise<Receiver> {
+  const proc = fork(join(root, 'bench/receiver.ts'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  if (pinned) spawnSync('taskset', ['-a', '-p', '-c', '0', String(proc.pid)]);
+  const hello = await new Promise<{ port: number; ca: string }>((resolve) => proc.once('message', (m) => resolve(m as { port: number; ca: string })));
+  return {
+    proc,
+    ...hello,
+    count: () =>
+      new Promise((resolve) => {
+        proc.once('message', (m) => resolve(m as { frames: number; refused: number }));
+        proc.send('count');
+      }),
+  };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+interface Relay {
+  proc: ChildProcess;
+  tcpPort: number;
+  udpPort: number;
+  metricsPort: number;
+  cpuSeconds(): number;
+  peakRssMb(): number;
+  stop(): Promise<void>;
+}
+
+async function startRelay(receiver: Receiver): Promise<Relay> {
+  const dir = mkdtempSync(join(tmpdir(), 'relay-bench-'));
+  writeFileSync(join(dir, 'ca.pem'), receiver.ca);
+  const [tcpPort, udpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
+  writeFileSync(
+    join(dir, 'relay.yaml'),
+    `log_level: warn
+metrics: { address: 127.0.0.1, port: ${metricsPort} }
+intakes:
+  - name: bench
+    intake_key: BenchKey0123456789abcdefABCDEF01
+    inputs:
+      - type: tcp
+        address: 127.0.0.1
+        port: ${tcpPort}
+      - type: udp
+        address: 127.0.0.1
+        port: ${udpPort}
+        receive_buffer_bytes: 8388608
+    output:
+      type: syslog
+      host: 127.0.0.1
+      port: ${receiver.port}
+      server_name: localhost
+      ca_file: ${join(dir, 'ca.pem')}
+`,
+  );
+  const cmd = pinned ? 'taskset' : process.execPath;
+  // RELAY_NODE_FLAGS="--cpu-prof" profiles the relay process.
+  const flags = process.env.RELAY_NODE_FLAGS ? process.env.RELAY_NODE_FLAGS.split(' ') : [];
+  const args = [...(pinned ? ['-c', '1', process.execPath] : []), ...flags, join(root, 'src/main.ts'), 'run', '-c', join(dir, 'relay.yaml')];
+  const proc = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+  await waitListening(tcpPort);
+  const pid = proc.pid as number;
+  const stat = (): number => {
+    const f = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS;
+  };
+  return {
+    proc,
+    tcpPort,
+    udpPort,
+    metricsPort,
+    cpuSeconds: stat,
+    peakRssMb: () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))?.[1]) / 1024,
+    stop: () =>
+      new Promise((resolve) => {
+        proc.once('exit', () => resolve());
+        proc.kill('SIGTERM');
+      }),
+  };
+}
+
+async function waitListening(port: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.on('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`relay did not listen on ${port}`);
+}
+
+async function metric(relay: Relay, name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${relay.metricsPort}/metrics`)).text();
+  let sum = 0;
+  for (const line of text.split('\n')) if (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  return sum;
+}
+
+async function waitFrames(receiver: Receiver, n: number, timeoutMs: number): Promise<{ frames: number; refused: number; at: number }> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const c = await receiver.count();
+    if (c.frames >= n || Date.now() > until) return { ...c, at: performance.now() };
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** 200-byte BSD syslog lines, LF-terminated, each with its sequence number. */
+function lines(n: number, size = 200): Buffer {
+  const buf = Buffer.alloc(n * size, 0x78);
+  for (let i = 0; i < n; i++) {
+    const head = `<14>Nov 22 10:00:00 bench-host app[1234]: seq=${String(i).padStart(8, '0')} `;
+    buf.write(head, i * size, 'latin1');
+    buf[(i + 1) * size - 1] = 0x0a;
+  }
+  return buf;
+}
+
+async function tcpScenario(): Promise<void> {
+  const n = 1_000_000;
+  const receiver = await startReceiver();
+  const relay = await startRelay(receiver);
+  const data = lines(n);
+  const cpu0 = relay.cpuSeconds();
+  const t0 = performance.now();
+  await new Promise<void>((resolve, reject) => {
+    const s = net.connect(relay.tcpPort, '127.0.0.1', async () => {
+      for (let off = 0; off < data.length; off += 1 << 20) {
+        if (!s.write(data.subarray(off, off + (1 << 20)))) await new Promise((r) => s.once('drain', r));
+      }
+      s.end(resolve);
+    });
+    s.on('error', reject);
+  });
+  const done = await waitFrames(receiver, n, 120_000);
+  const secs = (done.at - t0) / 1000;
+  const cpu = relay.cpuSeconds() - cpu0;
+  const rss = relay.peakRssMb();
+  const resent = await metric(relay, 'intake_relay_events_resent_total');
+  await relay.stop();
+  receiver.proc.send('stop');
+  console.log(`tcp -> tls: ${n} events of 200 bytes in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; ` +
+    `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core); peak RSS ${rss.toFixed(0)} MB; ` +
+    `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}, resent ${resent}`);
+  if (done.frames < n || done.refused > 0) process.exitCode = 1;
+}
+
+async function udpScenario(): Promise<void> {
+  const rate = 100_000;
+  const seconds = 5;
+  const n = rate * seconds;
+  const receiver = await startReceiver();
+  const relay = await startRelay(receiver);
+  const sock = dgram.createSocket('udp4');
+  const payload = lines(1000);
+  const cpu0 = relay.cpuSeconds();
+  const t0 = performance.now();
+  // 1000 datagrams every 10 ms.
+  for (let sent = 0; sent < n; ) {
+    const due = t0 + (sent / rate) * 1000;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const burst = Math.min(1000, n - sent);
+    await new Promise<void>((resolve) => {
+      let left = burst;
+      for (let i = 0; i < burst; i++) sock.send(payload, i * 200, 199, relay.udpPort, '127.0.0.1', () => { if (--left === 0) resolve(); });
+    });
+    sent += burst;
+  }
+  const offeredSecs = (performance.now() - t0) / 1000;
+  const done = await waitFrames(receiver, n, 30_000);
+  const cpu = relay.cpuSeconds() - cpu0;
+  const kernelDrops = await metric(relay, 'intake_relay_udp_kernel_drops_total');
+  const dropped = await metric(relay, 'intake_relay_events_dropped_total');
+  sock.close();
+  await relay.stop();
+  receiver.proc.send('stop');
+  console.log(`udp -> tls: ${n} datagrams offered at ${Math.round(n / offeredSecs).toLocaleString('en')}/s for ${offeredSecs.toFixed(1)} s; ` +
+    `received ${done.frames}/${n}, kernel drops ${kernelDrops}, relay drops ${dropped}; relay CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core`);
+  if (done.frames < n) process.exitCode = 1;
+}
+
+console.log(`intake-relay bench on node ${process.version}; ${pinned ? 'relay pinned to core 1, load and receiver to core 0' : 'taskset unavailable: not pinned'}`);
+if (want('tcp')) await tcpScenario();
+if (want('udp')) await udpScenario();
