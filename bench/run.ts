@@ -17,6 +17,12 @@ const want = (s: string): boolean => scenarios.length === 0 || scenarios.include
 const pin = spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { encoding: 'utf8' });
 const pinned = pin.status === 0;
 
+function cpuOf(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICKS;
+}
+
 interface Receiver {
   proc: ChildProcess;
   port: number;
@@ -92,11 +98,7 @@ intakes:
   const proc = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'] });
   await waitListening(tcpPort);
   const pid = proc.pid as number;
-  const stat = (): number => {
-    const f = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS;
-  };
+  const stat = (): number => cpuOf(pid);
   return {
     proc,
     tcpPort,
@@ -154,12 +156,40 @@ function lines(n: number, size = 200): Buffer {
   return buf;
 }
 
+/** Samples the relay's heap and off-heap memory from its own /metrics while a run goes on. */
+function sampleMemory(relay: Relay): { stop(): Promise<string> } {
+  const peak = { heap: 0, external: 0, buffers: 0 };
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      try {
+        const heap = await metric(relay, 'intake_relay_process_nodejs_heap_size_used_bytes');
+        const external = await metric(relay, 'intake_relay_process_nodejs_external_memory_bytes');
+        peak.heap = Math.max(peak.heap, heap);
+        peak.external = Math.max(peak.external, external);
+      } catch {
+        // the relay may be busy or gone; the next sample will tell
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return `peak heap used ${(peak.heap / 2 ** 20).toFixed(0)} MB, peak external ${(peak.external / 2 ** 20).toFixed(0)} MB`;
+    },
+  };
+}
+
 async function tcpScenario(): Promise<void> {
   const n = 1_000_000;
   const receiver = await startReceiver();
   const relay = await startRelay(receiver);
+  const memory = sampleMemory(relay);
   const data = lines(n);
   const cpu0 = relay.cpuSeconds();
+  const other0 = cpuOf(receiver.proc.pid as number) + cpuOf(process.pid);
   const t0 = performance.now();
   await new Promise<void>((resolve, reject) => {
     const s = net.connect(relay.tcpPort, '127.0.0.1', async () => {
@@ -173,13 +203,16 @@ async function tcpScenario(): Promise<void> {
   const done = await waitFrames(receiver, n, 120_000);
   const secs = (done.at - t0) / 1000;
   const cpu = relay.cpuSeconds() - cpu0;
+  const other = cpuOf(receiver.proc.pid as number) + cpuOf(process.pid) - other0;
   const rss = relay.peakRssMb();
   const resent = await metric(relay, 'intake_relay_events_resent_total');
+  const mem = await memory.stop();
   await relay.stop();
   receiver.proc.send('stop');
   console.log(`tcp -> tls: ${n} events of 200 bytes in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; ` +
-    `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core); peak RSS ${rss.toFixed(0)} MB; ` +
-    `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}, resent ${resent}`);
+    `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core); peak RSS ${rss.toFixed(0)} MB (${mem}); ` +
+    `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}, resent ${resent}; ` +
+    `load + receiver CPU ${other.toFixed(2)} s on the other core`);
   if (done.frames < n || done.refused > 0) process.exitCode = 1;
 }
 

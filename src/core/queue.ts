@@ -86,7 +86,8 @@ export class BoundedQueue {
     const held = this.pendingEvents;
     const heldBytes = this.pendingBytes;
     while (n < events.length) {
-      const size = (events[n] as LogEvent).byteSize;
+      const e = events[n] as LogEvent;
+      const size = e.end - e.start;
       if (held + n >= this.#limits.maxEvents || heldBytes + taken + size > this.#limits.maxBytes) break;
       taken += size;
       n++;
@@ -208,9 +209,10 @@ export class BoundedQueue {
       while (i < chunk.length && out.length < limits.maxEvents) {
         const e = chunk[i] as LogEvent;
         // Always take at least one event, so an event larger than maxBytes still moves.
-        if (out.length > 0 && bytes + e.byteSize > limits.maxBytes) break;
+        const size = e.end - e.start;
+        if (out.length > 0 && bytes + size > limits.maxBytes) break;
         out.push(e);
-        bytes += e.byteSize;
+        bytes += size;
         i++;
       }
       if (i >= chunk.length) {

@@ -1,8 +1,9 @@
 // RFC 5424 (§6) messages for the intake, framed by octet counting (RFC 5425 §4.3 / RFC 6587 §3.4.1):
 //   LEN SP <PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID LOG [SEKOIA@53288 intake_key="KEY"]SD SP MSG
-// A whole batch becomes one Buffer, written with one socket write.
+// A whole batch becomes one Buffer, written with one socket write; MSG bytes are copied, not re-encoded.
 
 import type { LogEvent } from '../core/event.ts';
+import { timestampText } from '../core/event.ts';
 import { bsdToRfc3339 } from '../sources/syslog-parse.ts';
 
 export type TimestampMode = 'received' | 'source';
@@ -16,11 +17,6 @@ export function escapeSdValue(v: string): string {
 
 export function intakeKeyElement(intakeKey: string): string {
   return `[${SEKOIA_SD_ID} intake_key="${escapeSdValue(intakeKey)}"]`;
-}
-
-export interface Formatted {
-  /** The batch as consecutive octet-counted frames, ready to write. */
-  readonly buf: Buffer;
 }
 
 export class Rfc5424Formatter {
@@ -43,49 +39,73 @@ export class Rfc5424Formatter {
   }
 
   #timestamp(e: LogEvent): string {
-    if (this.#mode === 'source' && e.timestamp !== '') {
-      if (e.format === 5424 && e.timestamp.charCodeAt(10) === 0x54 /* T */) return e.timestamp;
+    if (this.#mode === 'source' && e.tsEnd > e.tsStart) {
+      const ts = timestampText(e);
+      if (RFC3339.test(ts)) return ts; // RFC 5424, or an ISO timestamp in a BSD line
       if (e.format === 3164) {
-        if (e.timestamp.charCodeAt(10) === 0x54) return e.timestamp; // ISO timestamp in a BSD line
-        const ts = bsdToRfc3339(e.timestamp, e.receivedAt);
-        if (ts) return ts;
+        const converted = bsdToRfc3339(ts, e.receivedAt);
+        if (converted) return converted;
       }
     }
     return this.#received(e.receivedAt);
   }
 
-  /** One syslog message, without its length prefix. */
-  message(e: LogEvent): string {
-    const head = `<${e.pri}>1 ${this.#timestamp(e)} ${e.hostname || '-'} ${e.appName || '-'} ${e.procId || '-'} LOG ${this.#sd}${e.structuredData}`;
-    return e.message === '' ? head : `${head} ${e.message}`;
+  /** HEADER and the intake key element: printable ASCII only, so one byte per character. */
+  #head(e: LogEvent): string {
+    return `<${e.pri}>1 ${this.#timestamp(e)} ${e.hostname || '-'} ${e.appName || '-'} ${e.procId || '-'} LOG ${this.#sd}`;
   }
 
   /**
-   * The batch as consecutive octet-counted frames, in one Buffer of exactly the right size: one
-   * UTF-8 encoding per message, no large intermediate string.
+   * The batch as consecutive octet-counted frames, in one Buffer of exactly the right size. The
+   * header is written as one latin1 string; the source's SD and MSG are copied as bytes.
    */
   frames(events: readonly LogEvent[]): Buffer {
-    const messages: string[] = new Array<string>(events.length);
-    const sizes: number[] = new Array<number>(events.length);
+    const heads = new Array<string>(events.length);
+    const sizes = new Array<number>(events.length);
     let total = 0;
     for (let i = 0; i < events.length; i++) {
-      const m = this.message(events[i] as LogEvent);
-      const n = Buffer.byteLength(m, 'utf8');
-      messages[i] = m;
+      const e = events[i] as LogEvent;
+      const head = this.#head(e);
+      const msg = e.end - e.msgStart;
+      const n = head.length + (e.sdEnd - e.sdStart) + (msg > 0 ? msg + 1 : 0);
+      heads[i] = head;
       sizes[i] = n;
       total += digits(n) + 1 + n;
     }
-    const buf = Buffer.allocUnsafe(total);
+    const out = Buffer.allocUnsafe(total);
     let off = 0;
-    for (let i = 0; i < messages.length; i++) {
-      const n = sizes[i] as number;
-      off += buf.write(`${n} `, off, 'latin1');
-      off += buf.write(messages[i] as string, off, 'utf8');
+    for (let i = 0; i < events.length; i++) {
+      const e = events[i] as LogEvent;
+      off = writeDecimal(out, off, sizes[i] as number);
+      out[off++] = 0x20;
+      off += out.write(heads[i] as string, off, 'latin1');
+      if (e.sdEnd > e.sdStart) off += e.buf.copy(out, off, e.sdStart, e.sdEnd);
+      if (e.end > e.msgStart) {
+        out[off++] = 0x20;
+        off += e.buf.copy(out, off, e.msgStart, e.end);
+      }
     }
-    return buf;
+    return out;
+  }
+
+  /** One message as text, without its length prefix (tests, the emulator's printout). */
+  message(e: LogEvent): string {
+    const buf = this.frames([e]);
+    return buf.toString('utf8', buf.indexOf(0x20) + 1);
   }
 }
 
+const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)$/;
+
 function digits(n: number): number {
   return n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : n < 10_000 ? 4 : n < 100_000 ? 5 : n < 1_000_000 ? 6 : String(n).length;
+}
+
+function writeDecimal(out: Buffer, off: number, n: number): number {
+  const d = digits(n);
+  for (let i = off + d - 1; i >= off; i--) {
+    out[i] = 0x30 + (n % 10);
+    n = Math.floor(n / 10);
+  }
+  return off + d;
 }

@@ -1,5 +1,6 @@
 // Turns the frames of one read (a TCP chunk or a UDP datagram) into events, offers them to the
-// intake's queue in one call and updates the input's metrics once per read, not per event.
+// intake's queue in one call and updates the input's metrics once per read, not per event. Events
+// keep referring to the read's buffer (Node gives each read its own, exactly sized): no copy.
 
 import { isAscii, isUtf8 } from 'node:buffer';
 import type { LogEvent } from '../core/event.ts';
@@ -64,11 +65,15 @@ export class EventBuilder implements FrameSink {
       end = utf8Boundary(buf, start, end);
       this.#truncated++;
     }
-    if (!this.#utf8 && !isUtf8(buf.subarray(start, end))) this.#invalid++;
-    const line = buf.toString('utf8', start, end);
-    const size = end - start;
-    this.#events.push(parseSyslog(line, size, this.#receivedAt, this.#sender, this.#ctx.defaults, this.#ascii));
-    this.#bytes += size;
+    this.#bytes += end - start;
+    if (!this.#utf8 && !isUtf8(buf.subarray(start, end))) {
+      // Forward what a UTF-8 decoder makes of it (U+FFFD for each bad sequence), never bad bytes.
+      this.#invalid++;
+      const fixed = Buffer.from(buf.toString('utf8', start, end), 'utf8');
+      this.#events.push(parseSyslog(fixed, 0, fixed.length, this.#receivedAt, this.#sender, this.#ctx.defaults, false));
+      return;
+    }
+    this.#events.push(parseSyslog(buf, start, end, this.#receivedAt, this.#sender, this.#ctx.defaults, this.#ascii));
   }
 
   oversized(): void {

@@ -6,7 +6,7 @@
 export type Oversize = 'drop' | 'truncate';
 
 export interface FrameSink {
-  /** One frame: bytes [start, end) of `buf`, valid only during the call. */
+  /** One frame: bytes [start, end) of `buf`. The deframer never modifies nor reuses `buf`: it may be kept. */
   frame(buf: Buffer, start: number, end: number, truncated: boolean): void;
   /** An oversized frame that was dropped (oversize: drop); `bytes` is its announced or seen size. */
   oversized(bytes: number): void;
@@ -42,8 +42,46 @@ export class Deframer {
   }
 
   push(chunk: Buffer): void {
-    const buf = this.#pending ? Buffer.concat([this.#pending, chunk]) : chunk;
+    const pending = this.#pending;
+    if (!pending) {
+      this.#consume(chunk);
+      return;
+    }
     this.#pending = undefined;
+    // Complete the frame that straddles the two reads by joining the held bytes with only the
+    // part of this read that finishes it; the rest of the read is consumed in place (no copy).
+    const need = this.#remainder(pending, chunk);
+    if (need > 0 && need <= chunk.length) {
+      this.#consume(Buffer.concat([pending, chunk.subarray(0, need)]));
+      if (this.#pending === undefined) {
+        this.#consume(chunk.subarray(need));
+        return;
+      }
+      const held: Buffer = this.#pending;
+      this.#pending = undefined;
+      this.#consume(Buffer.concat([held, chunk.subarray(need)]));
+      return;
+    }
+    this.#consume(Buffer.concat([pending, chunk]));
+  }
+
+  /** Bytes of `chunk` that complete the frame begun in `pending`, or 0 when that is not known. */
+  #remainder(pending: Buffer, chunk: Buffer): number {
+    let j = 0;
+    let n = 0;
+    while (j < pending.length && j < MAX_LEN_DIGITS && (pending[j] as number) >= ZERO && (pending[j] as number) <= NINE) {
+      n = n * 10 + (pending[j] as number) - ZERO;
+      j++;
+    }
+    if (j > 0 && j + 1 < pending.length && pending[j] === SP && pending[j + 1] === LT) {
+      return n <= this.#max ? j + 1 + n - pending.length : 0;
+    }
+    if (j === pending.length || j + 1 === pending.length) return 0; // the count itself is cut: rare, join all
+    const i = chunk.indexOf(LF);
+    return i < 0 ? 0 : i + 1;
+  }
+
+  #consume(buf: Buffer): void {
     let pos = 0;
     if (this.#skip > 0) {
       const n = Math.min(this.#skip, buf.length);

@@ -1,6 +1,10 @@
 // Lenient syslog header parsing: RFC 5424 (§6), RFC 3164 (§4.1) and the variants real devices send
 // (no hostname, no tag, ISO timestamps in BSD lines, a year after the date). A line that matches no
 // header is still an event: its whole text becomes the message. Never throws.
+//
+// The header is read from a latin1 view of the frame, so character offsets are byte offsets and
+// nothing is decoded twice; header fields must be printable ASCII in RFC 5424 anyway (other bytes
+// become '_'). STRUCTURED-DATA and MSG are kept as byte ranges of the frame.
 
 import type { LogEvent } from '../core/event.ts';
 
@@ -19,45 +23,79 @@ const MAX_HOSTNAME = 255;
 const MAX_APP_NAME = 48;
 const MAX_PROCID = 128;
 const MAX_MSGID = 32;
+/** Bytes decoded to find the header; a longer header (huge SD) is read whole. */
+const HEADER_SCAN = 1024;
+/** Substrings this long or longer would keep the whole decoded line alive (V8 sliced strings). */
+const SLICE_MIN = 13;
 
-/**
- * Parse one frame. `ascii` says the line is known to be pure ASCII (checked per read), so header
- * fields need no cleaning; otherwise bytes outside PRINTUSASCII in header fields become '_'.
- */
-export function parseSyslog(
-  line: string,
-  byteSize: number,
-  receivedAt: number,
-  sender: string,
-  defaults: HeaderDefaults,
-  ascii: boolean,
-): LogEvent {
-  const pri = parsePri(line);
-  if (pri >= 0) {
-    const close = line.indexOf('>');
-    if (line.charCodeAt(close + 1) === 0x31 /* 1 */ && line.charCodeAt(close + 2) === 0x20) {
-      const e = parse5424(line, close + 3, pri, byteSize, receivedAt, sender, defaults, ascii);
-      if (e) return e;
-    }
-    return parse3164(line, close + 1, pri, byteSize, receivedAt, sender, defaults, ascii);
-  }
-  return headerless(line, byteSize, receivedAt, sender, defaults);
+/** Thrown inside a parse when the header runs past the decoded prefix: parse the whole frame. */
+const NEED_WHOLE = Symbol('need whole frame');
+
+interface Ctx {
+  readonly buf: Buffer;
+  readonly start: number;
+  readonly end: number;
+  readonly line: string;
+  /** `line` covers the whole frame. */
+  readonly whole: boolean;
+  readonly ascii: boolean;
+  readonly receivedAt: number;
+  readonly sender: string;
+  readonly d: HeaderDefaults;
 }
 
-function headerless(line: string, byteSize: number, receivedAt: number, sender: string, d: HeaderDefaults): LogEvent {
+/**
+ * Parse the frame buf[start, end). `ascii` says the frame is known to be pure ASCII (checked per
+ * read), so header fields need no cleaning.
+ */
+export function parseSyslog(buf: Buffer, start: number, end: number, receivedAt: number, sender: string, defaults: HeaderDefaults, ascii: boolean): LogEvent {
+  const scanEnd = Math.min(end, start + HEADER_SCAN);
+  const first = parseWith({ buf, start, end, line: buf.toString('latin1', start, scanEnd), whole: scanEnd === end, ascii, receivedAt, sender, d: defaults });
+  if (first) return first;
+  return parseWith({ buf, start, end, line: buf.toString('latin1', start, end), whole: true, ascii, receivedAt, sender, d: defaults }) as LogEvent;
+}
+
+function parseWith(c: Ctx): LogEvent | undefined {
+  try {
+    const pri = parsePri(c.line);
+    if (pri >= 0) {
+      const close = c.line.indexOf('>');
+      if (c.line.charCodeAt(close + 1) === 0x31 /* 1 */ && c.line.charCodeAt(close + 2) === 0x20) {
+        const e = parse5424(c, close + 3, pri);
+        if (e) return e;
+      }
+      return parse3164(c, close + 1, pri);
+    }
+    return event(c, c.d.pri, 0, 0, 0, 0, 0, 0, c.d.hostname || c.sender, c.d.appName, c.d.procId, '');
+  } catch (err) {
+    if (err === NEED_WHOLE) return undefined;
+    throw err;
+  }
+}
+
+function event(
+  c: Ctx, pri: number, format: 0 | 3164 | 5424,
+  tsStart: number, tsEnd: number, sdStart: number, sdEnd: number, msgStart: number,
+  hostname: string, appName: string, procId: string, msgId: string,
+): LogEvent {
+  const s = c.start;
   return {
-    message: line,
-    byteSize,
-    receivedAt,
-    sender,
-    pri: d.pri,
-    format: 0,
-    timestamp: '',
-    hostname: d.hostname || sender,
-    appName: d.appName,
-    procId: d.procId,
-    msgId: '',
-    structuredData: '',
+    buf: c.buf,
+    start: s,
+    end: c.end,
+    sdStart: s + sdStart,
+    sdEnd: s + sdEnd,
+    msgStart: Math.min(s + msgStart, c.end),
+    tsStart: s + tsStart,
+    tsEnd: s + tsEnd,
+    receivedAt: c.receivedAt,
+    sender: c.sender,
+    pri,
+    format,
+    hostname,
+    appName,
+    procId,
+    msgId,
   };
 }
 
@@ -67,76 +105,68 @@ function parsePri(line: string): number {
   let v = 0;
   let i = 1;
   for (; i < 5 && i < line.length; i++) {
-    const c = line.charCodeAt(i);
-    if (c === 0x3e) break;
-    if (c < 0x30 || c > 0x39) return -1;
-    v = v * 10 + (c - 0x30);
+    const ch = line.charCodeAt(i);
+    if (ch === 0x3e) break;
+    if (ch < 0x30 || ch > 0x39) return -1;
+    v = v * 10 + (ch - 0x30);
   }
   if (i === 1 || i >= 5 || line.charCodeAt(i) !== 0x3e || v > 191) return -1;
   return v;
 }
 
-function field(line: string, start: number): [value: string, next: number] {
-  const sp = line.indexOf(' ', start);
-  if (sp < 0) return [line.slice(start), line.length];
-  return [line.slice(start, sp), sp + 1];
+/** End of the space-delimited field at `at` (the SP, or the end of the line). */
+function fieldEnd(c: Ctx, at: number): number {
+  const sp = c.line.indexOf(' ', at);
+  if (sp >= 0) return sp;
+  if (!c.whole) throw NEED_WHOLE;
+  return c.line.length;
 }
 
-function nil(v: string): string {
-  return v === '-' ? '' : v;
+/** A header field as a string of its own (not a slice that would keep the line alive), cleaned. */
+function text(c: Ctx, a: number, b: number, max: number): string {
+  if (b - a === 1 && c.line.charCodeAt(a) === 0x2d) return ''; // NILVALUE
+  const len = Math.min(b - a, max);
+  const s = len >= SLICE_MIN ? c.buf.toString('latin1', c.start + a, c.start + a + len) : c.line.slice(a, a + len);
+  return c.ascii ? s : s.replace(NON_PRINTABLE, '_');
 }
 
-function clean(v: string, max: number, ascii: boolean): string {
-  const s = ascii ? v : v.replace(NON_PRINTABLE, '_');
-  return s.length > max ? s.slice(0, max) : s;
-}
-
-function parse5424(
-  line: string,
-  at: number,
-  pri: number,
-  byteSize: number,
-  receivedAt: number,
-  sender: string,
-  d: HeaderDefaults,
-  ascii: boolean,
-): LogEvent | undefined {
-  const [ts, p1] = field(line, at);
-  const [host, p2] = field(line, p1);
-  const [app, p3] = field(line, p2);
-  const [proc, p4] = field(line, p3);
-  const [msgId, p5] = field(line, p4);
-  if (p5 >= line.length && p4 >= line.length) return undefined; // too few fields: not 5424
-  let structuredData = '';
+function parse5424(c: Ctx, at: number, pri: number): LogEvent | undefined {
+  const line = c.line;
+  const tsEnd = fieldEnd(c, at);
+  const hostEnd = fieldEnd(c, tsEnd + 1);
+  const appEnd = fieldEnd(c, hostEnd + 1);
+  const procEnd = fieldEnd(c, appEnd + 1);
+  if (procEnd >= line.length) return undefined; // too few fields: not RFC 5424
+  const msgIdEnd = fieldEnd(c, procEnd + 1);
+  const sd = msgIdEnd + 1;
+  let sdStart = sd;
+  let sdEnd = sd;
   let msgStart: number;
-  if (line.charCodeAt(p5) === 0x2d /* - */) {
-    msgStart = p5 + 2;
-  } else if (line.charCodeAt(p5) === 0x5b /* [ */) {
-    const end = scanStructuredData(line, p5);
+  if (line.charCodeAt(sd) === 0x2d /* - */) {
+    msgStart = sd + 2;
+  } else if (line.charCodeAt(sd) === 0x5b /* [ */) {
+    const end = scanStructuredData(line, sd);
+    if (end === line.length && !c.whole) throw NEED_WHOLE;
     if (end < 0) {
-      msgStart = p5; // malformed SD: keep it as part of the message rather than lose it
+      if (!c.whole) throw NEED_WHOLE;
+      msgStart = sd; // malformed SD: keep it as part of the message rather than lose it
     } else {
-      structuredData = line.slice(p5, end);
+      sdEnd = end;
       msgStart = end + 1;
     }
   } else {
-    msgStart = p5; // no SD field at all: lenient, the rest is the message
+    msgStart = sd; // no SD field at all: lenient, the rest is the message
   }
-  const hostname = nil(host);
-  return {
-    message: msgStart < line.length ? line.slice(msgStart) : '',
-    byteSize,
-    receivedAt,
-    sender,
-    pri,
-    format: 5424,
-    timestamp: nil(ts),
-    hostname: hostname ? clean(hostname, MAX_HOSTNAME, ascii) : d.hostname || sender,
-    appName: clean(nil(app), MAX_APP_NAME, ascii),
-    procId: clean(nil(proc), MAX_PROCID, ascii),
-    msgId: clean(nil(msgId), MAX_MSGID, ascii),
-    structuredData,
-  };
+  if (sdEnd === sd) sdStart = sdEnd = Math.min(msgStart, line.length);
+  const hostname = text(c, tsEnd + 1, hostEnd, MAX_HOSTNAME);
+  const tsNil = tsEnd - at === 1 && line.charCodeAt(at) === 0x2d;
+  return event(
+    c, pri, 5424, tsNil ? 0 : at, tsNil ? 0 : tsEnd, sdStart, sdEnd, msgStart,
+    hostname || c.d.hostname || c.sender,
+    text(c, hostEnd + 1, appEnd, MAX_APP_NAME),
+    text(c, appEnd + 1, procEnd, MAX_PROCID),
+    text(c, procEnd + 1, msgIdEnd, MAX_MSGID),
+  );
 }
 
 /**
@@ -151,13 +181,13 @@ export function scanStructuredData(line: string, start: number): number {
     let quoted = false;
     let closed = false;
     for (; i < n; i++) {
-      const c = line.charCodeAt(i);
+      const ch = line.charCodeAt(i);
       if (quoted) {
-        if (c === 0x5c) i++;
-        else if (c === 0x22) quoted = false;
-      } else if (c === 0x22) {
+        if (ch === 0x5c) i++;
+        else if (ch === 0x22) quoted = false;
+      } else if (ch === 0x22) {
         quoted = true;
-      } else if (c === 0x5d) {
+      } else if (ch === 0x5d) {
         closed = true;
         i++;
         break;
@@ -197,33 +227,28 @@ function isoTimestampLength(line: string, at: number): number {
   return sp < 0 ? 0 : sp - at;
 }
 
-function isDigit(c: number): boolean {
-  return c >= 0x30 && c <= 0x39;
+function isDigit(ch: number): boolean {
+  return ch >= 0x30 && ch <= 0x39;
 }
 
-function parse3164(
-  line: string,
-  at: number,
-  pri: number,
-  byteSize: number,
-  receivedAt: number,
-  sender: string,
-  d: HeaderDefaults,
-  ascii: boolean,
-): LogEvent {
+function parse3164(c: Ctx, at: number, pri: number): LogEvent {
+  const line = c.line;
   let i = at;
-  let timestamp = '';
+  let tsStart = 0;
+  let tsEnd = 0;
   let hostname = '';
   const tsLen = bsdTimestampLength(line, i) || isoTimestampLength(line, i);
   if (tsLen > 0 && line.charCodeAt(i + tsLen) === 0x20) {
-    timestamp = line.slice(i, i + tsLen);
+    tsStart = i;
+    tsEnd = i + tsLen;
     i += tsLen + 1;
     // HOSTNAME, unless the next token is already the TAG ("app:" or "app[pid]:").
     const sp = line.indexOf(' ', i);
     if (sp > i) {
-      const tok = line.slice(i, sp);
-      if (!tok.endsWith(':') && !tok.includes('[')) {
-        hostname = tok;
+      const last = line.charCodeAt(sp - 1);
+      const bracket = line.indexOf('[', i);
+      if (last !== 0x3a && (bracket < 0 || bracket > sp)) {
+        hostname = text(c, i, sp, MAX_HOSTNAME);
         i = sp + 1;
       }
     }
@@ -232,24 +257,17 @@ function parse3164(
   let procId = '';
   const tag = scanTag(line, i);
   if (tag) {
-    appName = line.slice(i, tag.nameEnd);
-    if (tag.pidStart > 0) procId = line.slice(tag.pidStart, tag.pidEnd);
+    appName = text(c, i, tag.nameEnd, MAX_APP_NAME);
+    if (tag.pidStart > 0) procId = text(c, tag.pidStart, tag.pidEnd, MAX_PROCID);
     i = tag.next;
   }
-  return {
-    message: i < line.length ? line.slice(i) : '',
-    byteSize,
-    receivedAt,
-    sender,
-    pri,
-    format: 3164,
-    timestamp,
-    hostname: hostname ? clean(hostname, MAX_HOSTNAME, ascii) : d.hostname || sender,
-    appName: appName ? clean(appName, MAX_APP_NAME, ascii) : d.appName,
-    procId: procId ? clean(procId, MAX_PROCID, ascii) : appName ? '' : d.procId,
-    msgId: '',
-    structuredData: '',
-  };
+  return event(
+    c, pri, 3164, tsStart, tsEnd, i, i, i,
+    hostname || c.d.hostname || c.sender,
+    appName || c.d.appName,
+    procId || (appName ? '' : c.d.procId),
+    '',
+  );
 }
 
 interface Tag {
@@ -267,8 +285,8 @@ function scanTag(line: string, at: number): Tag | undefined {
   const n = line.length;
   let i = at;
   while (i < n && i - at <= MAX_APP_NAME) {
-    const c = line.charCodeAt(i);
-    if (c === 0x3a || c === 0x5b || c === 0x20) break;
+    const ch = line.charCodeAt(i);
+    if (ch === 0x3a || ch === 0x5b || ch === 0x20) break;
     i++;
   }
   if (i === at || i >= n || i - at > MAX_APP_NAME) return undefined;

@@ -3,8 +3,10 @@ import { BoundedQueue } from '../../src/core/queue.ts';
 import type { LogEvent } from '../../src/core/event.ts';
 import { backoffDelay } from '../../src/core/backoff.ts';
 
-const ev = (message: string, byteSize = 10): LogEvent => ({
-  message, byteSize, receivedAt: 0, sender: '', pri: 13, format: 0, timestamp: '', hostname: '', appName: '', procId: '', msgId: '', structuredData: '',
+// An event of `size` bytes, told apart by its hostname.
+const ev = (name: string, size = 10): LogEvent => ({
+  buf: Buffer.alloc(size), start: 0, end: size, sdStart: 0, sdEnd: 0, msgStart: 0, tsStart: 0, tsEnd: 0,
+  receivedAt: 0, sender: '', pri: 13, format: 0, hostname: name, appName: '', procId: '', msgId: '',
 });
 const evs = (n: number, prefix = 'e', size = 10) => Array.from({ length: n }, (_, i) => ev(`${prefix}${i}`, size));
 const now = { maxEvents: 1000, maxBytes: 1 << 20, lingerMs: 0 };
@@ -37,11 +39,11 @@ describe('BoundedQueue', () => {
     q.offer([ev('big', 500)], 500, true);
     q.offer(evs(2, 'b'), 20, true);
     const b1 = await q.take({ maxEvents: 3, maxBytes: 1000, lingerMs: 0 }, signal);
-    expect(b1?.events.map((e) => e.message)).toEqual(['a0', 'a1', 'a2']);
+    expect(b1?.events.map((e) => e.hostname)).toEqual(['a0', 'a1', 'a2']);
     const b2 = await q.take({ maxEvents: 10, maxBytes: 100, lingerMs: 0 }, signal);
-    expect(b2?.events.map((e) => e.message)).toEqual(['a3', 'a4']);
+    expect(b2?.events.map((e) => e.hostname)).toEqual(['a3', 'a4']);
     const b3 = await q.take({ maxEvents: 10, maxBytes: 100, lingerMs: 0 }, signal);
-    expect(b3?.events.map((e) => e.message)).toEqual(['big']);
+    expect(b3?.events.map((e) => e.hostname)).toEqual(['big']);
     expect(b3?.bytes).toBe(500);
     expect(q.events).toBe(2);
     expect(q.bytes).toBe(20);
@@ -65,7 +67,7 @@ describe('BoundedQueue', () => {
     q.requeue([old!, next!]);
     expect(q.pendingEvents).toBe(4);
     const all = await q.take(now, signal);
-    expect(all?.events.map((e) => e.message)).toEqual(['q0', 'q1', 'q2', 'q3']);
+    expect(all?.events.map((e) => e.hostname)).toEqual(['q0', 'q1', 'q2', 'q3']);
   });
 
   it('waits for linger or a full batch, and hands out the rest after close', async () => {

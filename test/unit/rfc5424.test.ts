@@ -5,7 +5,10 @@ import { checkMessage } from '../../src/emulator/intake-emulator.ts';
 
 const D: HeaderDefaults = { pri: 13, hostname: '', appName: '', procId: '' };
 const at = Date.UTC(2026, 10, 22, 10, 0, 0, 123);
-const ev = (line: string) => parseSyslog(line, Buffer.byteLength(line), at, '192.0.2.7', D, false);
+const ev = (line: string) => {
+  const buf = Buffer.from(line);
+  return parseSyslog(buf, 0, buf.length, at, '192.0.2.7', D, false);
+};
 
 describe('RFC 5424 output', () => {
   const f = new Rfc5424Formatter('KEY123', 'received');

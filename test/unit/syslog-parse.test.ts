@@ -1,11 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { bsdToRfc3339, parseSyslog, type HeaderDefaults } from '../../src/sources/syslog-parse.ts';
+import { messageText, structuredDataText, timestampText } from '../../src/core/event.ts';
 
 const D: HeaderDefaults = { pri: 13, hostname: '', appName: '', procId: '' };
-const parse = (line: string, d = D) => parseSyslog(line, Buffer.byteLength(line), 1_700_000_000_000, '10.1.2.3', d, /^[\x00-\x7f]*$/.test(line));
+const parse = (line: string, d = D) => {
+  // Inside a larger buffer, to check that offsets are relative to the frame.
+  const buf = Buffer.from(`xx${line}yy`);
+  return parseSyslog(buf, 2, buf.length - 2, 1_700_000_000_000, '10.1.2.3', d, /^[\x00-\x7f]*$/.test(line));
+};
 const pick = (line: string, d = D) => {
   const e = parse(line, d);
-  return { pri: e.pri, format: e.format, ts: e.timestamp, host: e.hostname, app: e.appName, pid: e.procId, msgid: e.msgId, sd: e.structuredData, msg: e.message };
+  return { pri: e.pri, format: e.format, ts: timestampText(e), host: e.hostname, app: e.appName, pid: e.procId, msgid: e.msgId, sd: structuredDataText(e), msg: messageText(e) };
 };
 
 describe('RFC 5424', () => {
@@ -32,7 +37,7 @@ describe('RFC 5424', () => {
 
   it('cleans non-ASCII header fields and caps their length', () => {
     const e = pick(`<13>1 - hôst ${'a'.repeat(60)} - - - m`);
-    expect(e.host).toBe('h_st');
+    expect(e.host).toBe('h__st'); // one '_' per byte outside printable ASCII
     expect(e.app).toHaveLength(48);
   });
 });
@@ -54,6 +59,11 @@ describe('RFC 3164 and what devices really send', () => {
     ['<0>1990 Oct 22 10:52:01 TZ-6 scapegoat.dmz.example.org sched[0]: odd', { pri: 0, ts: '', msg: '1990 Oct 22 10:52:01 TZ-6 scapegoat.dmz.example.org sched[0]: odd' }],
   ])('%s', (line, want) => {
     expect(pick(line)).toMatchObject(want);
+  });
+
+  it('reads a header longer than the scanned prefix (a large SD)', () => {
+    const sd = `[big@1 v="${'x'.repeat(3000)}"]`;
+    expect(pick(`<13>1 - h a - - ${sd} after`)).toMatchObject({ sd, msg: 'after' });
   });
 
   it('treats lines without a valid PRI as headerless, with the input\'s defaults', () => {
