@@ -1,14 +1,9 @@
-#!/usr/bin/env node
-// Runs src/main.ts by Node's type stripping (on by default from Node 22.18 and 23.6; earlier
-// 22.x need the flag, so re-run with it).
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+#!/usr/bin/env -S node --max-semi-space-size=4
+// The `intake-relay` command. Runs the compiled dist/main.js (`npm run build`); in a source checkout
+// without a build it falls back to src/main.ts through Node's type stripping.
+// --max-semi-space-size=4: a 4 MiB young generation measured faster and ~40% smaller in RSS than
+// V8's default under load (README, "Performance").
+import { existsSync } from 'node:fs';
 
-const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-if (process.features.typescript) {
-  await import(main);
-} else {
-  const child = spawn(process.execPath, ['--experimental-strip-types', '--no-warnings', main, ...process.argv.slice(2)], { stdio: 'inherit' });
-  for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(sig, () => child.kill(sig));
-  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
-}
+const dist = new URL('../dist/main.js', import.meta.url);
+await import(existsSync(dist) ? dist.href : new URL('../src/main.ts', import.meta.url).href);

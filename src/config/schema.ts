@@ -77,7 +77,7 @@ const syslogOutput = z.strictObject({
   timestamp: z.enum(['received', 'source']).default('received').describe('TIMESTAMP written: reception time, or the source\'s own when it has one.'),
   connect_timeout_ms: positive.default(10_000).describe('Time allowed for TCP connect plus TLS handshake.'),
   resend_window_ms: z.int().min(0).default(2_000).describe('A batch counts as delivered once written this long ago on a connection still up; if the connection fails first it is written again.'),
-  resend_window_bytes: positive.default(32 * MiB).describe('Most bytes kept for resending; older writes beyond it count as delivered.'),
+  resend_window_bytes: positive.default(8 * MiB).describe('Most bytes kept for resending; older writes beyond it count as delivered.'),
   backoff: backoff.prefault({}),
 });
 

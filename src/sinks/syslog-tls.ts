@@ -26,6 +26,8 @@ export interface SyslogTlsOptions {
   readonly formatter: Rfc5424Formatter;
 }
 
+const MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
+
 interface Written {
   readonly buf: Buffer;
   readonly events: number;
@@ -80,7 +82,9 @@ export class SyslogTlsSink implements Sink {
       this.#write(socket, this.#o.formatter.frames(batch.events), batch.events.length);
     }
     this.#retire(Date.now());
-    if (socket.writableNeedDrain) await waitDrain(socket, signal);
+    // Keep a few batches in flight, so the next one is formatted while this one is encrypted and
+    // sent: wait only when the socket holds more than that (Node's own mark is 16 KiB).
+    if (socket.writableLength > MAX_BUFFERED_BYTES) await waitDrain(socket, signal);
     // Written: from here the window owns the bytes. If this connection fails before they are
     // acknowledged, they are written again on the next one.
     return { status: 'sent' };

@@ -52,6 +52,11 @@ export class EventBuilder implements FrameSink {
     this.#canPause = canPause;
   }
 
+  /** Events built and not yet offered. */
+  get pending(): number {
+    return this.#events.length;
+  }
+
   /** Start a read: one reception time and one encoding check for all its frames. */
   begin(chunk: Buffer, sender: string): void {
     this.#sender = sender;

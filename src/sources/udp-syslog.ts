@@ -37,6 +37,13 @@ export class UdpSyslogInput {
     const o = this.#o;
     const builder = new EventBuilder(this.#ctx, inputCounters(this.#ctx), false);
     const socket = dgram.createSocket({ type: isIPv6(o.address) ? 'udp6' : 'udp4', reuseAddr: false });
+    // Datagrams arrive back to back within one turn of the event loop: offer them to the queue,
+    // and count them, once per turn (or per 512), not once per datagram.
+    let scheduled = false;
+    const flush = (): void => {
+      scheduled = false;
+      builder.flush();
+    };
     socket.on('message', (msg, rinfo) => {
       builder.begin(msg, senderAddress(rinfo.address));
       let end = msg.length;
@@ -48,7 +55,11 @@ export class UdpSyslogInput {
       } else {
         builder.frame(msg, 0, end, false);
       }
-      builder.flush();
+      if (builder.pending >= 512) flush();
+      else if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
     });
     const what = `${this.#ctx.intake}/${this.#ctx.input}`;
     await new Promise<void>((resolve, reject) => {
