@@ -59,7 +59,7 @@ export class Rfc5424Formatter {
    * The batch as consecutive octet-counted frames, in one Buffer of exactly the right size. The
    * header is written as one latin1 string; the source's SD and MSG are copied as bytes.
    */
-  frames(events: readonly LogEvent[]): Buffer {
+  frames(events: readonly LogEvent[], alloc: (size: number) => Buffer = Buffer.allocUnsafe): Buffer {
     const heads = new Array<string>(events.length);
     const sizes = new Array<number>(events.length);
     let total = 0;
@@ -72,7 +72,7 @@ export class Rfc5424Formatter {
       sizes[i] = n;
       total += digits(n) + 1 + n;
     }
-    const out = Buffer.allocUnsafe(total);
+    const out = alloc(total);
     let off = 0;
     for (let i = 0; i < events.length; i++) {
       const e = events[i] as LogEvent;

@@ -7,7 +7,7 @@ import type { LogEvent } from '../core/event.ts';
 import type { BoundedQueue, OfferResult } from '../core/queue.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { FrameSink } from './framing.ts';
-import { parseSyslog, type HeaderDefaults } from './syslog-parse.ts';
+import { fieldCache, parseSyslog, type HeaderDefaults } from './syslog-parse.ts';
 
 export interface InputContext {
   readonly intake: string;
@@ -36,6 +36,7 @@ export class EventBuilder implements FrameSink {
   readonly #ctx: InputContext;
   readonly #c: InputCounters;
   readonly #canPause: boolean;
+  readonly #fields = fieldCache();
   #events: LogEvent[] = [];
   #bytes = 0;
   #sender = '';
@@ -75,10 +76,10 @@ export class EventBuilder implements FrameSink {
       // Forward what a UTF-8 decoder makes of it (U+FFFD for each bad sequence), never bad bytes.
       this.#invalid++;
       const fixed = Buffer.from(buf.toString('utf8', start, end), 'utf8');
-      this.#events.push(parseSyslog(fixed, 0, fixed.length, this.#receivedAt, this.#sender, this.#ctx.defaults, false));
+      this.#events.push(parseSyslog(fixed, 0, fixed.length, this.#receivedAt, this.#sender, this.#ctx.defaults, false, this.#fields));
       return;
     }
-    this.#events.push(parseSyslog(buf, start, end, this.#receivedAt, this.#sender, this.#ctx.defaults, this.#ascii));
+    this.#events.push(parseSyslog(buf, start, end, this.#receivedAt, this.#sender, this.#ctx.defaults, this.#ascii, this.#fields));
   }
 
   oversized(): void {

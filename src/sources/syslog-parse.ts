@@ -23,15 +23,30 @@ const MAX_HOSTNAME = 255;
 const MAX_APP_NAME = 48;
 const MAX_PROCID = 128;
 const MAX_MSGID = 32;
-/** Bytes decoded to find the header; a longer header (huge SD) is read whole. */
-const HEADER_SCAN = 1024;
+/** Bytes decoded to find the header; a longer header (large SD) is read whole. */
+const HEADER_SCAN = 256;
 /** Substrings this long or longer would keep the whole decoded line alive (V8 sliced strings). */
 const SLICE_MIN = 13;
 
 /** Thrown inside a parse when the header runs past the decoded prefix: parse the whole frame. */
 const NEED_WHOLE = Symbol('need whole frame');
 
+/**
+ * The last header field strings an input produced. A stream mostly repeats its HOSTNAME, APP-NAME
+ * and PROCID, so an equal field reuses the previous string instead of allocating one per event.
+ */
+export interface FieldCache {
+  host: string;
+  app: string;
+  proc: string;
+}
+
+export function fieldCache(): FieldCache {
+  return { host: '', app: '', proc: '' };
+}
+
 interface Ctx {
+  readonly cache: FieldCache;
   readonly buf: Buffer;
   readonly start: number;
   readonly end: number;
@@ -48,11 +63,14 @@ interface Ctx {
  * Parse the frame buf[start, end). `ascii` says the frame is known to be pure ASCII (checked per
  * read), so header fields need no cleaning.
  */
-export function parseSyslog(buf: Buffer, start: number, end: number, receivedAt: number, sender: string, defaults: HeaderDefaults, ascii: boolean): LogEvent {
+export function parseSyslog(
+  buf: Buffer, start: number, end: number, receivedAt: number, sender: string, defaults: HeaderDefaults, ascii: boolean,
+  cache: FieldCache = fieldCache(),
+): LogEvent {
   const scanEnd = Math.min(end, start + HEADER_SCAN);
-  const first = parseWith({ buf, start, end, line: buf.toString('latin1', start, scanEnd), whole: scanEnd === end, ascii, receivedAt, sender, d: defaults });
+  const first = parseWith({ cache, buf, start, end, line: buf.toString('latin1', start, scanEnd), whole: scanEnd === end, ascii, receivedAt, sender, d: defaults });
   if (first) return first;
-  return parseWith({ buf, start, end, line: buf.toString('latin1', start, end), whole: true, ascii, receivedAt, sender, d: defaults }) as LogEvent;
+  return parseWith({ cache, buf, start, end, line: buf.toString('latin1', start, end), whole: true, ascii, receivedAt, sender, d: defaults }) as LogEvent;
 }
 
 function parseWith(c: Ctx): LogEvent | undefined {
@@ -122,6 +140,12 @@ function fieldEnd(c: Ctx, at: number): number {
   return c.line.length;
 }
 
+/** `text`, reusing `prev` when the field has the same characters (no allocation). */
+function repeatOr(c: Ctx, prev: string, a: number, b: number, max: number): string {
+  if (prev.length === b - a && prev.length > 0 && c.line.startsWith(prev, a)) return prev;
+  return text(c, a, b, max);
+}
+
 /** A header field as a string of its own (not a slice that would keep the line alive), cleaned. */
 function text(c: Ctx, a: number, b: number, max: number): string {
   if (b - a === 1 && c.line.charCodeAt(a) === 0x2d) return ''; // NILVALUE
@@ -158,13 +182,16 @@ function parse5424(c: Ctx, at: number, pri: number): LogEvent | undefined {
     msgStart = sd; // no SD field at all: lenient, the rest is the message
   }
   if (sdEnd === sd) sdStart = sdEnd = Math.min(msgStart, line.length);
-  const hostname = text(c, tsEnd + 1, hostEnd, MAX_HOSTNAME);
+  const cache = c.cache;
+  const hostname = (cache.host = repeatOr(c, cache.host, tsEnd + 1, hostEnd, MAX_HOSTNAME));
+  const appName = (cache.app = repeatOr(c, cache.app, hostEnd + 1, appEnd, MAX_APP_NAME));
+  const procId = (cache.proc = repeatOr(c, cache.proc, appEnd + 1, procEnd, MAX_PROCID));
   const tsNil = tsEnd - at === 1 && line.charCodeAt(at) === 0x2d;
   return event(
     c, pri, 5424, tsNil ? 0 : at, tsNil ? 0 : tsEnd, sdStart, sdEnd, msgStart,
     hostname || c.d.hostname || c.sender,
-    text(c, hostEnd + 1, appEnd, MAX_APP_NAME),
-    text(c, appEnd + 1, procEnd, MAX_PROCID),
+    appName,
+    procId,
     text(c, procEnd + 1, msgIdEnd, MAX_MSGID),
   );
 }
@@ -248,7 +275,7 @@ function parse3164(c: Ctx, at: number, pri: number): LogEvent {
       const last = line.charCodeAt(sp - 1);
       const bracket = line.indexOf('[', i);
       if (last !== 0x3a && (bracket < 0 || bracket > sp)) {
-        hostname = text(c, i, sp, MAX_HOSTNAME);
+        hostname = c.cache.host = repeatOr(c, c.cache.host, i, sp, MAX_HOSTNAME);
         i = sp + 1;
       }
     }
@@ -257,8 +284,8 @@ function parse3164(c: Ctx, at: number, pri: number): LogEvent {
   let procId = '';
   const tag = scanTag(line, i);
   if (tag) {
-    appName = text(c, i, tag.nameEnd, MAX_APP_NAME);
-    if (tag.pidStart > 0) procId = text(c, tag.pidStart, tag.pidEnd, MAX_PROCID);
+    appName = c.cache.app = repeatOr(c, c.cache.app, i, tag.nameEnd, MAX_APP_NAME);
+    if (tag.pidStart > 0) procId = c.cache.proc = repeatOr(c, c.cache.proc, tag.pidStart, tag.pidEnd, MAX_PROCID);
     i = tag.next;
   }
   return event(
