@@ -198,3 +198,26 @@ describe('shutdown', () => {
     expect(relay.logs.find((l) => l.undelivered === 100)?.msg).toMatch(/could not be delivered/);
   });
 });
+
+describe('output client certificate', () => {
+  it('presents client_cert_file to an intake that requires one', async () => {
+    const tls = await import('node:tls');
+    const got: string[] = [];
+    let peerCn = '';
+    const server = tls.createServer(
+      { cert: readFileSync(`${TLS}server.crt`), key: readFileSync(`${TLS}server.key`), ca: readFileSync(`${TLS}ca.crt`), requestCert: true, rejectUnauthorized: true },
+      (s) => {
+        peerCn = String(s.getPeerCertificate().subject?.CN);
+        s.on('data', (d: Buffer) => got.push(d.toString()));
+        s.on('end', () => s.end());
+      },
+    );
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    intakes.push({ stop: () => new Promise<void>((r) => server.close(() => r())) });
+    const port = (server.address() as import('node:net').AddressInfo).port;
+    relay = await startRelay(relayYaml({ intakePort: port, output: `      client_cert_file: ${TLS}client.crt\n      client_key_file: ${TLS}client.key` }));
+    await sendTcp(relay.port('t', 'tcp/0'), '<13>with a client certificate\n');
+    await vi.waitFor(() => expect(got.join('')).toContain('with a client certificate'));
+    expect(peerCn).toBe('relay-client');
+  });
+});
