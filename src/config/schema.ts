@@ -133,7 +133,8 @@ export const configSchema = z.strictObject({
       port: port.default(9750).describe('Port of the metrics and health server.'),
       stall_timeout_ms: positive.default(300_000).describe('/readyz answers 503 when an intake has had queued events and no delivery for this long.'),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('The operations endpoint: /metrics, /healthz, /readyz, /status.'),
   shutdown_timeout_ms: positive.default(30_000).describe('On SIGTERM/SIGINT, time allowed to deliver what is queued before exiting.'),
   emulator: z
     .strictObject({
@@ -141,7 +142,8 @@ export const configSchema = z.strictObject({
         .describe('no_intake_key: intakes whose key is empty forward to a local intake emulator (for trying intake-relay out).'),
       port: port.default(0).describe('Port of the local emulator (0 = any free port).'),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('The local intake emulator, for trying intake-relay out without an intake key.'),
   intakes: z.array(intakeSchema).min(1, 'at least one intake is needed').describe('The intakes events are forwarded to, each with its key, inputs and output.'),
 });
 

@@ -16,7 +16,8 @@ export function summarize(cfg: Config): string {
     }
     if (i.inputs.length === 0) lines.push('  no inputs');
     const o = i.output;
-    lines.push(
+    if (i.toEmulator) lines.push('  output: syslog over TLS to the local intake emulator (no key set)');
+    else lines.push(
       `  output: syslog over TLS to ${o.host}:${o.port}` +
         `${o.server_name ? ` (certificate name ${o.server_name})` : ''}, CA ${o.ca_file ?? 'system store'}, timestamp ${o.timestamp}`,
     );

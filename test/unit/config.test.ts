@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config/load.ts';
 import { configJsonSchema } from '../../src/config/json-schema.ts';
+import { configReference, withReference } from '../../src/config/reference.ts';
 
 const KEY = 'AbCdEfGh0123456789IjKlMnOpQrStUv';
 const dir = mkdtempSync(join(tmpdir(), 'cfg-test-'));
@@ -195,5 +196,13 @@ describe('JSON Schema', () => {
     const committed = readFileSync(new URL('../../config/intake-relay.schema.json', import.meta.url), 'utf8');
     expect(committed).toBe(configJsonSchema());
     expect(JSON.parse(committed).properties.intakes.items.additionalProperties).toBe(false);
+  });
+
+  it('gives the README its configuration reference, committed up to date (npm run schema)', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const reference = configReference(JSON.parse(configJsonSchema()));
+    expect(readme).toBe(withReference(readme, reference));
+    expect(reference).toContain('| `intakes[].queue.when_full` |');
+    expect(reference).toContain('**`intakes[].inputs[]` with `type: tcp`**');
   });
 });
