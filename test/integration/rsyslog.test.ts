@@ -24,6 +24,12 @@ ruleset(name="fwd" queue.type="LinkedList" queue.size="100000") {
 }`;
 }
 
+const TLS_INPUT_REQUIRING_CLIENT_CERT = `      - type: tcp
+        name: tls-in
+        address: 127.0.0.1
+        port: 0
+        tls: { cert_file: ${TLS}server.crt, key_file: ${TLS}server.key, client_ca_file: ${TLS}ca.crt }`;
+
 async function feed(port: number, n: number, tag: string): Promise<void> {
   let s = '';
   for (let i = 0; i < n; i++) s += `<14>Nov 22 10:00:00 feeder ${tag}[42]: ${tag} event ${i} ünïcödé\n`;
@@ -54,11 +60,7 @@ describe('rsyslog -> relay', () => {
     relay = await startRelay(
       relayYaml({
         intakePort: intake.port,
-        inputs: `      - type: tcp
-        name: tls-in
-        address: 127.0.0.1
-        port: 0
-        tls: { cert_file: ${TLS}server.crt, key_file: ${TLS}server.key, client_ca_file: ${TLS}ca.crt }`,
+        inputs: TLS_INPUT_REQUIRING_CLIENT_CERT,
       }),
     );
     const inPort = await freePort();
@@ -83,11 +85,7 @@ describe('rsyslog -> relay', () => {
     relay = await startRelay(
       relayYaml({
         intakePort: intake.port,
-        inputs: `      - type: tcp
-        name: tls-in
-        address: 127.0.0.1
-        port: 0
-        tls: { cert_file: ${TLS}server.crt, key_file: ${TLS}server.key, client_ca_file: ${TLS}ca.crt }`,
+        inputs: TLS_INPUT_REQUIRING_CLIENT_CERT,
       }),
     );
     const tls = await import('node:tls');
