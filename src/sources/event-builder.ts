@@ -26,6 +26,7 @@ export function inputCounters(ctx: InputContext) {
     truncated: m.eventsModified.labels({ intake, input, reason: 'truncated' }),
     tooLarge: m.eventsDropped.labels({ intake, stage: 'input', reason: 'too_large' }),
     queueFull: m.eventsDropped.labels({ intake, stage: 'input', reason: 'queue_full' }),
+    closed: m.eventsDropped.labels({ intake, stage: 'input', reason: 'shutdown' }),
     oversizeFrames: m.framingErrors.labels({ intake, input, reason: 'too_large' }),
     paused: m.inputPaused.labels({ intake, input }),
   };
@@ -40,6 +41,7 @@ export class EventBuilder implements FrameSink {
   #events: LogEvent[] = [];
   #bytes = 0;
   #sender = '';
+  #chunk: Buffer | undefined;
   #receivedAt = 0;
   #ascii = true;
   #utf8 = true;
@@ -61,6 +63,7 @@ export class EventBuilder implements FrameSink {
   /** Start a read: one reception time and one encoding check for all its frames. */
   begin(chunk: Buffer, sender: string): void {
     this.#sender = sender;
+    this.#chunk = chunk;
     this.#receivedAt = Date.now();
     this.#ascii = isAscii(chunk);
     this.#utf8 = this.#ascii || isUtf8(chunk);
@@ -72,14 +75,16 @@ export class EventBuilder implements FrameSink {
       this.#truncated++;
     }
     this.#bytes += end - start;
-    if (!this.#utf8 && !isUtf8(buf.subarray(start, end))) {
+    // The read was checked as a whole; a frame joined from an earlier read's tail was not.
+    const fromRead = buf === this.#chunk;
+    if (!(fromRead && this.#utf8) && !isUtf8(buf.subarray(start, end))) {
       // Forward what a UTF-8 decoder makes of it (U+FFFD for each bad sequence), never bad bytes.
       this.#invalid++;
       const fixed = Buffer.from(buf.toString('utf8', start, end), 'utf8');
       this.#events.push(parseSyslog(fixed, 0, fixed.length, this.#receivedAt, this.#sender, this.#ctx.defaults, false, this.#fields));
       return;
     }
-    this.#events.push(parseSyslog(buf, start, end, this.#receivedAt, this.#sender, this.#ctx.defaults, this.#ascii, this.#fields));
+    this.#events.push(parseSyslog(buf, start, end, this.#receivedAt, this.#sender, this.#ctx.defaults, fromRead && this.#ascii, this.#fields));
   }
 
   oversized(): void {
@@ -110,8 +115,9 @@ export class EventBuilder implements FrameSink {
     this.#bytes = 0;
     c.received.inc(events.length);
     c.bytes.inc(bytes);
-    const r = this.#ctx.queue.offer(events, bytes, this.#canPause);
-    if (r.dropped > 0) c.queueFull.inc(r.dropped);
+    const queue = this.#ctx.queue;
+    const r = queue.offer(events, bytes, this.#canPause);
+    if (r.dropped > 0) (queue.closed ? c.closed : c.queueFull).inc(r.dropped);
     return r.result;
   }
 }

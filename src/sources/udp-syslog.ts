@@ -22,6 +22,7 @@ export class UdpSyslogInput {
   readonly #ctx: InputContext;
   readonly #log: Logger;
   #socket: dgram.Socket | undefined;
+  #flush: (() => void) | undefined;
 
   constructor(options: UdpInputOptions, ctx: InputContext, log: Logger) {
     this.#o = options;
@@ -44,6 +45,7 @@ export class UdpSyslogInput {
       scheduled = false;
       builder.flush();
     };
+    this.#flush = flush;
     socket.on('message', (msg, rinfo) => {
       builder.begin(msg, senderAddress(rinfo.address));
       let end = msg.length;
@@ -95,6 +97,8 @@ export class UdpSyslogInput {
     const s = this.#socket;
     this.#socket = undefined;
     if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
+    // Datagrams read but still waiting for their turn's flush go to the queue before it closes.
+    this.#flush?.();
   }
 }
 
