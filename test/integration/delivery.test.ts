@@ -174,6 +174,19 @@ describe('bad input', () => {
   });
 });
 
+describe('idle senders', () => {
+  it('a connection silent for idle_timeout_ms is closed and counted', async () => {
+    const port = await freePort();
+    relay = await startRelay(relayYaml({ intakePort: port, inputs: '      - { type: tcp, address: 127.0.0.1, port: 0, idle_timeout_ms: 200 }' }));
+    const net = await import('node:net');
+    const s = net.connect(relay.port('t', 'tcp/0'), '127.0.0.1');
+    s.write('<13>one line, then silence\n');
+    await new Promise((r) => s.once('close', r));
+    expect(await relay.metric('intake_relay_input_connections_rejected_total', { reason: 'idle_timeout' })).toBe(1);
+    expect(await relay.metric('intake_relay_events_received_total')).toBe(1);
+  });
+});
+
 describe('shutdown', () => {
   it('drains what is queued and confirms it with the intake before exiting', async () => {
     const intake = await startTestIntake();
