@@ -18,9 +18,15 @@ const pin = spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], {
 const pinned = pin.status === 0;
 
 function cpuOf(pid: number): number {
+  const { user, system } = cpuSplit(pid);
+  return user + system;
+}
+
+/** User and kernel CPU seconds of a process (/proc/PID/stat utime, stime). */
+function cpuSplit(pid: number): { user: number; system: number } {
   const f = readFileSync(`/proc/${pid}/stat`, 'latin1');
   const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICKS;
+  return { user: Number(fields[11]) / TICKS, system: Number(fields[12]) / TICKS };
 }
 
 interface Receiver {
@@ -261,6 +267,7 @@ async function udpScenario(): Promise<RunFigures> {
   const sock = dgram.createSocket('udp4');
   const payload = lines(1000);
   const cpu0 = relay.cpuSeconds();
+  const split0 = cpuSplit(relay.proc.pid as number);
   const t0 = performance.now();
   // 1000 datagrams every 10 ms.
   for (let sent = 0; sent < n; ) {
@@ -277,6 +284,8 @@ async function udpScenario(): Promise<RunFigures> {
   const offeredSecs = (performance.now() - t0) / 1000;
   const done = await waitFrames(receiver, n, 30_000);
   const cpu = relay.cpuSeconds() - cpu0;
+  const split = cpuSplit(relay.proc.pid as number);
+  const sys = split.system - split0.system;
   const rss = relay.peakRssMb();
   const kernelDrops = await metric(relay, 'intake_relay_udp_kernel_drops_total');
   const dropped = await metric(relay, 'intake_relay_events_dropped_total');
@@ -290,7 +299,7 @@ async function udpScenario(): Promise<RunFigures> {
     rssMb: rss,
     line:
       `${n} datagrams offered at ${Math.round(n / offeredSecs).toLocaleString('en')}/s for ${offeredSecs.toFixed(1)} s; ` +
-      `received ${done.frames}/${n}, kernel drops ${kernelDrops}, relay drops ${dropped}; relay CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core; peak RSS ${rss.toFixed(0)} MB`,
+      `received ${done.frames}/${n}, kernel drops ${kernelDrops}, relay drops ${dropped}; relay CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core (${Math.round((100 * sys) / cpu)}% of it in the kernel); peak RSS ${rss.toFixed(0)} MB`,
   };
 }
 
