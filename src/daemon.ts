@@ -8,7 +8,10 @@ import { BoundedQueue } from './core/queue.ts';
 import { SinkRunner } from './core/runner.ts';
 import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
 import { Rfc5424Formatter } from './sinks/rfc5424.ts';
+import { HttpJsonSink } from './sinks/http-json.ts';
+import type { Sink } from './sinks/sink.ts';
 import { SyslogTlsSink } from './sinks/syslog-tls.ts';
+import { VERSION } from './version.ts';
 import type { InputContext } from './sources/event-builder.ts';
 import type { HeaderDefaults } from './sources/syslog-parse.ts';
 import { TcpSyslogInput } from './sources/tcp-syslog.ts';
@@ -27,7 +30,7 @@ interface Pipeline {
   readonly intake: ResolvedIntake;
   readonly queue: BoundedQueue;
   readonly runner: SinkRunner;
-  readonly sink: SyslogTlsSink;
+  readonly sink: Sink;
   readonly inputs: Input[];
 }
 
@@ -105,7 +108,9 @@ export class Daemon implements HealthSource {
         intakes: this.#pipelines.map((p) => ({
           name: p.intake.name,
           inputs: p.inputs.map((i) => `${i.label} on port ${i.port}`),
-          output: p.intake.toEmulator ? `emulator 127.0.0.1:${this.#emulator?.port}` : `syslog ${p.intake.output.host}:${p.intake.output.port}`,
+          output: p.intake.toEmulator
+            ? `emulator 127.0.0.1:${this.#emulator?.port}`
+            : p.intake.output.type === 'http' ? `http ${p.intake.output.endpoint}` : `syslog ${p.intake.output.host}:${p.intake.output.port}`,
         })),
         metrics: this.#ops ? `http://${cfg.metrics.address}:${this.#ops.port}/metrics` : 'disabled',
       },
@@ -116,26 +121,15 @@ export class Daemon implements HealthSource {
   #build(intake: ResolvedIntake): Pipeline {
     const m = this.metrics;
     const queue = new BoundedQueue({ maxEvents: intake.queue.max_events, maxBytes: intake.queue.max_bytes, whenFull: intake.queue.when_full });
+    const sink = this.#sink(intake);
     const o = intake.output;
-    const toEmulator = intake.toEmulator && this.#emulator;
-    const sink = new SyslogTlsSink({
-      host: toEmulator ? '127.0.0.1' : o.host,
-      port: toEmulator ? this.#emulator!.port : o.port,
-      serverName: toEmulator ? 'localhost' : o.server_name,
-      ca: toEmulator ? Buffer.from(this.#emulator!.caPem) : o.caPem,
-      cert: o.clientCertPem,
-      key: o.clientKeyPem,
-      connectTimeoutMs: o.connect_timeout_ms,
-      resendWindowMs: o.resend_window_ms,
-      resendWindowBytes: o.resend_window_bytes,
-      formatter: new Rfc5424Formatter(toEmulator ? EMULATOR_DEMO_KEY : intake.intakeKey, o.timestamp),
-    });
     const runner = new SinkRunner({
       intake: intake.name,
       queue,
       sink,
       batch: { maxEvents: intake.batch.max_events, maxBytes: intake.batch.max_bytes, lingerMs: intake.batch.linger_ms },
       backoff: { initialMs: o.backoff.initial_ms, maxMs: o.backoff.max_ms },
+      maxRetries: o.type === 'http' ? o.max_retries : undefined,
       metrics: m,
       log: this.#log,
     });
@@ -176,6 +170,50 @@ export class Daemon implements HealthSource {
     return { intake, queue, runner, sink, inputs };
   }
 
+  #sink(intake: ResolvedIntake): Sink {
+    const o = intake.output;
+    const emulator = intake.toEmulator ? this.#emulator : undefined;
+    if (emulator) {
+      return new SyslogTlsSink({
+        host: '127.0.0.1', port: emulator.port, serverName: 'localhost', ca: Buffer.from(emulator.caPem), cert: undefined, key: undefined,
+        connectTimeoutMs: 10_000, resendWindowMs: 2_000, resendWindowBytes: 8 * 1024 * 1024,
+        formatter: new Rfc5424Formatter(EMULATOR_DEMO_KEY, 'received'),
+      });
+    }
+    if (o.type === 'http') {
+      return new HttpJsonSink({
+        intake: intake.name,
+        url: new URL(o.endpoint),
+        intakeKey: intake.intakeKey,
+        event: o.event,
+        gzip: o.gzip,
+        maxBodyBytes: o.max_body_bytes,
+        concurrency: o.concurrency === 'adaptive' ? { adaptive: { min: 1, max: o.max_concurrency } } : { fixed: o.concurrency },
+        connectTimeoutMs: o.connect_timeout_ms,
+        headersTimeoutMs: o.headers_timeout_ms,
+        bodyTimeoutMs: o.body_timeout_ms,
+        requestTimeoutMs: o.request_timeout_ms,
+        keyRetryMs: o.key_retry_ms,
+        ca: o.caPem,
+        proxy: o.proxy,
+        userAgent: `intake-relay/${VERSION}`,
+        metrics: this.metrics,
+      });
+    }
+    return new SyslogTlsSink({
+      host: o.host,
+      port: o.port,
+      serverName: o.server_name,
+      ca: o.caPem,
+      cert: o.clientCertPem,
+      key: o.clientKeyPem,
+      connectTimeoutMs: o.connect_timeout_ms,
+      resendWindowMs: o.resend_window_ms,
+      resendWindowBytes: o.resend_window_bytes,
+      formatter: new Rfc5424Formatter(intake.intakeKey, o.timestamp),
+    });
+  }
+
   health(): IntakeHealth[] {
     const now = Date.now();
     const stallMs = this.config.metrics.stall_timeout_ms;
@@ -191,7 +229,7 @@ export class Daemon implements HealthSource {
         unackedEvents: p.sink.unacknowledged,
         lastDeliveryAt: p.runner.lastAckAt,
         lastError: p.runner.lastError?.message,
-        stalled: backlog > 0 && now - since > stallMs,
+        stalled: p.runner.state === 'key_rejected' || (backlog > 0 && now - since > stallMs),
       };
     });
   }

@@ -9,6 +9,7 @@ import { summarize } from './config/summary.ts';
 import { Daemon } from './daemon.ts';
 import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
 import { createLogger } from './telemetry/log.ts';
+import { VERSION } from './version.ts';
 
 const EX_USAGE = 64;
 const DEFAULT_CONFIG = process.env.INTAKE_RELAY_CONFIG ?? '/etc/intake-relay/intake-relay.yaml';
@@ -32,10 +33,6 @@ Examples:
 
 Exit status: 0 ok, 1 runtime failure, 64 usage error, 78 configuration error.`;
 
-function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
-}
 
 async function main(argv: string[]): Promise<number> {
   let args;
@@ -60,7 +57,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const { values, positionals } = args;
   if (values.version) {
-    process.stdout.write(`intake-relay ${version()}\n`);
+    process.stdout.write(`intake-relay ${VERSION}\n`);
     return 0;
   }
   const command = positionals[0];

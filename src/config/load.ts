@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { resolve as resolvePath, dirname } from 'node:path';
 import { LineCounter, isMap, isScalar, parseDocument, visit, type Document, type Node, type Scalar } from 'yaml';
 import type { ZodError } from 'zod';
-import { configSchema, type IntakeConfig, type InputConfig, type RawConfig, type SyslogOutputConfig } from './schema.ts';
+import { configSchema, type HttpOutputConfig, type IntakeConfig, type InputConfig, type RawConfig, type SyslogOutputConfig } from './schema.ts';
 import { REGIONS, type Region } from './regions.ts';
 import { convertLegacy, legacySchema, looksLegacy } from './legacy.ts';
 
@@ -38,12 +38,21 @@ export interface ResolvedSyslogOutput extends SyslogOutputConfig {
   readonly clientKeyPem: Buffer | undefined;
 }
 
+export interface ResolvedHttpOutput extends HttpOutputConfig {
+  /** The endpoint: base URL + /jsons?path=%24.events&status_code=200. */
+  readonly endpoint: string;
+  readonly caPem: Buffer | undefined;
+}
+
+/** The intake's HTTP endpoint for JSON events (../shared/intake-platform-spec.md, "Event intake"). */
+export const JSONS_PATH = '/jsons?path=%24.events&status_code=200';
+
 export interface ResolvedIntake extends Omit<IntakeConfig, 'inputs' | 'output' | 'intake_key' | 'intake_key_file'> {
   /** The secret. Never log it; use `name`. Empty only when sent to the local emulator. */
   readonly intakeKey: string;
   readonly keySource: string;
   readonly inputs: readonly ResolvedInput[];
-  readonly output: ResolvedSyslogOutput;
+  readonly output: ResolvedSyslogOutput | ResolvedHttpOutput;
   /** Forwarded to the local emulator because it has no key (emulator.when: no_intake_key). */
   readonly toEmulator: boolean;
 }
@@ -208,17 +217,30 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
     });
     const o = intake.output;
     const op = ['intakes', i, 'output'];
-    if ((o.client_cert_file === undefined) !== (o.client_key_file === undefined)) {
-      problems.push(`${place(op)}: client_cert_file and client_key_file go together`);
+    let output: ResolvedSyslogOutput | ResolvedHttpOutput;
+    if (o.type === 'http') {
+      const base = o.url ?? cfg.endpoints.http_url ?? REGIONS[region].httpBase;
+      output = {
+        ...o,
+        endpoint: `${base.replace(/\/+$/, '')}${JSONS_PATH}`,
+        caPem: o.ca_file ? readFile(o.ca_file, [...op, 'ca_file'], 'ca_file') : undefined,
+      };
+      if (!['env', 'none'].includes(o.proxy) && !URL.canParse(o.proxy)) {
+        problems.push(`${place([...op, 'proxy'])}: proxy must be env, none, or a URL such as http://proxy.example:3128`);
+      }
+    } else {
+      if ((o.client_cert_file === undefined) !== (o.client_key_file === undefined)) {
+        problems.push(`${place(op)}: client_cert_file and client_key_file go together`);
+      }
+      output = {
+        ...o,
+        host: o.host ?? cfg.endpoints.syslog_host ?? REGIONS[region].syslogHost,
+        port: o.port ?? cfg.endpoints.syslog_port ?? REGIONS[region].syslogPort,
+        caPem: o.ca_file ? readFile(o.ca_file, [...op, 'ca_file'], 'ca_file') : undefined,
+        clientCertPem: o.client_cert_file ? readFile(o.client_cert_file, [...op, 'client_cert_file'], 'client_cert_file') : undefined,
+        clientKeyPem: o.client_key_file ? readFile(o.client_key_file, [...op, 'client_key_file'], 'client_key_file') : undefined,
+      };
     }
-    const output: ResolvedSyslogOutput = {
-      ...o,
-      host: o.host ?? cfg.endpoints.syslog_host ?? REGIONS[region].syslogHost,
-      port: o.port ?? cfg.endpoints.syslog_port ?? REGIONS[region].syslogPort,
-      caPem: o.ca_file ? readFile(o.ca_file, [...op, 'ca_file'], 'ca_file') : undefined,
-      clientCertPem: o.client_cert_file ? readFile(o.client_cert_file, [...op, 'client_cert_file'], 'client_cert_file') : undefined,
-      clientKeyPem: o.client_key_file ? readFile(o.client_key_file, [...op, 'client_key_file'], 'client_key_file') : undefined,
-    };
     const { intake_key: _k, intake_key_file: _f, ...rest } = intake;
     return { ...rest, intakeKey, keySource, inputs, output, toEmulator };
   });

@@ -22,6 +22,7 @@ export const END = '<!-- config-reference:end -->';
 
 function typeOf(n: Node): string {
   if (n.const !== undefined) return `\`${String(n.const)}\``;
+  if (n.anyOf) return n.anyOf.map(typeOf).join(' or ');
   if (n.enum) return n.enum.map((v) => `\`${String(v)}\``).join(' \\| ');
   const t = Array.isArray(n.type) ? n.type.join(' \\| ') : (n.type ?? 'any');
   if (t === 'integer' && n.maximum !== undefined && n.maximum < Number.MAX_SAFE_INTEGER) return `integer ${n.minimum ?? ''}..${n.maximum}`;

@@ -64,7 +64,7 @@ const backoff = z
     initial_ms: positive.default(500).describe('First retry delay.'),
     max_ms: positive.default(30_000).describe('Longest retry delay.'),
   })
-  .describe('Capped exponential backoff with jitter between delivery attempts. Retries never stop.');
+  .describe('Capped exponential backoff with jitter between delivery attempts. Retries go on forever (HTTP: unless max_retries is set).');
 
 const syslogOutput = z.strictObject({
   type: z.literal('syslog').describe('RFC 5424 syslog, octet-counted, over TLS to the intake.'),
@@ -81,7 +81,30 @@ const syslogOutput = z.strictObject({
   backoff: backoff.prefault({}),
 });
 
-export const outputSchema = z.discriminatedUnion('type', [syslogOutput]);
+const httpOutput = z.strictObject({
+  type: z.literal('http').describe('Batched HTTPS POSTs of {"events": [...]} to the intake\'s /jsons endpoint (for networks where only 443 goes out).'),
+  url: z.url({ protocol: /^https?$/ }).optional()
+    .describe('Base URL of the HTTP intake; /jsons?path=%24.events&status_code=200 is appended. Default: the region\'s (or endpoints.http_url).'),
+  event: z.enum(['message', 'line']).default('message')
+    .describe('What each event string is: the MSG part of lines with a syslog header (message), or the whole line as received (line). Lines without a header are sent whole either way.'),
+  gzip: z.boolean().default(false).describe('Compress request bodies (Content-Encoding: gzip).'),
+  max_body_bytes: z.int().min(1024).max(10 * MiB).default(5 * MiB).describe('Largest JSON body sent (before compression); larger batches are split. The intake takes at most 10 MiB.'),
+  concurrency: z.union([z.int().min(1).max(256), z.literal('adaptive')]).default('adaptive')
+    .describe('Requests in flight: a fixed number, or adaptive (grows while the intake answers fast, shrinks when it slows down or throttles).'),
+  max_concurrency: z.int().min(1).max(256).default(32).describe('Upper bound of the adaptive concurrency.'),
+  connect_timeout_ms: positive.default(10_000).describe('Time allowed for TCP connect plus TLS handshake.'),
+  headers_timeout_ms: positive.default(30_000).describe('Time allowed for the answer\'s headers once the request is sent.'),
+  body_timeout_ms: positive.default(30_000).describe('Time allowed between chunks of the answer\'s body.'),
+  request_timeout_ms: positive.default(60_000).describe('Time allowed for a whole request and its answer.'),
+  ca_file: z.string().min(1).optional().describe('PEM CA bundle to verify the intake with. Default: the system CAs.'),
+  proxy: z.string().min(1).default('env')
+    .describe('env: use HTTPS_PROXY / HTTP_PROXY / NO_PROXY from the environment; none: connect directly; or a proxy URL (http://host:port).'),
+  max_retries: z.int().min(0).optional().describe('Attempts after the first before a batch is dropped (counted as retries_exhausted). Default: retry forever.'),
+  key_retry_ms: positive.default(60_000).describe('Pause between attempts while the intake refuses the key (HTTP 401/403).'),
+  backoff: backoff.prefault({}),
+});
+
+export const outputSchema = z.discriminatedUnion('type', [syslogOutput, httpOutput]);
 
 const queue = z
   .strictObject({
@@ -122,6 +145,7 @@ export const configSchema = z.strictObject({
     .strictObject({
       syslog_host: z.string().min(1).optional().describe('Overrides the region\'s syslog intake host.'),
       syslog_port: port.optional().describe('Overrides the syslog intake port (10514).'),
+      http_url: z.url({ protocol: /^https?$/ }).optional().describe('Overrides the region\'s HTTP intake base URL.'),
     })
     .prefault({})
     .describe('Endpoints set by hand (proxies, tests); each overrides the region\'s.'),
@@ -151,3 +175,4 @@ export type RawConfig = z.infer<typeof configSchema>;
 export type IntakeConfig = z.infer<typeof intakeSchema>;
 export type InputConfig = z.infer<typeof inputSchema>;
 export type SyslogOutputConfig = z.infer<typeof syslogOutput>;
+export type HttpOutputConfig = z.infer<typeof httpOutput>;

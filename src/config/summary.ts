@@ -17,10 +17,15 @@ export function summarize(cfg: Config): string {
     if (i.inputs.length === 0) lines.push('  no inputs');
     const o = i.output;
     if (i.toEmulator) lines.push('  output: syslog over TLS to the local intake emulator (no key set)');
-    else lines.push(
-      `  output: syslog over TLS to ${o.host}:${o.port}` +
-        `${o.server_name ? ` (certificate name ${o.server_name})` : ''}, CA ${o.ca_file ?? 'system store'}, timestamp ${o.timestamp}`,
-    );
+    else if (o.type === 'http') {
+      const c = o.concurrency === 'adaptive' ? `adaptive up to ${o.max_concurrency}` : String(o.concurrency);
+      lines.push(`  output: HTTP POST to ${o.endpoint}, ${o.gzip ? 'gzip, ' : ''}events as ${o.event}, concurrency ${c}, proxy ${o.proxy}, CA ${o.ca_file ?? 'system store'}`);
+    } else {
+      lines.push(
+        `  output: syslog over TLS to ${o.host}:${o.port}` +
+          `${o.server_name ? ` (certificate name ${o.server_name})` : ''}, CA ${o.ca_file ?? 'system store'}, timestamp ${o.timestamp}`,
+      );
+    }
     lines.push(`  queue: ${i.queue.type}, ${i.queue.max_events} events / ${i.queue.max_bytes} bytes, when full: ${i.queue.when_full}`);
     lines.push(`  batch: ${i.batch.max_events} events / ${i.batch.max_bytes} bytes / ${i.batch.linger_ms} ms`);
   }

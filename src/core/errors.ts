@@ -11,6 +11,10 @@ export type RelayErrorCode =
   | 'ERELAY_TLS_HANDSHAKE'
   | 'ERELAY_NETWORK'
   | 'ERELAY_LISTEN'
+  | 'ERELAY_HTTP_STATUS'
+  | 'ERELAY_HTTP_TIMEOUT'
+  | 'ERELAY_KEY_REJECTED'
+  | 'ERELAY_BODY_TOO_LARGE'
   | 'ERELAY_SHUTDOWN';
 
 export class RelayError extends Error {

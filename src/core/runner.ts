@@ -1,15 +1,19 @@
-// The one place that owns delivery for an intake: takes batches from the queue, makes one attempt
-// per send through the sink, retries with capped backoff (forever: a failed connection never
-// drops a batch), keeps an idle sink's unacknowledged writes moving, and keeps the metrics.
+// The one place that owns delivery for an intake: takes batches from the queue, keeps up to the
+// output's concurrency in flight (p-queue; adaptive when the output asks), retries with capped
+// backoff (forever unless max_retries is set), pauses the whole output when the intake throttles
+// or refuses the key, splits refused batches to isolate the events at fault, keeps an idle sink's
+// unacknowledged writes moving, and keeps the metrics. Each send is one attempt by the sink.
 
+import PQueue from 'p-queue';
 import type { Logger } from 'pino';
 import type { Batch } from './event.ts';
+import { AdaptiveConcurrency } from './adaptive-concurrency.ts';
 import { backoffDelay, sleep, type BackoffOptions } from './backoff.ts';
 import type { BatchLimits, BoundedQueue } from './queue.ts';
 import type { RelayError } from './errors.ts';
 import type { Sink } from '../sinks/sink.ts';
 import { RateLimiter } from '../telemetry/log.ts';
-import type { Metrics } from '../telemetry/metrics.ts';
+import type { DropReason, Metrics } from '../telemetry/metrics.ts';
 
 export interface RunnerOptions {
   readonly intake: string;
@@ -17,11 +21,13 @@ export interface RunnerOptions {
   readonly sink: Sink;
   readonly batch: BatchLimits;
   readonly backoff: BackoffOptions;
+  /** Attempts after the first before a batch is dropped (reason retries_exhausted); undefined = forever. */
+  readonly maxRetries: number | undefined;
   readonly metrics: Metrics;
   readonly log: Logger;
 }
 
-export type OutputState = 'starting' | 'connected' | 'retrying' | 'stopped';
+export type OutputState = 'starting' | 'connected' | 'retrying' | 'key_rejected' | 'stopped';
 
 const EMPTY: Batch = { events: [], bytes: 0 };
 
@@ -29,11 +35,16 @@ export class SinkRunner {
   readonly #o: RunnerOptions;
   readonly #abort = new AbortController();
   readonly #limiter = new RateLimiter(10_000);
+  readonly #inFlight: PQueue;
+  readonly #adaptive: AdaptiveConcurrency | undefined;
   #loop: Promise<void> | undefined;
   /** Aborted to wake the loop from waiting on the queue: a lost connection has writes to redo. */
   #kick = new AbortController();
   #needFlush = false;
   #failures = 0;
+  #pausedUntil = 0;
+  /** The intake refuses the key: kept apart from the connection state, which a success may change first. */
+  #keyRejected = false;
   #state: OutputState = 'starting';
   #lastError: RelayError | undefined;
   #lastAckAt = 0;
@@ -42,22 +53,31 @@ export class SinkRunner {
   constructor(options: RunnerOptions) {
     this.#o = options;
     const { metrics: m, intake, sink } = options;
+    const c = sink.concurrency;
+    this.#adaptive = 'adaptive' in c ? new AdaptiveConcurrency(c.adaptive.min, c.adaptive.max) : undefined;
+    this.#inFlight = new PQueue({ concurrency: 'adaptive' in c ? (this.#adaptive as AdaptiveConcurrency).limit : c.fixed });
     const labels = { intake, output: sink.type };
     this.#m = {
       sent: m.eventsSent.labels(labels),
       bytes: m.bytesSent.labels(labels),
       resent: m.eventsResent.labels(labels),
+      retries: m.outputRetries.labels(labels),
       connected: m.outputConnected.labels(labels),
       connects: m.outputReconnects.labels(labels),
+      keyRejected: m.outputKeyRejected.labels(labels),
       lastDelivery: m.lastDelivery.labels(labels),
       duration: m.sendDuration.labels(labels),
       batchEvents: m.batchEvents.labels(labels),
+      limit: m.concurrencyLimit.labels(labels),
+      inFlight: m.inFlight.labels(labels),
     };
     this.#m.connected.set(0);
+    this.#m.keyRejected.set(0);
+    this.#m.limit.set(this.#inFlight.concurrency);
   }
 
   get state(): OutputState {
-    return this.#state;
+    return this.#keyRejected ? 'key_rejected' : this.#state;
   }
   get lastError(): RelayError | undefined {
     return this.#lastError;
@@ -94,59 +114,127 @@ export class SinkRunner {
     this.#loop = this.#run();
   }
 
-  #logError(error: RelayError, msg: string): void {
+  #logError(error: RelayError, msg: string, fields: object = {}): void {
     this.#lastError = error;
     const suppressed = this.#limiter.allow(error.code);
     if (suppressed === undefined) return;
-    this.#o.log.error({ intake: this.#o.intake, output: this.#o.sink.type, code: error.code, err: error.message, suppressed }, msg);
+    this.#o.log.error({ intake: this.#o.intake, output: this.#o.sink.type, code: error.code, err: error.message, ...fields, suppressed }, msg);
   }
 
   async #run(): Promise<void> {
-    const { queue, sink, batch: limits, metrics, intake } = this.#o;
+    const { queue, batch: limits } = this.#o;
     const stop = this.#abort.signal;
-    let batch: Batch | undefined;
     for (;;) {
-      if (!batch) {
-        if (this.#needFlush) {
-          batch = EMPTY;
-        } else {
-          if (this.#kick.signal.aborted) this.#kick = new AbortController();
-          batch = await queue.take(limits, AbortSignal.any([stop, this.#kick.signal]));
-          if (!batch) {
-            if (stop.aborted || !this.#needFlush) break; // stopped, or closed and empty
-            continue;
-          }
+      let batch: Batch | undefined;
+      if (this.#needFlush) {
+        this.#needFlush = false;
+        batch = EMPTY;
+      } else {
+        if (this.#kick.signal.aborted) this.#kick = new AbortController();
+        batch = await queue.take(limits, AbortSignal.any([stop, this.#kick.signal]));
+        if (!batch) {
+          if (stop.aborted || !this.#needFlush) break; // stopped, or closed and empty
+          continue;
         }
       }
-      this.#needFlush = false;
+      const b = batch;
+      void this.#inFlight.add(() => this.#deliver(b));
+      // Take the next batch only once a send slot is free: the queue keeps the rest.
+      await this.#inFlight.onSizeLessThan(1);
+    }
+    await this.#inFlight.onIdle();
+  }
+
+  /** Waits while the whole output is paused (throttled, key refused). */
+  async #gate(): Promise<void> {
+    const wait = this.#pausedUntil - Date.now();
+    if (wait > 0) await sleep(wait, this.#abort.signal);
+  }
+
+  /** Delivers one batch: retries it, splits it, or drops it with a counted reason. */
+  async #deliver(batch: Batch): Promise<void> {
+    const { queue, sink, metrics, intake } = this.#o;
+    const stop = this.#abort.signal;
+    let attempt = 0;
+    for (;;) {
+      await this.#gate();
+      if (stop.aborted) {
+        if (batch !== EMPTY) queue.requeue([batch]);
+        return;
+      }
+      this.#m.inFlight.set(this.#inFlight.pending);
       const started = performance.now();
       const result = await sink.send(batch, stop);
-      this.#m.duration.observe((performance.now() - started) / 1000);
+      const rttMs = performance.now() - started;
+      this.#m.duration.observe(rttMs / 1000);
+      this.#adapt(rttMs, result.status === 'retryable' && (result.pauseAll === true || result.unknownOutcome === true));
       if (result.status === 'sent') {
         if (batch.events.length > 0) this.#m.batchEvents.observe(batch.events.length);
         this.#failures = 0;
+        if (this.#keyRejected) {
+          this.#o.log.info({ intake, output: sink.type }, 'The intake accepts the key again.');
+          this.#keyRejected = false;
+          this.#state = 'connected';
+          this.#m.keyRejected.set(0);
+        }
         if (batch !== EMPTY) queue.release(batch);
-        batch = undefined;
-        continue;
+        return;
       }
       metrics.outputErrors.inc({ intake, output: sink.type, code: result.error.code });
       if (result.status === 'permanent') {
-        metrics.eventsDropped.inc({ intake, stage: 'output', reason: 'rejected' }, batch.events.length);
-        this.#logError(result.error, 'Intake rejected a batch; its events are dropped.');
-        if (batch !== EMPTY) queue.release(batch);
-        batch = undefined;
-        continue;
+        if (result.bisect && batch.events.length > 1) {
+          // Split to isolate the events refused; the halves keep their place in this slot. The
+          // queue's in-flight count is released half by half, which adds up to the whole.
+          const mid = Math.ceil(batch.events.length / 2);
+          const [a, b] = [sub(batch, 0, mid), sub(batch, mid, batch.events.length)];
+          await this.#deliver(a);
+          await this.#deliver(b);
+          return;
+        }
+        this.#drop(batch, result.reason, result.error);
+        return;
       }
-      // Retryable: keep this batch and try it again after a pause; a stop ends the wait.
+      // Retryable.
+      attempt++;
       this.#failures++;
-      this.#state = 'retrying';
-      this.#m.connected.set(0);
-      this.#logError(result.error, 'Delivery failed; retrying with backoff.');
-      await sleep(result.retryAfterMs ?? backoffDelay(this.#failures, this.#o.backoff), stop);
-      if (stop.aborted) {
-        if (batch !== EMPTY) queue.requeue([batch]);
-        break;
+      if (result.keyRejected) {
+        if (!this.#keyRejected) {
+          this.#o.log.error({ intake, output: sink.type, err: result.error.message }, 'The intake refuses the key of this intake: events are kept and retried slowly. Check the key.');
+        }
+        this.#keyRejected = true;
+        this.#m.keyRejected.set(1);
+        this.#lastError = result.error;
+      } else {
+        this.#state = 'retrying';
+        this.#logError(result.error, 'Delivery failed; retrying with backoff.');
       }
+      this.#m.connected.set(0);
+      const max = this.#o.maxRetries;
+      if (max !== undefined && attempt > max) {
+        this.#drop(batch, 'retries_exhausted', result.error);
+        return;
+      }
+      if (result.unknownOutcome && batch.events.length > 0) this.#m.resent.inc(batch.events.length);
+      this.#m.retries.inc();
+      const delay = result.retryAfterMs ?? backoffDelay(this.#failures, this.#o.backoff);
+      if (result.pauseAll) this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + delay);
+      else await sleep(delay, stop);
+    }
+  }
+
+  #drop(batch: Batch, reason: DropReason, error: RelayError): void {
+    const { queue, metrics, intake } = this.#o;
+    metrics.eventsDropped.inc({ intake, stage: 'output', reason }, batch.events.length);
+    this.#logError(error, 'Events dropped: the intake refused them.', { reason, events: batch.events.length });
+    if (batch !== EMPTY) queue.release(batch);
+  }
+
+  #adapt(rttMs: number, overloaded: boolean): void {
+    if (!this.#adaptive) return;
+    const limit = this.#adaptive.record({ rttMs, overloaded, inFlight: this.#inFlight.pending });
+    if (limit !== this.#inFlight.concurrency) {
+      this.#inFlight.concurrency = limit;
+      this.#m.limit.set(limit);
     }
   }
 
@@ -164,6 +252,13 @@ export class SinkRunner {
     const unconfirmed = await this.#o.sink.stop(deadline);
     this.#state = 'stopped';
     this.#m.connected.set(0);
-    return this.#o.queue.events + unconfirmed;
+    return this.#o.queue.pendingEvents + unconfirmed;
   }
+}
+
+function sub(batch: Batch, from: number, to: number): Batch {
+  const events = batch.events.slice(from, to);
+  let bytes = 0;
+  for (const e of events) bytes += e.end - e.start;
+  return { events, bytes };
 }

@@ -1,13 +1,32 @@
 // The contract between the runner and an output. A sink makes exactly one delivery attempt per
-// send() and says what happened; the runner owns batching, retry, backoff and metrics.
+// send() and says what happened; the runner owns batching, concurrency, retry, backoff, splitting
+// refused batches, and metrics.
 
 import type { Batch } from '../core/event.ts';
 import type { RelayError } from '../core/errors.ts';
+import type { DropReason } from '../telemetry/metrics.ts';
 
 export type SendResult =
   | { readonly status: 'sent' }
-  | { readonly status: 'retryable'; readonly error: RelayError; readonly retryAfterMs?: number }
-  | { readonly status: 'permanent'; readonly error: RelayError };
+  | {
+      readonly status: 'retryable';
+      readonly error: RelayError;
+      /** The intake asked for this delay (Retry-After), or the sink knows better than the backoff. */
+      readonly retryAfterMs?: number;
+      /** Every request would fail the same way (throttled, key refused): pause the whole output. */
+      readonly pauseAll?: boolean;
+      /** The request may have been processed (timeout, reset after sending): a retry may duplicate. */
+      readonly unknownOutcome?: boolean;
+      /** The intake refuses the key: the output is not ready until a send succeeds. */
+      readonly keyRejected?: boolean;
+    }
+  | {
+      readonly status: 'permanent';
+      readonly error: RelayError;
+      readonly reason: DropReason;
+      /** Some events of the batch may be acceptable: split it and send the halves. */
+      readonly bisect: boolean;
+    };
 
 /** What a sink tells the runner besides the result of send(). */
 export interface SinkEvents {
@@ -22,8 +41,12 @@ export interface SinkEvents {
   wrote(bytes: number): void;
 }
 
+/** How many sends the runner may have in flight: a fixed number, or adaptive within bounds. */
+export type Concurrency = { readonly fixed: number } | { readonly adaptive: { readonly min: number; readonly max: number } };
+
 export interface Sink {
   readonly type: string;
+  readonly concurrency: Concurrency;
   start(events: SinkEvents): Promise<void>;
   /**
    * Exactly one delivery attempt; never sleeps or retries. An empty batch only (re)connects and

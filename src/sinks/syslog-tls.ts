@@ -73,6 +73,8 @@ function sizeClass(n: number): number {
 
 export class SyslogTlsSink implements Sink {
   readonly type = 'syslog';
+  /** One connection, written in order. */
+  readonly concurrency = { fixed: 1 } as const;
   readonly #o: SyslogTlsOptions;
   #events: SinkEvents | undefined;
   #socket: tls.TLSSocket | undefined;

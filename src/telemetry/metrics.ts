@@ -3,7 +3,7 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-export type DropReason = 'queue_full' | 'too_large' | 'shutdown' | 'rejected' | 'no_intake_key';
+export type DropReason = 'queue_full' | 'too_large' | 'shutdown' | 'rejected' | 'retries_exhausted';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -131,6 +131,49 @@ export class Metrics {
     name: 'intake_relay_output_errors_total',
     help: 'Failed delivery attempts, by error code.',
     labelNames: ['intake', 'output', 'code'] as const,
+    registers: [this.registry],
+  });
+  readonly outputRetries = new Counter({
+    name: 'intake_relay_output_retries_total',
+    help: 'Delivery attempts that failed and will be retried.',
+    labelNames: ['intake', 'output'] as const,
+    registers: [this.registry],
+  });
+  readonly outputKeyRejected = new Gauge({
+    name: 'intake_relay_output_key_rejected',
+    help: '1 while the intake refuses this intake\'s key (HTTP 401/403): events are kept, the output is not ready.',
+    labelNames: ['intake', 'output'] as const,
+    registers: [this.registry],
+  });
+  readonly concurrencyLimit = new Gauge({
+    name: 'intake_relay_output_concurrency_limit',
+    help: 'Sends the output may have in flight now (adaptive for HTTP unless fixed).',
+    labelNames: ['intake', 'output'] as const,
+    registers: [this.registry],
+  });
+  readonly inFlight = new Gauge({
+    name: 'intake_relay_output_in_flight',
+    help: 'Sends in flight.',
+    labelNames: ['intake', 'output'] as const,
+    registers: [this.registry],
+  });
+  readonly httpRequests = new Counter({
+    name: 'intake_relay_http_requests_total',
+    help: 'HTTP requests to the intake by status class (2xx, 4xx, 5xx, or error when no answer came).',
+    labelNames: ['intake', 'status_class'] as const,
+    registers: [this.registry],
+  });
+  readonly httpBodyBytes = new Counter({
+    name: 'intake_relay_http_body_bytes_total',
+    help: 'Bytes of JSON request bodies before compression (bytes_sent_total counts what went on the wire).',
+    labelNames: ['intake'] as const,
+    registers: [this.registry],
+  });
+  readonly httpRequestDuration = new Histogram({
+    name: 'intake_relay_http_request_duration_seconds',
+    help: 'Time from sending an HTTP request to its complete answer.',
+    labelNames: ['intake'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
   readonly lastDelivery = new Gauge({

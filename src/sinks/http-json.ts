@@ -1,0 +1,205 @@
+// HTTP output: one POST of `{"events": [...]}` per batch to the intake's /jsons endpoint, with the
+// intake key as Basic password. One attempt per send(); the answer is translated into what the
+// runner must do: 2xx acknowledged; 408/429/5xx and connection errors retried (429 and 503 pause
+// the whole output, Retry-After honoured); 401/403 retried slowly with the output marked not
+// ready; 413 and other 4xx split to isolate the refused events. Timeouts and resets after the
+// request was sent are "unknown outcome": retried, and counted as possible duplicates.
+
+import { promisify } from 'node:util';
+import { gzip as gzipCb, constants as zlib } from 'node:zlib';
+import { Agent, EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from 'undici';
+import type { Batch, LogEvent } from '../core/event.ts';
+import { RelayError, classifyConnectError } from '../core/errors.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import type { Concurrency, SendResult, Sink, SinkEvents } from './sink.ts';
+
+const gzip = promisify(gzipCb);
+
+export interface HttpJsonOptions {
+  readonly intake: string;
+  /** Full URL of the endpoint, query included. */
+  readonly url: URL;
+  readonly intakeKey: string;
+  /** message: MSG of lines with a syslog header; line: the whole line as received. */
+  readonly event: 'message' | 'line';
+  readonly gzip: boolean;
+  readonly maxBodyBytes: number;
+  readonly concurrency: Concurrency;
+  readonly connectTimeoutMs: number;
+  readonly headersTimeoutMs: number;
+  readonly bodyTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly keyRetryMs: number;
+  readonly ca: Buffer | undefined;
+  /** 'env': HTTPS_PROXY / HTTP_PROXY / NO_PROXY; 'none'; or a proxy URL. */
+  readonly proxy: string;
+  readonly userAgent: string;
+  readonly metrics: Metrics;
+}
+
+export class HttpJsonSink implements Sink {
+  readonly type = 'http';
+  readonly concurrency: Concurrency;
+  readonly #o: HttpJsonOptions;
+  readonly #auth: string;
+  readonly #m;
+  #dispatcher: Dispatcher | undefined;
+  #events: SinkEvents | undefined;
+  #inFlight = 0;
+  #up = false;
+
+  constructor(o: HttpJsonOptions) {
+    this.#o = o;
+    this.concurrency = o.concurrency;
+    this.#auth = `Basic ${Buffer.from(`:${o.intakeKey}`).toString('base64')}`;
+    const m = o.metrics;
+    this.#m = {
+      c2: m.httpRequests.labels({ intake: o.intake, status_class: '2xx' }),
+      c4: m.httpRequests.labels({ intake: o.intake, status_class: '4xx' }),
+      c5: m.httpRequests.labels({ intake: o.intake, status_class: '5xx' }),
+      cOther: m.httpRequests.labels({ intake: o.intake, status_class: 'other' }),
+      cErr: m.httpRequests.labels({ intake: o.intake, status_class: 'error' }),
+      body: m.httpBodyBytes.labels({ intake: o.intake }),
+      duration: m.httpRequestDuration.labels({ intake: o.intake }),
+    };
+  }
+
+  get unacknowledged(): number {
+    return this.#inFlight;
+  }
+
+  async start(events: SinkEvents): Promise<void> {
+    this.#events = events;
+    const o = this.#o;
+    const agentOptions = {
+      connect: { ca: o.ca, timeout: o.connectTimeoutMs, rejectUnauthorized: true },
+      headersTimeout: o.headersTimeoutMs,
+      bodyTimeout: o.bodyTimeoutMs,
+      keepAliveTimeout: 30_000,
+    };
+    const requestTls = { ca: o.ca, rejectUnauthorized: true };
+    if (o.proxy === 'none') this.#dispatcher = new Agent(agentOptions);
+    else if (o.proxy === 'env') this.#dispatcher = new EnvHttpProxyAgent({ ...agentOptions, requestTls });
+    else this.#dispatcher = new ProxyAgent({ ...agentOptions, uri: o.proxy, requestTls });
+  }
+
+  /** `{"events": [...]}` of the batch; JSON.stringify escapes, once per body. */
+  #encode(events: readonly LogEvent[]): Buffer {
+    const strings = new Array<string>(events.length);
+    const line = this.#o.event === 'line';
+    for (let i = 0; i < events.length; i++) {
+      const e = events[i] as LogEvent;
+      strings[i] = e.buf.toString('utf8', line ? e.start : e.msgStart, e.end);
+    }
+    return Buffer.from(JSON.stringify({ events: strings }));
+  }
+
+  async send(batch: Batch, signal: AbortSignal): Promise<SendResult> {
+    const o = this.#o;
+    const n = batch.events.length;
+    if (n === 0) return { status: 'sent' };
+    const json = this.#encode(batch.events);
+    if (json.length > o.maxBodyBytes) {
+      // Never send what the intake would refuse: split before sending.
+      return { status: 'permanent', reason: 'too_large', bisect: true, error: new RelayError('ERELAY_BODY_TOO_LARGE', `Body of ${json.length} bytes exceeds max_body_bytes (${o.maxBodyBytes}).`) };
+    }
+    const body = o.gzip ? await gzip(json, { level: zlib.Z_BEST_SPEED }) : json;
+    const headers: Record<string, string> = {
+      authorization: this.#auth,
+      'content-type': 'application/json',
+      'user-agent': o.userAgent,
+    };
+    if (o.gzip) headers['content-encoding'] = 'gzip';
+    const started = performance.now();
+    this.#inFlight += n;
+    let sentBody = false;
+    try {
+      const res = await request(o.url, {
+        method: 'POST',
+        headers,
+        body,
+        dispatcher: this.#dispatcher,
+        signal: AbortSignal.any([signal, AbortSignal.timeout(o.requestTimeoutMs)]),
+      });
+      sentBody = true;
+      // Always read the answer to its end, or the connection leaks.
+      const text = await res.body.text().catch(() => '');
+      this.#m.duration.observe((performance.now() - started) / 1000);
+      this.#events?.wrote(body.length);
+      this.#m.body.inc(json.length);
+      return this.#answer(res.statusCode, res.headers, text, n);
+    } catch (err) {
+      this.#m.cErr.inc();
+      this.#up = false;
+      const timeout = isTimeout(err);
+      const error = timeout
+        ? new RelayError('ERELAY_HTTP_TIMEOUT', `No complete answer from ${o.url.host} within the timeouts.`, { cause: err })
+        : classifyConnectError(err, o.url.hostname, Number(o.url.port || 443));
+      // Whether the intake processed the request is unknown once the body may have gone out.
+      return { status: 'retryable', error, unknownOutcome: timeout || sentBody || isReset(err) };
+    } finally {
+      this.#inFlight -= n;
+    }
+  }
+
+  #answer(status: number, headers: Record<string, string | string[] | undefined>, text: string, n: number): SendResult {
+    const o = this.#o;
+    const m = this.#m;
+    if (status >= 200 && status < 300) {
+      m.c2.inc();
+      if (!this.#up) {
+        this.#up = true;
+        this.#events?.connected();
+      }
+      this.#events?.acknowledged(n);
+      return { status: 'sent' };
+    }
+    (status >= 500 ? m.c5 : status >= 400 ? m.c4 : m.cOther).inc();
+    const detail = text.slice(0, 200).replace(/\s+/g, ' ');
+    const error = (msg: string, code: 'ERELAY_HTTP_STATUS' | 'ERELAY_KEY_REJECTED' = 'ERELAY_HTTP_STATUS'): RelayError =>
+      new RelayError(code, `${msg} (HTTP ${status} from ${o.url.host}${detail ? `: ${detail}` : ''}).`);
+    if (status === 401 || status === 403) {
+      this.#up = false;
+      return { status: 'retryable', error: error('The intake refused the intake key', 'ERELAY_KEY_REJECTED'), retryAfterMs: o.keyRetryMs, pauseAll: true, keyRejected: true };
+    }
+    if (status === 413) return { status: 'permanent', reason: 'too_large', bisect: true, error: error('The intake refused the request as too large') };
+    if (status === 408 || status === 429 || status >= 500) {
+      const retryAfterMs = parseRetryAfter(headers['retry-after']);
+      return {
+        status: 'retryable',
+        error: error(status === 429 ? 'The intake throttles requests' : 'The intake could not take the request'),
+        ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+        pauseAll: status === 429 || status === 503,
+      };
+    }
+    if (status >= 400) return { status: 'permanent', reason: 'rejected', bisect: true, error: error('The intake refused events') };
+    return { status: 'retryable', error: error('Unexpected answer from the intake') };
+  }
+
+  async stop(): Promise<number> {
+    const d = this.#dispatcher;
+    this.#dispatcher = undefined;
+    await d?.close().catch(() => {});
+    return this.#inFlight;
+  }
+}
+
+/** Retry-After as delay-seconds or an HTTP-date (RFC 9110 §10.2.3), in ms; capped at an hour. */
+export function parseRetryAfter(v: string | string[] | undefined, now = Date.now()): number | undefined {
+  const s = Array.isArray(v) ? v[0] : v;
+  if (!s) return undefined;
+  const ms = /^\d+$/.test(s.trim()) ? Number(s.trim()) * 1000 : Date.parse(s) - now;
+  if (!Number.isFinite(ms)) return undefined;
+  return Math.min(3_600_000, Math.max(0, ms));
+}
+
+function isTimeout(err: unknown): boolean {
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+  const name = err instanceof Error ? err.name : '';
+  return code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || name === 'TimeoutError' || code === 'UND_ERR_ABORTED' && name === 'TimeoutError';
+}
+
+function isReset(err: unknown): boolean {
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+  return code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE';
+}

@@ -1,0 +1,190 @@
+// The HTTP output against a scripted HTTPS intake on loopback: each answer the issue lists, and
+// for each: events arrive exactly once where the intake accepted them, nothing is lost,
+// duplicates only where a request's outcome was unknown, and the books balance.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { books, startRelay, TEST_KEY, TLS, type RunningRelay } from '../helpers/relay.ts';
+import { sendTcp } from '../helpers/peers.ts';
+import { startConnectProxy, startHttpIntake, type Answer, type HttpIntake } from '../helpers/http-intake.ts';
+
+let relay: RunningRelay | undefined;
+let intake: HttpIntake | undefined;
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await relay?.stop();
+  relay = undefined;
+  await intake?.stop();
+  for (const c of cleanups.splice(0)) await c();
+});
+
+function httpYaml(url: string, output = '', batch = '    batch: { max_events: 100, linger_ms: 10 }'): string {
+  return `log_level: debug
+metrics: { enabled: false }
+shutdown_timeout_ms: 2000
+intakes:
+  - name: h
+    intake_key: ${TEST_KEY}
+    inputs:
+      - { type: tcp, address: 127.0.0.1, port: 0 }
+    output:
+      type: http
+      url: ${url}
+      ca_file: ${TLS}ca.crt
+      proxy: none
+      concurrency: 4
+      request_timeout_ms: 1000
+      backoff: { initial_ms: 50, max_ms: 200 }
+${output}
+${batch}
+`;
+}
+
+const lines = (n: number, tag = 'ev', every?: [number, string]): string =>
+  Array.from({ length: n }, (_, i) => `<14>Nov 22 10:00:00 host app[7]: ${tag} ${i}${every && i % every[0] === 0 ? ` ${every[1]}` : ''}\n`).join('');
+
+async function run(n: number, script: (req: import('../helpers/http-intake.ts').HttpRequestSeen, k: number) => Answer, output = '', data?: string) {
+  intake = await startHttpIntake(script);
+  relay = await startRelay(httpYaml(intake.url, output));
+  await sendTcp(relay.port('h', 'tcp/0'), data ?? lines(n));
+  return { intake, relay };
+}
+
+function once(list: string[]): void {
+  expect(new Set(list).size).toBe(list.length);
+}
+
+describe('HTTP output', () => {
+  it('200: POSTs {"events": [...]} to /jsons with the key as Basic password; each event once', async () => {
+    const { intake, relay } = await run(1_000, () => ({ status: 200 }));
+    await vi.waitFor(() => expect(intake.accepted).toHaveLength(1_000), { timeout: 10_000 });
+    once(intake.accepted);
+    const r = intake.requests[0]!;
+    expect(r.method).toBe('POST');
+    expect(r.url).toBe('/jsons?path=%24.events&status_code=200');
+    expect(r.headers.authorization).toBe(`Basic ${Buffer.from(`:${TEST_KEY}`).toString('base64')}`);
+    expect(r.headers['content-type']).toBe('application/json');
+    expect(r.headers['user-agent']).toMatch(/^intake-relay\//);
+    expect(intake.accepted[0]).toBe('ev 0'); // the MSG part: the header is for the syslog path
+    await vi.waitFor(async () => expect(await books(relay, 'h')).toMatchObject({ received: 1_000, sent: 1_000, dropped: 0, queued: 0, balanced: true }));
+    expect(await relay.metric('intake_relay_http_requests_total', { status_class: '2xx' })).toBe(intake.requests.length);
+    expect(relay.logText()).not.toContain(TEST_KEY);
+  });
+
+  it('event: line and gzip send the whole lines, compressed; lines without a header go whole', async () => {
+    const data = `<14>Nov 22 10:00:00 host app: with header\nno header at all ✓\n`;
+    const { intake, relay } = await run(0, () => ({ status: 200 }), '      event: line\n      gzip: true', data);
+    await vi.waitFor(() => expect(intake.accepted).toHaveLength(2));
+    expect(intake.accepted).toEqual(['<14>Nov 22 10:00:00 host app: with header', 'no header at all ✓']);
+    expect(intake.requests[0]!.headers['content-encoding']).toBe('gzip');
+    const raw = await relay.metric('intake_relay_http_body_bytes_total');
+    const wire = await relay.metric('intake_relay_bytes_sent_total');
+    expect(raw).toBeGreaterThan(0);
+    expect(wire).toBeGreaterThan(0);
+  });
+
+  it('429 with Retry-After pauses the whole output for that long, then delivers everything once', async () => {
+    const { intake, relay } = await run(500, (_r, k) => (k <= 2 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 200 }));
+    await vi.waitFor(() => expect(intake.accepted).toHaveLength(500), { timeout: 10_000 });
+    once(intake.accepted);
+    // Requests already in flight when the 429 came may still land; no new one starts until
+    // Retry-After has passed, whichever batch it carries.
+    const throttled = intake.requests[0]!.at;
+    const during = intake.requests.filter((r) => r.at - throttled > 200 && r.at - throttled < 900);
+    expect(during).toEqual([]);
+    expect(intake.requests.some((r) => r.at - throttled >= 900)).toBe(true);
+    await vi.waitFor(async () => expect(await books(relay, 'h')).toMatchObject({ received: 500, sent: 500, dropped: 0, balanced: true }));
+    expect(await relay.metric('intake_relay_output_retries_total')).toBeGreaterThanOrEqual(2);
+  });
+
+  it.each([500, 503])('%i is retried with backoff; nothing lost, nothing twice', async (status) => {
+    const { intake, relay } = await run(500, (_r, k) => (k <= 3 ? { status } : { status: 200 }));
+    await vi.waitFor(() => expect(intake.accepted).toHaveLength(500), { timeout: 10_000 });
+    once(intake.accepted);
+    await vi.waitFor(async () => expect(await books(relay, 'h')).toMatchObject({ received: 500, sent: 500, dropped: 0, balanced: true }));
+    expect(await relay.metric('intake_relay_http_requests_total', { status_class: '5xx' })).toBe(3);
+  });
+
+  it('413: the batch is split; an event still refused alone is dropped as too_large, the rest delivered', async () => {
+    const data = lines(300, 'ev', [97, 'HUGE']);
+    const { intake, relay } = await run(0, (r) => (r.events.length > 20 || r.events.some((e) => e.includes('HUGE')) ? { status: 413 } : { status: 200 }), '', data);
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_events_dropped_total')).toBe(4), { timeout: 10_000 });
+    await vi.waitFor(() => expect(intake.accepted).toHaveLength(296));
+    once(intake.accepted);
+    expect(intake.accepted.some((e) => e.includes('HUGE'))).toBe(false);
+    expect(await relay.metric('intake_relay_events_dropped_total', { reason: 'too_large' })).toBe(4);
+    await vi.waitFor(async () => expect(await books(relay, 'h')).toMatchObject({ received: 300, sent: 296, dropped: 4, queued: 0, balanced: true }));
+  });
+
+  it('400 on a batch: split to isolate the refused events, drop only those, log the status', async () => {
+    const data = lines(200, 'ev', [50, 'BAD']);
+    const { intake, relay } = await run(0, (r) => (r.events.some((e) => e.includes('BAD')) ? { status: 400, body: '{"message":"invalid event"}' } : { status: 200 }), '', data);
+    await vi.waitFor(async () => expect(await books(relay, 'h')).toMatchObject({ received: 200, sent: 196, dropped: 4, queued: 0, balanced: true }), { timeout: 10_000 });
+    once(intake.accepted);
+    expect(await relay.metric('intake_relay_events_dropped_total', { reason: 'rejected' })).toBe(4);
+    const logged = relay.logs.filter((l) => String(l.err).includes('HTTP 400'));
+    expect(logged.length).toBe(1); // rate-limited
+    expect(String(logged[0]!.err)).toContain('invalid event');
+  });
+
+  it('401: one clear error, not ready, nothing dropped; delivered once the key is accepted', async () => {
+    let refuse = true;
+    const { intake, relay } = await run(300, () => (refuse ? { status: 401 } : { status: 200 }), '      key_retry_ms: 200');
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_output_key_rejected')).toBe(1));
+    expect(relay.daemon.health()[0]).toMatchObject({ state: 'key_rejected', stalled: true });
+    expect(await books(relay, 'h')).toMatchObject({ received: 300, dropped: 0, balanced: true });
+    const errors = relay.logs.filter((l) => String(l.msg).includes('refuses the key'));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ intake: 'h' });
+    refuse = false;
+    await vi.waitFor(() => expect(intake.accepted).toHaveLength(300), { timeout: 10_000 });
+    once(intake.accepted);
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_output_key_rejected')).toBe(0));
+    expect(relay.daemon.health()[0]!.stalled).toBe(false);
+    expect(relay.logText()).not.toContain(TEST_KEY);
+  });
+
+  it.each([
+    ['hangs', { hang: true } as Answer],
+    ['resets the connection', { reset: true } as Answer],
+  ])('an intake that %s: retried, delivered; duplicates only as counted resends', async (_what, bad) => {
+    const { intake, relay } = await run(300, (_r, k) => (k === 1 ? bad : { status: 200 }));
+    await vi.waitFor(() => expect(new Set(intake.accepted).size).toBe(300), { timeout: 10_000 });
+    const duplicates = intake.accepted.length - 300;
+    expect(duplicates).toBeLessThanOrEqual(await relay.metric('intake_relay_events_resent_total'));
+    expect(await relay.metric('intake_relay_events_resent_total')).toBeGreaterThan(0); // the first request's outcome was unknown
+    await vi.waitFor(async () => expect(await books(relay, 'h')).toMatchObject({ received: 300, sent: 300, dropped: 0, balanced: true }));
+  });
+
+  it('a slow intake: several requests in flight, adaptive concurrency grows', async () => {
+    let active = 0;
+    let peak = 0;
+    intake = await startHttpIntake(() => {
+      active++;
+      peak = Math.max(peak, active);
+      setTimeout(() => active--, 100);
+      return { status: 200, delayMs: 100 };
+    });
+    relay = await startRelay(httpYaml(intake.url, '').replace('      concurrency: 4\n', '      concurrency: adaptive\n      max_concurrency: 8\n'));
+    await sendTcp(relay.port('h', 'tcp/0'), lines(5_000));
+    await vi.waitFor(() => expect(intake!.accepted).toHaveLength(5_000), { timeout: 20_000 });
+    once(intake.accepted);
+    expect(peak).toBeGreaterThan(1);
+    expect(await relay.metric('intake_relay_output_concurrency_limit')).toBeGreaterThan(1);
+    await vi.waitFor(async () => expect(await books(relay!, 'h')).toMatchObject({ received: 5_000, sent: 5_000, balanced: true }));
+  });
+
+  it('max_retries: a batch still failing is dropped as retries_exhausted and counted', async () => {
+    const { relay } = await run(50, () => ({ status: 500 }), '      max_retries: 2');
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_events_dropped_total', { reason: 'retries_exhausted' })).toBe(50), { timeout: 10_000 });
+    expect(await books(relay, 'h')).toMatchObject({ received: 50, sent: 0, dropped: 50, queued: 0, balanced: true });
+  });
+
+  it('goes through a CONNECT proxy when one is configured', async () => {
+    const proxy = await startConnectProxy();
+    cleanups.push(proxy.stop);
+    const target = (intake = await startHttpIntake(() => ({ status: 200 })));
+    relay = await startRelay(httpYaml(target.url).replace('      proxy: none\n', `      proxy: ${proxy.url}\n`));
+    await sendTcp(relay.port('h', 'tcp/0'), lines(100));
+    await vi.waitFor(() => expect(target.accepted).toHaveLength(100), { timeout: 10_000 });
+    expect(proxy.tunnels).toContain(`127.0.0.1:${target.port}`);
+  });
+});
