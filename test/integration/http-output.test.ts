@@ -95,12 +95,12 @@ describe('HTTP output', () => {
     expect(await relay.metric('intake_relay_output_retries_total')).toBeGreaterThanOrEqual(2);
   });
 
-  it.each([500, 503])('%i is retried with backoff; nothing lost, nothing twice', async (status) => {
+  it.each([500, 503, 408])('%i is retried with backoff; nothing lost, nothing twice', async (status) => {
     const { intake, relay } = await run(500, (_r, k) => (k <= 3 ? { status } : { status: 200 }));
     await vi.waitFor(() => expect(intake.accepted).toHaveLength(500), { timeout: 10_000 });
     once(intake.accepted);
     await vi.waitFor(async () => expect(await books(relay, 'h')).toMatchObject({ received: 500, sent: 500, dropped: 0, balanced: true }));
-    expect(await relay.metric('intake_relay_http_requests_total', { status_class: '5xx' })).toBe(3);
+    expect(await relay.metric('intake_relay_http_requests_total', { status_class: status >= 500 ? '5xx' : '4xx' })).toBe(3);
   });
 
   it('413: the batch is split; an event still refused alone is dropped as too_large, the rest delivered', async () => {
@@ -176,6 +176,29 @@ describe('HTTP output', () => {
     const { relay } = await run(50, () => ({ status: 500 }), '      max_retries: 2');
     await vi.waitFor(async () => expect(await relay.metric('intake_relay_events_dropped_total', { reason: 'retries_exhausted' })).toBe(50), { timeout: 10_000 });
     expect(await books(relay, 'h')).toMatchObject({ received: 50, sent: 0, dropped: 50, queued: 0, balanced: true });
+  });
+
+  it('proxy: env follows HTTPS_PROXY, and NO_PROXY exempts a host', async () => {
+    const proxy = await startConnectProxy();
+    cleanups.push(proxy.stop);
+    const target = (intake = await startHttpIntake(() => ({ status: 200 })));
+    const saved = { HTTPS_PROXY: process.env.HTTPS_PROXY, NO_PROXY: process.env.NO_PROXY };
+    cleanups.push(async () => {
+      for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
+    });
+    process.env.HTTPS_PROXY = proxy.url;
+    process.env.NO_PROXY = '';
+    relay = await startRelay(httpYaml(target.url).replace('      proxy: none\n', '      proxy: env\n'));
+    await sendTcp(relay.port('h', 'tcp/0'), lines(50));
+    await vi.waitFor(() => expect(target.accepted).toHaveLength(50), { timeout: 10_000 });
+    expect(proxy.tunnels).toEqual([`127.0.0.1:${target.port}`]);
+    await relay.stop();
+
+    process.env.NO_PROXY = '127.0.0.1';
+    relay = await startRelay(httpYaml(target.url).replace('      proxy: none\n', '      proxy: env\n'));
+    await sendTcp(relay.port('h', 'tcp/0'), lines(50, 'direct'));
+    await vi.waitFor(() => expect(target.accepted).toHaveLength(100), { timeout: 10_000 });
+    expect(proxy.tunnels).toHaveLength(1);
   });
 
   it('goes through a CONNECT proxy when one is configured', async () => {
