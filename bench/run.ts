@@ -36,8 +36,8 @@ interface Receiver {
   count(): Promise<{ frames: number; refused: number }>;
 }
 
-async function startReceiver(): Promise<Receiver> {
-  const proc = fork(join(root, 'bench/receiver.ts'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+async function startReceiver(script = 'bench/receiver.ts'): Promise<Receiver> {
+  const proc = fork(join(root, script), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   if (pinned) spawnSync('taskset', ['-a', '-p', '-c', '0', String(proc.pid)]);
   const hello = await new Promise<{ port: number; ca: string }>((resolve) => proc.once('message', (m) => resolve(m as { port: number; ca: string })));
   return {
@@ -70,7 +70,26 @@ interface Relay {
   stop(): Promise<void>;
 }
 
-async function startRelay(receiver: Receiver): Promise<Relay> {
+/** The output part of the relay's config for a scenario. */
+type OutputYaml = (receiver: Receiver, caFile: string) => string;
+
+const syslogOutput: OutputYaml = (receiver, caFile) => `    output:
+      type: syslog
+      host: 127.0.0.1
+      port: ${receiver.port}
+      server_name: localhost
+      ca_file: ${caFile}
+`;
+
+const httpOutput = (gzip: boolean): OutputYaml => (receiver, caFile) => `    output:
+      type: http
+      url: https://localhost:${receiver.port}
+      ca_file: ${caFile}
+      proxy: none
+      gzip: ${gzip}
+`;
+
+async function startRelay(receiver: Receiver, output: OutputYaml = syslogOutput): Promise<Relay> {
   const dir = mkdtempSync(join(tmpdir(), 'relay-bench-'));
   writeFileSync(join(dir, 'ca.pem'), receiver.ca);
   const [tcpPort, udpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
@@ -89,13 +108,7 @@ intakes:
         address: 127.0.0.1
         port: ${udpPort}
         receive_buffer_bytes: 8388608
-    output:
-      type: syslog
-      host: 127.0.0.1
-      port: ${receiver.port}
-      server_name: localhost
-      ca_file: ${join(dir, 'ca.pem')}
-`,
+${output(receiver, join(dir, 'ca.pem'))}`,
   );
   const cmd = pinned ? 'taskset' : process.execPath;
   // Runs the build (npm run bench builds first) with the flags the shipped launchers use;
@@ -152,9 +165,18 @@ async function waitFrames(receiver: Receiver, n: number, timeoutMs: number): Pro
   }
 }
 
-/** 200-byte BSD syslog lines, LF-terminated, each with its sequence number. */
+/**
+ * 200-byte BSD syslog lines, LF-terminated, each with its sequence number, padded with random
+ * letters and digits (a worst case for gzip; real logs compress better).
+ */
 function lines(n: number, size = 200): Buffer {
-  const buf = Buffer.alloc(n * size, 0x78);
+  const alphabet = Buffer.from('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789');
+  const buf = Buffer.alloc(n * size);
+  let seed = 12345;
+  for (let i = 0; i < buf.length; i++) {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    buf[i] = alphabet[(seed >>> 16) % alphabet.length] as number;
+  }
   for (let i = 0; i < n; i++) {
     const head = `<14>Nov 22 10:00:00 bench-host app[1234]: seq=${String(i).padStart(8, '0')} `;
     buf.write(head, i * size, 'latin1');
@@ -212,10 +234,10 @@ async function repeat(name: string, runs: number, once: () => Promise<RunFigures
   );
 }
 
-async function tcpScenario(): Promise<RunFigures> {
+async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputYaml = syslogOutput): Promise<RunFigures> {
   const n = 1_000_000;
-  const receiver = await startReceiver();
-  const relay = await startRelay(receiver);
+  const receiver = await startReceiver(receiverScript);
+  const relay = await startRelay(receiver, output);
   const memory = sampleMemory(relay);
   const data = lines(n);
   const cpu0 = relay.cpuSeconds();
@@ -236,6 +258,9 @@ async function tcpScenario(): Promise<RunFigures> {
   const other = cpuOf(receiver.proc.pid as number) + cpuOf(process.pid) - other0;
   const rss = relay.peakRssMb();
   const resent = await metric(relay, 'intake_relay_events_resent_total');
+  const wire = await metric(relay, 'intake_relay_bytes_sent_total');
+  const json = await metric(relay, 'intake_relay_http_body_bytes_total');
+  const compression = json > 0 ? `; ${(json / 2 ** 20).toFixed(0)} MB of JSON sent as ${(wire / 2 ** 20).toFixed(0)} MB` : '';
   const mem = await memory.stop();
   if (process.env.BENCH_MEMORY_DETAIL) {
     for (const m of ['nodejs_heap_size_total_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_external_memory_bytes', 'resident_memory_bytes']) {
@@ -254,7 +279,7 @@ async function tcpScenario(): Promise<RunFigures> {
       `${n} events of 200 bytes in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; ` +
       `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core); peak RSS ${rss.toFixed(0)} MB (${mem}); ` +
       `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}, resent ${resent}; ` +
-      `load + receiver CPU ${other.toFixed(2)} s on the other core`,
+      `load + receiver CPU ${other.toFixed(2)} s on the other core${compression}`,
   };
 }
 
@@ -307,3 +332,5 @@ console.log(`intake-relay bench on node ${process.version}; ${pinned ? 'relay pi
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 if (want('tcp')) await repeat('tcp -> tls (1,000,000 x 200 B, one connection)', runs, tcpScenario);
 if (want('udp')) await repeat('udp -> tls (100,000/s offered for 5 s)', runs, udpScenario);
+if (want('http')) await repeat('tcp -> https /jsons (1,000,000 x 200 B)', runs, () => tcpScenario('bench/http-receiver.ts', httpOutput(false)));
+if (want('http-gzip')) await repeat('tcp -> https /jsons, gzip (1,000,000 x 200 B)', runs, () => tcpScenario('bench/http-receiver.ts', httpOutput(true)));
