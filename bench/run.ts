@@ -2,6 +2,7 @@
 // and the receiver on core 0, all on loopback. Prints events/s, relay CPU seconds and peak RSS, and
 // checks that every event arrived. Figures are for reading, never asserted by tests.
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomFillSync } from 'node:crypto';
 import dgram from 'node:dgram';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -171,12 +172,8 @@ async function waitFrames(receiver: Receiver, n: number, timeoutMs: number): Pro
  */
 function lines(n: number, size = 200): Buffer {
   const alphabet = Buffer.from('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789');
-  const buf = Buffer.alloc(n * size);
-  let seed = 12345;
-  for (let i = 0; i < buf.length; i++) {
-    seed = (seed * 1103515245 + 12345) >>> 0;
-    buf[i] = alphabet[(seed >>> 16) % alphabet.length] as number;
-  }
+  const buf = randomFillSync(Buffer.alloc(n * size));
+  for (let i = 0; i < buf.length; i++) buf[i] = alphabet[(buf[i] as number) % alphabet.length] as number;
   for (let i = 0; i < n; i++) {
     const head = `<14>Nov 22 10:00:00 bench-host app[1234]: seq=${String(i).padStart(8, '0')} `;
     buf.write(head, i * size, 'latin1');
