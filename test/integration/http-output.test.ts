@@ -172,6 +172,17 @@ describe('HTTP output', () => {
     await vi.waitFor(async () => expect(await books(relay!, 'h')).toMatchObject({ received: 5_000, sent: 5_000, balanced: true }));
   });
 
+  it('bodies stay under max_body_bytes, JSON escaping included: larger batches are split before sending', async () => {
+    // Quotes and backslashes double in JSON: 100 events of ~300 escaped bytes each.
+    const data = Array.from({ length: 100 }, (_, i) => `<14>Nov 22 10:00:00 h app: ${i} ${'"\\'.repeat(70)}\n`).join('');
+    const { intake, relay } = await run(0, () => ({ status: 200 }), '      max_body_bytes: 2048', data);
+    await vi.waitFor(() => expect(intake.accepted).toHaveLength(100), { timeout: 10_000 });
+    once(intake.accepted);
+    expect(Math.max(...intake.requests.map((r) => r.bodyBytes))).toBeLessThanOrEqual(2048);
+    expect(intake.accepted[0]).toBe(`0 ${'"\\'.repeat(70)}`);
+    expect(await books(relay, 'h')).toMatchObject({ received: 100, sent: 100, dropped: 0, balanced: true });
+  });
+
   it('max_retries: a batch still failing is dropped as retries_exhausted and counted', async () => {
     const { relay } = await run(50, () => ({ status: 500 }), '      max_retries: 2');
     await vi.waitFor(async () => expect(await relay.metric('intake_relay_events_dropped_total', { reason: 'retries_exhausted' })).toBe(50), { timeout: 10_000 });
