@@ -14,6 +14,7 @@ import { SyslogTlsSink } from './sinks/syslog-tls.ts';
 import { VERSION } from './version.ts';
 import type { InputContext } from './sources/event-builder.ts';
 import type { HeaderDefaults } from './sources/syslog-parse.ts';
+import { HttpReceiver, type HttpTarget } from './sources/http-receiver.ts';
 import { TcpSyslogInput } from './sources/tcp-syslog.ts';
 import { UdpSyslogInput } from './sources/udp-syslog.ts';
 import { OpsServer, type HealthSource, type IntakeHealth } from './telemetry/http-server.ts';
@@ -47,6 +48,7 @@ export class Daemon implements HealthSource {
   readonly metrics: Metrics;
   readonly #log: Logger;
   readonly #pipelines: Pipeline[] = [];
+  readonly #listeners: HttpReceiver[] = [];
   #emulator: IntakeEmulator | undefined;
   #ops: OpsServer | undefined;
   #phase: HealthSource['phase'] = 'starting';
@@ -66,6 +68,11 @@ export class Daemon implements HealthSource {
   }
   get opsPort(): number | undefined {
     return this.#ops?.port;
+  }
+  /** Listening port of a shared listener, by label. */
+  listenerPort(label: string): number | undefined {
+    const i = this.config.listeners.findIndex((l) => l.label === label);
+    return i < 0 ? undefined : this.#listeners[i]?.port;
   }
   /** Listening port of an input (resolves port 0), for tests and messages. */
   inputPort(intake: string, label: string): number | undefined {
@@ -94,6 +101,12 @@ export class Daemon implements HealthSource {
       for (const intake of cfg.intakes) this.#pipelines.push(this.#build(intake));
       for (const p of this.#pipelines) await p.runner.start();
       for (const p of this.#pipelines) for (const input of p.inputs) await input.start();
+      const targets: HttpTarget[] = this.#pipelines.map((p) => ({ intake: p.intake.name, intakeKey: p.intake.intakeKey, queue: p.queue }));
+      for (const l of cfg.listeners) {
+        const receiver = new HttpReceiver(l, targets, this.metrics, this.#log);
+        this.#listeners.push(receiver);
+        await receiver.start();
+      }
       if (cfg.metrics.enabled) {
         this.#ops = new OpsServer(this.metrics.registry, this);
         await this.#ops.start(cfg.metrics.address, cfg.metrics.port);
@@ -112,6 +125,7 @@ export class Daemon implements HealthSource {
             ? `emulator 127.0.0.1:${this.#emulator?.port}`
             : p.intake.output.type === 'http' ? `http ${p.intake.output.endpoint}` : `syslog ${p.intake.output.host}:${p.intake.output.port}`,
         })),
+        listeners: this.#listeners.map((l, i) => `${cfg.listeners[i]?.label} on port ${l.port}`),
         metrics: this.#ops ? `http://${cfg.metrics.address}:${this.#ops.port}/metrics` : 'disabled',
       },
       'intake-relay started.',
@@ -246,7 +260,10 @@ export class Daemon implements HealthSource {
     this.#phase = 'draining';
     const deadline = AbortSignal.timeout(this.config.shutdown_timeout_ms);
     if (wasRunning) this.#log.info({ timeout_ms: this.config.shutdown_timeout_ms }, 'Stopping: inputs closed, draining queues.');
-    await Promise.all(this.#pipelines.flatMap((p) => p.inputs.map((i) => i.stop().catch(() => {}))));
+    await Promise.all([
+      ...this.#pipelines.flatMap((p) => p.inputs.map((i) => i.stop().catch(() => {}))),
+      ...this.#listeners.map((l) => l.stop().catch(() => {})),
+    ]);
     for (const p of this.#pipelines) p.queue.close();
     const perIntake: Record<string, number> = {};
     let undelivered = 0;

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { resolve as resolvePath, dirname } from 'node:path';
 import { LineCounter, isMap, isScalar, parseDocument, visit, type Document, type Node, type Scalar } from 'yaml';
 import type { ZodError } from 'zod';
-import { configSchema, type HttpOutputConfig, type IntakeConfig, type InputConfig, type RawConfig, type SyslogOutputConfig } from './schema.ts';
+import { configSchema, type HttpListenerConfig, type HttpOutputConfig, type IntakeConfig, type InputConfig, type RawConfig, type SyslogOutputConfig } from './schema.ts';
 import { REGIONS, type Region } from './regions.ts';
 import { convertLegacy, legacySchema, looksLegacy } from './legacy.ts';
 
@@ -57,11 +57,17 @@ export interface ResolvedIntake extends Omit<IntakeConfig, 'inputs' | 'output' |
   readonly toEmulator: boolean;
 }
 
-export interface Config extends Omit<RawConfig, 'intakes' | 'region'> {
+export type ResolvedListener = HttpListenerConfig & { readonly label: string; readonly tlsFiles: TlsFiles | undefined };
+
+/** Paths of the intake's own API, served by every HTTP listener. */
+export const INTAKE_API_PATHS = ['/jsons', '/plain', '/plain/batch', '/batch', '/array'];
+
+export interface Config extends Omit<RawConfig, 'intakes' | 'region' | 'listeners'> {
   readonly file: string;
   readonly format: 'native' | 'official-intakes-yaml';
   readonly region: Region;
   readonly intakes: readonly ResolvedIntake[];
+  readonly listeners: readonly ResolvedListener[];
   readonly warnings: readonly string[];
 }
 
@@ -146,22 +152,21 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
 
   // Names and listening ports must be unique.
   const names = new Map<string, number>();
-  const listeners = new Map<string, string>();
+  const listenersByPort = new Map<string, string>();
   cfg.intakes.forEach((intake, i) => {
     const prev = names.get(intake.name.toLowerCase());
     if (prev !== undefined) problems.push(`${place(['intakes', i, 'name'])}: duplicate intake name "${intake.name}" (also intakes[${prev}])`);
     else names.set(intake.name.toLowerCase(), i);
-    if (intake.inputs.length === 0 && !(format === 'official-intakes-yaml')) warnings.push(`intake "${intake.name}" has no inputs.`);
     intake.inputs.forEach((input, j) => {
       const proto = input.type === 'udp' ? 'udp' : 'tcp';
       if (input.port === 0) return;
-      for (const [k, owner] of listeners) {
+      for (const [k, owner] of listenersByPort) {
         const [p, addr, port] = k.split('|');
         if (p === proto && Number(port) === input.port && addressesOverlap(addr as string, input.address)) {
           problems.push(`${place(['intakes', i, 'inputs', j, 'port'])}: ${proto} port ${input.port} is already used by ${owner}`);
         }
       }
-      listeners.set(`${proto}|${input.address}|${input.port}`, `intakes[${i}].inputs[${j}] (intake "${intake.name}")`);
+      listenersByPort.set(`${proto}|${input.address}|${input.port}`, `intakes[${i}].inputs[${j}] (intake "${intake.name}")`);
     });
   });
 
@@ -245,8 +250,48 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
     return { ...rest, intakeKey, keySource, inputs, output, toEmulator };
   });
 
+  const tlsOf = (tls: { cert_file: string; key_file: string; client_ca_file?: string | undefined } | undefined, p: PropertyKey[]): TlsFiles | undefined => {
+    if (!tls) return undefined;
+    const cert = readFile(tls.cert_file, [...p, 'cert_file'], 'cert_file');
+    const key = readFile(tls.key_file, [...p, 'key_file'], 'key_file');
+    const ca = tls.client_ca_file ? readFile(tls.client_ca_file, [...p, 'client_ca_file'], 'client_ca_file') : undefined;
+    return cert && key ? { cert, key, ca } : undefined;
+  };
+  const labels = new Set<string>();
+  const listeners = cfg.listeners.map((l, i): ResolvedListener => {
+    const p: PropertyKey[] = ['listeners', i];
+    const label = l.name ?? `${l.tls ? 'https' : 'http'}/${l.port}`;
+    if (labels.has(label)) problems.push(`${place([...p])}: two listeners are named "${label}": set name on one`);
+    labels.add(label);
+    (l.intakes ?? []).forEach((name, j) => {
+      if (!names.has(name.toLowerCase())) problems.push(`${place([...p, 'intakes', j])}: no intake is named "${name}"`);
+    });
+    const paths = new Set<string>();
+    l.routes.forEach((r, j) => {
+      if (!names.has(r.intake.toLowerCase())) problems.push(`${place([...p, 'routes', j, 'intake'])}: no intake is named "${r.intake}"`);
+      if (INTAKE_API_PATHS.includes(r.path)) problems.push(`${place([...p, 'routes', j, 'path'])}: ${r.path} is the intake API's own path`);
+      if (paths.has(r.path)) problems.push(`${place([...p, 'routes', j, 'path'])}: path ${r.path} is used twice`);
+      paths.add(r.path);
+    });
+    if (l.port !== 0) {
+      for (const [k, owner] of listenersByPort) {
+        const [proto, addr, port] = k.split('|');
+        if (proto === 'tcp' && Number(port) === l.port && addressesOverlap(addr as string, l.address)) {
+          problems.push(`${place([...p, 'port'])}: tcp port ${l.port} is already used by ${owner}`);
+        }
+      }
+      listenersByPort.set(`tcp|${l.address}|${l.port}`, `listeners[${i}]`);
+    }
+    return { ...l, label, tlsFiles: tlsOf(l.tls, [...p, 'tls']) };
+  });
+
+  for (const intake of intakes) {
+    const fed = listeners.some((l) => (!l.intakes || l.intakes.some((n) => n.toLowerCase() === intake.name.toLowerCase())) || l.routes.some((r) => r.intake.toLowerCase() === intake.name.toLowerCase()));
+    if (intake.inputs.length === 0 && !fed && format === 'native') warnings.push(`intake "${intake.name}" has no inputs.`);
+  }
+
   if (problems.length > 0) throw new ConfigError(file, problems);
-  return deepFreeze({ ...cfg, region, file, format, intakes, warnings });
+  return deepFreeze({ ...cfg, region, file, format, intakes, listeners, warnings });
 }
 
 function reportZod(

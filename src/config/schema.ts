@@ -124,6 +124,36 @@ const batch = z
   })
   .describe('How queued events are grouped into writes.');
 
+const httpRoute = z.strictObject({
+  path: z.string().regex(/^\/[A-Za-z0-9._~\/-]*$/, 'must be a URL path such as /ingest/app1').describe('URL path of this route.'),
+  intake: z.string().min(1).describe('The intake its events go to (by name).'),
+  format: z.enum(['ndjson', 'lines']).default('lines').describe('ndjson: one JSON value per line (objects are kept as JSON text, strings as their text); lines: one plain-text event per line.'),
+  bearer_token: z.string().min(16).optional().describe('When set, requests must carry "Authorization: Bearer <token>". Use ${ENV_VAR}.'),
+});
+
+const httpListener = z.strictObject({
+  type: z.literal('http').describe('An HTTP(S) receiver: the intake\'s own API (routed by the key the sender presents), and optional per-intake paths.'),
+  name: listener.name,
+  address: listener.address,
+  port: listener.port,
+  tls: tlsServer.optional().describe('Serve HTTPS.'),
+  intakes: z.array(z.string().min(1)).optional()
+    .describe('Intakes whose keys this listener accepts on the intake API. Default: all. A key of no listed intake is refused with 401.'),
+  routes: z.array(httpRoute).default([]).describe('Extra paths, each feeding one intake with newline-delimited events.'),
+  max_body_bytes: z.int().min(1024).max(1024 * MiB).default(10 * MiB).describe('Largest request body as received (compressed or not); larger gets 413.'),
+  max_decompressed_bytes: z.int().min(1024).max(4096 * MiB).default(50 * MiB).describe('Largest body after gzip decompression; a gzip bomb gets 413 without being inflated past it.'),
+  max_events_per_request: positive.default(100_000).describe('Most events in one request; more gets 413.'),
+  max_message_bytes: listener.max_message_bytes,
+  oversize: listener.oversize,
+  defaults: listener.defaults,
+  max_connections: positive.default(1024).describe('Connections accepted at once.'),
+  headers_timeout_ms: positive.default(10_000).describe('Time allowed to receive the request headers (slow clients are cut off).'),
+  request_timeout_ms: positive.default(60_000).describe('Time allowed to receive a whole request.'),
+  keep_alive_timeout_ms: positive.default(5_000).describe('How long an idle keep-alive connection stays open.'),
+});
+
+export const listenerSchema = z.discriminatedUnion('type', [httpListener]);
+
 export const intakeSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9 _.:\/-]{0,63}$/, 'must start with a letter or digit; letters, digits, space, _ . : / - (at most 64)')
     .describe('Name of the intake in logs, metrics and commands. Never the key.'),
@@ -169,6 +199,7 @@ export const configSchema = z.strictObject({
     .prefault({})
     .describe('The local intake emulator, for trying intake-relay out without an intake key.'),
   intakes: z.array(intakeSchema).min(1, 'at least one intake is needed').describe('The intakes events are forwarded to, each with its key, inputs and output.'),
+  listeners: z.array(listenerSchema).default([]).describe('Inputs shared by several intakes (the HTTP receiver).'),
 });
 
 export type RawConfig = z.infer<typeof configSchema>;
@@ -176,3 +207,4 @@ export type IntakeConfig = z.infer<typeof intakeSchema>;
 export type InputConfig = z.infer<typeof inputSchema>;
 export type SyslogOutputConfig = z.infer<typeof syslogOutput>;
 export type HttpOutputConfig = z.infer<typeof httpOutput>;
+export type HttpListenerConfig = z.infer<typeof httpListener>;

@@ -29,6 +29,11 @@ export function summarize(cfg: Config): string {
     lines.push(`  queue: ${i.queue.type}, ${i.queue.max_events} events / ${i.queue.max_bytes} bytes, when full: ${i.queue.when_full}`);
     lines.push(`  batch: ${i.batch.max_events} events / ${i.batch.max_bytes} bytes / ${i.batch.linger_ms} ms`);
   }
+  for (const l of cfg.listeners) {
+    lines.push(`listener ${l.label}: ${l.tls ? 'https' : 'http'} on ${l.address}:${l.port}`);
+    lines.push(`  intake API (/jsons, /plain, /plain/batch, /batch, /array) for the keys of: ${l.intakes ? l.intakes.join(', ') : 'all intakes'}`);
+    for (const r of l.routes) lines.push(`  route ${r.path} -> intake "${r.intake}" (${r.format}${r.bearer_token ? ', bearer token required' : ''})`);
+  }
   lines.push(cfg.metrics.enabled ? `metrics: http://${cfg.metrics.address}:${cfg.metrics.port}/metrics` : 'metrics: disabled');
   for (const w of cfg.warnings) lines.push(`warning: ${w}`);
   return lines.join('\n');

@@ -6,6 +6,7 @@ import type { Batch, LogEvent } from './event.ts';
 
 export type WhenFull = 'block' | 'drop_newest';
 export type OfferResult = 'ok' | 'slow_down' | 'dropped';
+export type AdmitResult = 'ok' | 'full' | 'closed';
 
 export interface QueueLimits {
   readonly maxEvents: number;
@@ -39,11 +40,19 @@ export class BoundedQueue {
   #inFlightEvents = 0;
   #inFlightBytes = 0;
   #closed = false;
+  // Drain rate (events released per second), measured over windows of at least a second.
+  #drainRate = 0;
+  #drainedSinceMark = 0;
+  #markAt = Date.now();
   #dataWaiter: (() => void) | undefined;
   #writableWaiters: (() => void)[] = [];
 
   constructor(limits: QueueLimits) {
     this.#limits = limits;
+  }
+
+  get limits(): QueueLimits {
+    return this.#limits;
   }
 
   /** Events waiting to be taken. */
@@ -104,7 +113,43 @@ export class BoundedQueue {
   release(batch: Batch): void {
     this.#inFlightEvents -= batch.events.length;
     this.#inFlightBytes -= batch.bytes;
+    this.#drainedSinceMark += batch.events.length;
+    this.#measureDrain(Date.now());
     this.#maybeWakeWriters();
+  }
+
+  #measureDrain(now: number): void {
+    const dt = now - this.#markAt;
+    if (dt < 1000) return;
+    const rate = (this.#drainedSinceMark * 1000) / dt;
+    this.#drainRate = this.#drainRate === 0 ? rate : this.#drainRate * 0.5 + rate * 0.5;
+    this.#drainedSinceMark = 0;
+    this.#markAt = now;
+  }
+
+  /** Events released per second lately (0 when nothing drains). */
+  drainRate(now = Date.now()): number {
+    this.#measureDrain(now);
+    return now - this.#markAt > 5000 ? 0 : this.#drainRate;
+  }
+
+  /**
+   * All of `events` or none (for inputs that can answer "come back later", like HTTP): refused when
+   * the queue is at or above its limits, taken whole otherwise (overshoot bounded by one request).
+   */
+  admit(events: LogEvent[], bytes: number): AdmitResult {
+    if (this.#closed) return 'closed';
+    if (this.#full()) return 'full';
+    this.#push(events, bytes);
+    return 'ok';
+  }
+
+  /** Seconds until the queue is likely to have room again, from its drain rate (1 to 60). */
+  retryAfterSeconds(): number {
+    const excess = this.pendingEvents - this.#limits.maxEvents * RESUME_FRACTION;
+    const rate = this.drainRate();
+    if (rate <= 0) return 10;
+    return Math.min(60, Math.max(1, Math.ceil(excess / rate)));
   }
 
   /** Put batches taken with take() back at the front, oldest first (shutdown). */

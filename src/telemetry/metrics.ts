@@ -176,6 +176,18 @@ export class Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
+  readonly httpInputRequests = new Counter({
+    name: 'intake_relay_http_input_requests_total',
+    help: 'Requests the HTTP input accepted, by the success status it answered.',
+    labelNames: ['listener', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly httpInputRefused = new Counter({
+    name: 'intake_relay_http_input_refused_total',
+    help: 'Requests the HTTP input refused, by reason (throttled, unauthorized, invalid_json, body_too_large, ...).',
+    labelNames: ['listener', 'reason'] as const,
+    registers: [this.registry],
+  });
   readonly lastDelivery = new Gauge({
     name: 'intake_relay_output_last_delivery_timestamp_seconds',
     help: 'Time of the last acknowledged delivery.',
