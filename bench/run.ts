@@ -90,7 +90,7 @@ const httpOutput = (gzip: boolean): OutputYaml => (receiver, caFile) => `    out
       gzip: ${gzip}
 `;
 
-async function startRelay(receiver: Receiver, output: OutputYaml = syslogOutput): Promise<Relay> {
+async function startRelay(receiver: Receiver, output: OutputYaml = syslogOutput, httpPort = 0): Promise<Relay> {
   const dir = mkdtempSync(join(tmpdir(), 'relay-bench-'));
   writeFileSync(join(dir, 'ca.pem'), receiver.ca);
   const [tcpPort, udpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
@@ -109,7 +109,12 @@ intakes:
         address: 127.0.0.1
         port: ${udpPort}
         receive_buffer_bytes: 8388608
-${output(receiver, join(dir, 'ca.pem'))}`,
+${output(receiver, join(dir, 'ca.pem'))}${httpPort ? `listeners:
+  - type: http
+    name: api
+    address: 127.0.0.1
+    port: ${httpPort}
+` : ''}`,
   );
   const cmd = pinned ? 'taskset' : process.execPath;
   // Runs the build (npm run bench builds first) with the flags the shipped launchers use;
@@ -326,8 +331,60 @@ async function udpScenario(): Promise<RunFigures> {
 }
 
 console.log(`intake-relay bench on node ${process.version}; ${pinned ? 'relay pinned to core 1, load and receiver to core 0' : 'taskset unavailable: not pinned'}`);
+/** HTTP in (the intake API over keep-alive, 1,000 events per request) -> TLS out. */
+async function httpInScenario(): Promise<RunFigures> {
+  const requests = 1000;
+  const perRequest = 1000;
+  const n = requests * perRequest;
+  const receiver = await startReceiver();
+  const port = await freePort();
+  const relay = await startRelay(receiver, syslogOutput, port);
+  await waitListening(port);
+  const { Pool } = await import('undici');
+  const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 4, pipelining: 1 });
+  const raw = lines(perRequest);
+  const events: string[] = [];
+  for (let i = 0; i < perRequest; i++) events.push(raw.toString('latin1', i * 200 + 45, (i + 1) * 200 - 1));
+  const body = JSON.stringify({ events });
+  const auth = `Basic ${Buffer.from(':BenchKey0123456789abcdefABCDEF01').toString('base64')}`;
+  const cpu0 = relay.cpuSeconds();
+  const t0 = performance.now();
+  let next = 0;
+  let throttled = 0;
+  const worker = async (): Promise<void> => {
+    while (next < requests) {
+      next++;
+      for (;;) {
+        const res = await pool.request({ method: 'POST', path: '/jsons?path=%24.events', headers: { authorization: auth, 'content-type': 'application/json' }, body });
+        await res.body.dump();
+        if (res.statusCode === 200) break;
+        throttled++;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+  };
+  await Promise.all([worker(), worker(), worker(), worker()]);
+  const done = await waitFrames(receiver, n, 120_000);
+  const secs = (done.at - t0) / 1000;
+  const cpu = relay.cpuSeconds() - cpu0;
+  const rss = relay.peakRssMb();
+  await pool.close();
+  await relay.stop();
+  receiver.proc.send('stop');
+  if (done.frames < n || done.refused > 0) process.exitCode = 1;
+  return {
+    rate: n / secs,
+    cpuShare: (100 * cpu) / secs,
+    rssMb: rss,
+    line:
+      `${requests} requests x ${perRequest} events in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; relay CPU ${cpu.toFixed(2)} s; ` +
+      `peak RSS ${rss.toFixed(0)} MB; received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}; 429 answers ${throttled}`,
+  };
+}
+
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 if (want('tcp')) await repeat('tcp -> tls (1,000,000 x 200 B, one connection)', runs, tcpScenario);
 if (want('udp')) await repeat('udp -> tls (100,000/s offered for 5 s)', runs, udpScenario);
+if (want('http-in')) await repeat('http /jsons in (1,000 x 1,000 events, keep-alive) -> tls', runs, httpInScenario);
 if (want('http')) await repeat('tcp -> https /jsons (1,000,000 x 200 B)', runs, () => tcpScenario('bench/http-receiver.ts', httpOutput(false)));
 if (want('http-gzip')) await repeat('tcp -> https /jsons, gzip (1,000,000 x 200 B)', runs, () => tcpScenario('bench/http-receiver.ts', httpOutput(true)));
