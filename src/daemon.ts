@@ -3,7 +3,9 @@
 // queues drain into the outputs, outputs close, and what could not be delivered is reported.
 
 import type { Logger } from 'pino';
-import type { Config, ResolvedIntake } from './config/load.ts';
+import type { Config, ResolvedInput, ResolvedIntake, ResolvedSyslogListener } from './config/load.ts';
+import { FilterSet } from './core/filters.ts';
+import { compileRoutes } from './core/router.ts';
 import { BoundedQueue } from './core/queue.ts';
 import { SinkRunner } from './core/runner.ts';
 import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
@@ -12,7 +14,7 @@ import { HttpJsonSink } from './sinks/http-json.ts';
 import type { Sink } from './sinks/sink.ts';
 import { SyslogTlsSink } from './sinks/syslog-tls.ts';
 import { VERSION } from './version.ts';
-import type { InputContext } from './sources/event-builder.ts';
+import type { InputContext, Target } from './sources/event-builder.ts';
 import type { HeaderDefaults } from './sources/syslog-parse.ts';
 import { HttpReceiver, type HttpTarget } from './sources/http-receiver.ts';
 import { TcpSyslogInput } from './sources/tcp-syslog.ts';
@@ -32,6 +34,7 @@ interface Pipeline {
   readonly queue: BoundedQueue;
   readonly runner: SinkRunner;
   readonly sink: Sink;
+  readonly target: Target;
   readonly inputs: Input[];
 }
 
@@ -49,6 +52,7 @@ export class Daemon implements HealthSource {
   readonly #log: Logger;
   readonly #pipelines: Pipeline[] = [];
   readonly #listeners: HttpReceiver[] = [];
+  readonly #shared: Input[] = [];
   #emulator: IntakeEmulator | undefined;
   #ops: OpsServer | undefined;
   #phase: HealthSource['phase'] = 'starting';
@@ -71,8 +75,7 @@ export class Daemon implements HealthSource {
   }
   /** Listening port of a shared listener, by label. */
   listenerPort(label: string): number | undefined {
-    const i = this.config.listeners.findIndex((l) => l.label === label);
-    return i < 0 ? undefined : this.#listeners[i]?.port;
+    return [...this.#shared, ...this.#listeners.map((l, i) => ({ label: this.config.listeners.filter((x) => x.type === 'http')[i]?.label, port: l.port }))].find((x) => x.label === label)?.port;
   }
   /** Listening port of an input (resolves port 0), for tests and messages. */
   inputPort(intake: string, label: string): number | undefined {
@@ -101,8 +104,17 @@ export class Daemon implements HealthSource {
       for (const intake of cfg.intakes) this.#pipelines.push(this.#build(intake));
       for (const p of this.#pipelines) await p.runner.start();
       for (const p of this.#pipelines) for (const input of p.inputs) await input.start();
-      const targets: HttpTarget[] = this.#pipelines.map((p) => ({ intake: p.intake.name, intakeKey: p.intake.intakeKey, queue: p.queue }));
+      const targets: HttpTarget[] = this.#pipelines.map((p) => ({ intake: p.intake.name, intakeKey: p.intake.intakeKey, queue: p.queue, filters: p.target.filters }));
+      const intakeIndex = (name: string): number => this.#pipelines.findIndex((p) => p.intake.name.toLowerCase() === name.toLowerCase());
       for (const l of cfg.listeners) {
+        if (l.type === 'http') continue;
+        const { router } = compileRoutes(l.routes, l.default, intakeIndex);
+        const shared = this.#syslogInput(l, { input: l.label, metrics: this.metrics, defaults: defaultsOf(l.defaults), targets: this.#pipelines.map((p) => p.target), router }, '');
+        this.#shared.push(shared);
+        await shared.start();
+      }
+      for (const l of cfg.listeners) {
+        if (l.type !== 'http') continue;
         const receiver = new HttpReceiver(l, targets, this.metrics, this.#log);
         this.#listeners.push(receiver);
         await receiver.start();
@@ -125,7 +137,7 @@ export class Daemon implements HealthSource {
             ? `emulator 127.0.0.1:${this.#emulator?.port}`
             : p.intake.output.type === 'http' ? `http ${p.intake.output.endpoint}` : `syslog ${p.intake.output.host}:${p.intake.output.port}`,
         })),
-        listeners: this.#listeners.map((l, i) => `${cfg.listeners[i]?.label} on port ${l.port}`),
+        listeners: cfg.listeners.map((l) => `${l.label} on port ${this.listenerPort(l.label)}`),
         metrics: this.#ops ? `http://${cfg.metrics.address}:${this.#ops.port}/metrics` : 'disabled',
       },
       'intake-relay started.',
@@ -158,30 +170,32 @@ export class Daemon implements HealthSource {
       gauges.bytes.set(queue.pendingBytes);
       gauges.unacked.set(sink.unacknowledged);
     });
-    const inputs = intake.inputs.map((input): Input => {
-      const d = input.defaults;
-      const defaults: HeaderDefaults = { pri: d.facility * 8 + d.severity, hostname: d.hostname ?? '', appName: d.app_name ?? '', procId: d.procid ?? '' };
-      const ctx: InputContext = { intake: intake.name, input: input.label, queue, metrics: m, defaults };
-      const common = { address: input.address, port: input.port, maxMessageBytes: input.max_message_bytes, oversize: input.oversize };
-      let impl: UdpSyslogInput | TcpSyslogInput;
-      if (input.type === 'udp') {
-        const udp = new UdpSyslogInput({ ...common, receiveBufferBytes: input.receive_buffer_bytes }, ctx, this.#log);
-        const drops = m.udpKernelDrops.labels({ intake: intake.name, input: input.label });
-        let seen: number | undefined;
-        m.addProbe(() => {
-          const now = udp.kernelDrops();
-          if (now === undefined) return;
-          // The first reading is the socket's own count since it was opened.
-          if (now > (seen ?? 0)) drops.inc(now - (seen ?? 0));
-          seen = now;
-        });
-        impl = udp;
-      } else {
-        impl = new TcpSyslogInput({ ...common, maxConnections: input.max_connections, idleTimeoutMs: input.idle_timeout_ms, tls: input.tlsFiles }, ctx, this.#log);
-      }
-      return { label: input.label, get port() { return impl.port; }, start: () => impl.start(), stop: () => impl.stop() };
-    });
-    return { intake, queue, runner, sink, inputs };
+    const target: Target = { intake: intake.name, queue, filters: new FilterSet(intake.filters) };
+    const inputs = intake.inputs.map((input) => this.#syslogInput(input, { input: input.label, metrics: m, defaults: defaultsOf(input.defaults), targets: [target] }, intake.name));
+    return { intake, queue, runner, sink, target, inputs };
+  }
+
+  /** A UDP or TCP syslog input feeding `ctx.targets` (one intake, or a shared listener's). */
+  #syslogInput(input: ResolvedInput | ResolvedSyslogListener, ctx: InputContext, intake: string): Input {
+    const m = this.metrics;
+    const common = { address: input.address, port: input.port, maxMessageBytes: input.max_message_bytes, oversize: input.oversize };
+    let impl: UdpSyslogInput | TcpSyslogInput;
+    if (input.type === 'udp') {
+      const udp = new UdpSyslogInput({ ...common, receiveBufferBytes: input.receive_buffer_bytes }, ctx, this.#log);
+      const drops = m.udpKernelDrops.labels({ intake, input: input.label });
+      let seen: number | undefined;
+      m.addProbe(() => {
+        const now = udp.kernelDrops();
+        if (now === undefined) return;
+        // The first reading is the socket's own count since it was opened.
+        if (now > (seen ?? 0)) drops.inc(now - (seen ?? 0));
+        seen = now;
+      });
+      impl = udp;
+    } else {
+      impl = new TcpSyslogInput({ ...common, maxConnections: input.max_connections, idleTimeoutMs: input.idle_timeout_ms, tls: input.tlsFiles }, ctx, this.#log);
+    }
+    return { label: input.label, get port() { return impl.port; }, start: () => impl.start(), stop: () => impl.stop() };
   }
 
   #sink(intake: ResolvedIntake): Sink {
@@ -263,6 +277,7 @@ export class Daemon implements HealthSource {
     await Promise.all([
       ...this.#pipelines.flatMap((p) => p.inputs.map((i) => i.stop().catch(() => {}))),
       ...this.#listeners.map((l) => l.stop().catch(() => {})),
+      ...this.#shared.map((l) => l.stop().catch(() => {})),
     ]);
     for (const p of this.#pipelines) p.queue.close();
     const perIntake: Record<string, number> = {};
@@ -284,4 +299,8 @@ export class Daemon implements HealthSource {
     }
     return { undelivered, perIntake };
   }
+}
+
+function defaultsOf(d: { facility: number; severity: number; hostname?: string | undefined; app_name?: string | undefined; procid?: string | undefined }): HeaderDefaults {
+  return { pri: d.facility * 8 + d.severity, hostname: d.hostname ?? '', appName: d.app_name ?? '', procId: d.procid ?? '' };
 }

@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import { resolve as resolvePath, dirname } from 'node:path';
 import { LineCounter, isMap, isScalar, parseDocument, visit, type Document, type Node, type Scalar } from 'yaml';
 import type { ZodError } from 'zod';
-import { configSchema, type HttpListenerConfig, type HttpOutputConfig, type IntakeConfig, type InputConfig, type RawConfig, type SyslogOutputConfig } from './schema.ts';
+import { compileRoutes } from '../core/router.ts';
+import { configSchema, type HttpListenerConfig, type SyslogListenerConfig, type HttpOutputConfig, type IntakeConfig, type InputConfig, type RawConfig, type SyslogOutputConfig } from './schema.ts';
 import { REGIONS, type Region } from './regions.ts';
 import { convertLegacy, legacySchema, looksLegacy } from './legacy.ts';
 
@@ -57,7 +58,9 @@ export interface ResolvedIntake extends Omit<IntakeConfig, 'inputs' | 'output' |
   readonly toEmulator: boolean;
 }
 
-export type ResolvedListener = HttpListenerConfig & { readonly label: string; readonly tlsFiles: TlsFiles | undefined };
+export type ResolvedHttpListener = HttpListenerConfig & { readonly label: string; readonly tlsFiles: TlsFiles | undefined };
+export type ResolvedSyslogListener = SyslogListenerConfig & { readonly label: string; readonly tlsFiles: TlsFiles | undefined };
+export type ResolvedListener = ResolvedHttpListener | ResolvedSyslogListener;
 
 /** Paths of the intake's own API, served by every HTTP listener. */
 export const INTAKE_API_PATHS = ['/jsons', '/plain', '/plain/batch', '/batch', '/array'];
@@ -258,35 +261,48 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
     return cert && key ? { cert, key, ca } : undefined;
   };
   const labels = new Set<string>();
+  const intakeIndex = (name: string): number => cfg.intakes.findIndex((x) => x.name.toLowerCase() === name.toLowerCase());
   const listeners = cfg.listeners.map((l, i): ResolvedListener => {
     const p: PropertyKey[] = ['listeners', i];
-    const label = l.name ?? `${l.tls ? 'https' : 'http'}/${l.port}`;
+    const kind = l.type === 'http' ? (l.tls ? 'https' : 'http') : l.type === 'tcp' && l.tls ? 'tls' : l.type;
+    const label = l.name ?? `${kind}/${l.port}`;
     if (labels.has(label)) problems.push(`${place([...p])}: two listeners are named "${label}": set name on one`);
     labels.add(label);
-    (l.intakes ?? []).forEach((name, j) => {
-      if (!names.has(name.toLowerCase())) problems.push(`${place([...p, 'intakes', j])}: no intake is named "${name}"`);
-    });
-    const paths = new Set<string>();
-    l.routes.forEach((r, j) => {
-      if (!names.has(r.intake.toLowerCase())) problems.push(`${place([...p, 'routes', j, 'intake'])}: no intake is named "${r.intake}"`);
-      if (INTAKE_API_PATHS.includes(r.path)) problems.push(`${place([...p, 'routes', j, 'path'])}: ${r.path} is the intake API's own path`);
-      if (paths.has(r.path)) problems.push(`${place([...p, 'routes', j, 'path'])}: path ${r.path} is used twice`);
-      paths.add(r.path);
-    });
+    const proto = l.type === 'udp' ? 'udp' : 'tcp';
     if (l.port !== 0) {
       for (const [k, owner] of listenersByPort) {
-        const [proto, addr, port] = k.split('|');
-        if (proto === 'tcp' && Number(port) === l.port && addressesOverlap(addr as string, l.address)) {
-          problems.push(`${place([...p, 'port'])}: tcp port ${l.port} is already used by ${owner}`);
+        const [pr, addr, port] = k.split('|');
+        if (pr === proto && Number(port) === l.port && addressesOverlap(addr as string, l.address)) {
+          problems.push(`${place([...p, 'port'])}: ${proto} port ${l.port} is already used by ${owner}`);
         }
       }
-      listenersByPort.set(`tcp|${l.address}|${l.port}`, `listeners[${i}]`);
+      listenersByPort.set(`${proto}|${l.address}|${l.port}`, `listeners[${i}]`);
     }
+    if (l.type !== 'http') {
+      const { problems: routeProblems } = compileRoutes(l.routes, l.default, intakeIndex);
+      for (const rp of routeProblems) problems.push(`${place([...p, ...rp.path])}: ${rp.message}`);
+      return { ...l, label, tlsFiles: l.type === 'tcp' ? tlsOf(l.tls, [...p, 'tls']) : undefined };
+    }
+    (l.intakes ?? []).forEach((name, j) => {
+      if (intakeIndex(name) < 0) problems.push(`${place([...p, 'intakes', j])}: no intake is named "${name}"`);
+    });
+    const paths = new Set<string>();
+    l.paths.forEach((r, j) => {
+      if (intakeIndex(r.intake) < 0) problems.push(`${place([...p, 'paths', j, 'intake'])}: no intake is named "${r.intake}"`);
+      if (INTAKE_API_PATHS.includes(r.path)) problems.push(`${place([...p, 'paths', j, 'path'])}: ${r.path} is the intake API's own path`);
+      if (paths.has(r.path)) problems.push(`${place([...p, 'paths', j, 'path'])}: path ${r.path} is used twice`);
+      paths.add(r.path);
+    });
     return { ...l, label, tlsFiles: tlsOf(l.tls, [...p, 'tls']) };
   });
 
   for (const intake of intakes) {
-    const fed = listeners.some((l) => (!l.intakes || l.intakes.some((n) => n.toLowerCase() === intake.name.toLowerCase())) || l.routes.some((r) => r.intake.toLowerCase() === intake.name.toLowerCase()));
+    const me = intake.name.toLowerCase();
+    const fed = listeners.some((l) =>
+      l.type === 'http'
+        ? !l.intakes || l.intakes.some((n) => n.toLowerCase() === me) || l.paths.some((r) => r.intake.toLowerCase() === me)
+        : l.default.toLowerCase() === me || l.routes.some((r) => r.intake?.toLowerCase() === me),
+    );
     if (intake.inputs.length === 0 && !fed && format === 'native') warnings.push(`intake "${intake.name}" has no inputs.`);
   }
 

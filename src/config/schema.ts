@@ -124,7 +124,41 @@ const batch = z
   })
   .describe('How queued events are grouped into writes.');
 
-const httpRoute = z.strictObject({
+export const FACILITIES = ['kern', 'user', 'mail', 'daemon', 'auth', 'syslog', 'lpr', 'news', 'uucp', 'cron', 'authpriv', 'ftp', 'ntp', 'security', 'console', 'solaris-cron',
+  'local0', 'local1', 'local2', 'local3', 'local4', 'local5', 'local6', 'local7'] as const;
+export const SEVERITIES = ['emerg', 'alert', 'crit', 'err', 'warning', 'notice', 'info', 'debug'] as const;
+
+const oneOrMany = <T extends z.ZodType>(t: T) => z.union([t, z.array(t).min(1)]);
+const textMatch = oneOrMany(z.string().min(1))
+  .describe('"exact", "prefix*", "*suffix", or "/regular expression/flags"; a list matches any of them.');
+
+const routeSchema = z
+  .strictObject({
+    match: z
+      .strictObject({
+        sender: oneOrMany(z.string().min(1)).optional().describe('Sender address or CIDR (10.1.0.0/16, 2001:db8::/32); a list matches any.'),
+        hostname: textMatch.optional(),
+        app_name: textMatch.optional(),
+        facility: oneOrMany(z.union([z.enum(FACILITIES), z.int().min(0).max(23)])).optional().describe('Facility name or number; a list matches any.'),
+        severity: oneOrMany(z.union([z.enum(SEVERITIES), z.int().min(0).max(7)])).optional().describe('Severity name or number; a list matches any.'),
+        message: z.string().min(1).optional().describe('A regular expression searched in the message (evaluated last, only when the rest matched).'),
+      })
+      .prefault({})
+      .describe('Conditions, all of which must hold (none: matches everything).'),
+    intake: z.string().min(1).optional().describe('The intake that gets the matching events.'),
+    drop: z.literal(true).optional().describe('Drop the matching events instead (counted).'),
+  })
+  .refine((r) => (r.intake === undefined) !== (r.drop === undefined), { message: 'a route needs either intake or drop: true' });
+
+const routing = {
+  routes: z.array(routeSchema).min(1).describe('Ordered routes: the first whose match holds decides where an event goes.'),
+  default: z.string().min(1).default('drop').describe('The intake for events no route matches, or drop (counted as no_route).'),
+};
+
+const udpListener = udpInput.extend({ ...routing, type: z.literal('udp').describe('Syslog over UDP, shared by several intakes through routes.') });
+const tcpListener = tcpInput.extend({ ...routing, type: z.literal('tcp').describe('Syslog over TCP (or TLS), shared by several intakes through routes.') });
+
+const httpPath = z.strictObject({
   path: z.string().regex(/^\/[A-Za-z0-9._~\/-]*$/, 'must be a URL path such as /ingest/app1').describe('URL path of this route.'),
   intake: z.string().min(1).describe('The intake its events go to (by name).'),
   format: z.enum(['ndjson', 'lines']).default('lines').describe('ndjson: one JSON value per line (objects are kept as JSON text, strings as their text); lines: one plain-text event per line.'),
@@ -139,7 +173,7 @@ const httpListener = z.strictObject({
   tls: tlsServer.optional().describe('Serve HTTPS.'),
   intakes: z.array(z.string().min(1)).optional()
     .describe('Intakes whose keys this listener accepts on the intake API. Default: all. A key of no listed intake is refused with 401.'),
-  routes: z.array(httpRoute).default([]).describe('Extra paths, each feeding one intake with newline-delimited events.'),
+  paths: z.array(httpPath).default([]).describe('Extra paths, each feeding one intake with newline-delimited events.'),
   max_body_bytes: z.int().min(1024).max(1024 * MiB).default(10 * MiB).describe('Largest request body as received (compressed or not); larger gets 413.'),
   max_decompressed_bytes: z.int().min(1024).max(4096 * MiB).default(50 * MiB).describe('Largest body after gzip decompression; a gzip bomb gets 413 without being inflated past it.'),
   max_events_per_request: positive.default(100_000).describe('Most events in one request; more gets 413.'),
@@ -152,7 +186,27 @@ const httpListener = z.strictObject({
   keep_alive_timeout_ms: positive.default(5_000).describe('How long an idle keep-alive connection stays open.'),
 });
 
-export const listenerSchema = z.discriminatedUnion('type', [httpListener]);
+export const listenerSchema = z.discriminatedUnion('type', [udpListener, tcpListener, httpListener]);
+
+const filterValue = z.union([z.string(), z.number(), z.boolean()]);
+const filterRule = z
+  .strictObject({
+    description: z.string().min(1).max(200).describe('What the rule drops; also its name in metrics.'),
+    enabled: z.boolean().default(true),
+    filters: z
+      .array(
+        z
+          .strictObject({
+            field: z.string().min(1).describe('hostname, app_name, procid, msgid, facility, severity or sender; or a dotted path into a JSON message (process.name).'),
+            operator: z.enum(['==', 'in']),
+            value: z.union([filterValue, z.array(filterValue).min(1)]),
+          })
+          .refine((f) => (f.operator === 'in') === Array.isArray(f.value), { message: 'operator "in" takes a list of values, "==" a single value' }),
+      )
+      .min(1)
+      .describe('Conditions, all of which must hold for an event to be dropped.'),
+  })
+  .describe('A drop rule in the platform\'s optimization-rule shape.');
 
 export const intakeSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9 _.:\/-]{0,63}$/, 'must start with a letter or digit; letters, digits, space, _ . : / - (at most 64)')
@@ -163,6 +217,15 @@ export const intakeSchema = z.strictObject({
   output: outputSchema.prefault({ type: 'syslog' }).describe('How events reach the intake.'),
   queue: queue.prefault({}),
   batch: batch.prefault({}),
+  filters: z.array(filterRule).default([]).describe('Drop rules applied before events leave (each counted): saves ingestion volume.'),
+  platform: z
+    .strictObject({
+      community_uuid: z.uuid().describe('Community of the intake.'),
+      format_uuid: z.uuid().describe('Format (parser) of the intake.'),
+      intake_uuid: z.uuid().optional().describe('The intake itself (scopes the rule to it).'),
+    })
+    .optional()
+    .describe('Platform identifiers, for `intake-relay rules push`.'),
 });
 
 export const configSchema = z.strictObject({
@@ -176,6 +239,7 @@ export const configSchema = z.strictObject({
       syslog_host: z.string().min(1).optional().describe('Overrides the region\'s syslog intake host.'),
       syslog_port: port.optional().describe('Overrides the syslog intake port (10514).'),
       http_url: z.url({ protocol: /^https?$/ }).optional().describe('Overrides the region\'s HTTP intake base URL.'),
+      api_url: z.url({ protocol: /^https?$/ }).optional().describe('Overrides the region\'s REST API base URL (rules push).'),
     })
     .prefault({})
     .describe('Endpoints set by hand (proxies, tests); each overrides the region\'s.'),
@@ -199,7 +263,7 @@ export const configSchema = z.strictObject({
     .prefault({})
     .describe('The local intake emulator, for trying intake-relay out without an intake key.'),
   intakes: z.array(intakeSchema).min(1, 'at least one intake is needed').describe('The intakes events are forwarded to, each with its key, inputs and output.'),
-  listeners: z.array(listenerSchema).default([]).describe('Inputs shared by several intakes (the HTTP receiver).'),
+  listeners: z.array(listenerSchema).default([]).describe('Inputs shared by several intakes: syslog listeners with routes, and the HTTP receiver.'),
 });
 
 export type RawConfig = z.infer<typeof configSchema>;
@@ -208,3 +272,7 @@ export type InputConfig = z.infer<typeof inputSchema>;
 export type SyslogOutputConfig = z.infer<typeof syslogOutput>;
 export type HttpOutputConfig = z.infer<typeof httpOutput>;
 export type HttpListenerConfig = z.infer<typeof httpListener>;
+export type SyslogListenerConfig = z.infer<typeof udpListener> | z.infer<typeof tcpListener>;
+export type ListenerConfig = z.infer<typeof listenerSchema>;
+export type RouteConfig = z.infer<typeof routeSchema>;
+export type FilterRuleConfig = z.infer<typeof filterRule>;

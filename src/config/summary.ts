@@ -28,11 +28,21 @@ export function summarize(cfg: Config): string {
     }
     lines.push(`  queue: ${i.queue.type}, ${i.queue.max_events} events / ${i.queue.max_bytes} bytes, when full: ${i.queue.when_full}`);
     lines.push(`  batch: ${i.batch.max_events} events / ${i.batch.max_bytes} bytes / ${i.batch.linger_ms} ms`);
+    for (const f of i.filters) lines.push(`  filter "${f.description}"${f.enabled ? '' : ' (disabled)'}: drops events where ${f.filters.map((c) => `${c.field} ${c.operator} ${JSON.stringify(c.value)}`).join(' and ')}`);
   }
   for (const l of cfg.listeners) {
-    lines.push(`listener ${l.label}: ${l.tls ? 'https' : 'http'} on ${l.address}:${l.port}`);
-    lines.push(`  intake API (/jsons, /plain, /plain/batch, /batch, /array) for the keys of: ${l.intakes ? l.intakes.join(', ') : 'all intakes'}`);
-    for (const r of l.routes) lines.push(`  route ${r.path} -> intake "${r.intake}" (${r.format}${r.bearer_token ? ', bearer token required' : ''})`);
+    if (l.type === 'http') {
+      lines.push(`listener ${l.label}: ${l.tls ? 'https' : 'http'} on ${l.address}:${l.port}`);
+      lines.push(`  intake API (/jsons, /plain, /plain/batch, /batch, /array) for the keys of: ${l.intakes ? l.intakes.join(', ') : 'all intakes'}`);
+      for (const r of l.paths) lines.push(`  path ${r.path} -> intake "${r.intake}" (${r.format}${r.bearer_token ? ', bearer token required' : ''})`);
+      continue;
+    }
+    lines.push(`listener ${l.label}: ${l.type === 'tcp' && l.tls ? 'tls' : l.type} on ${l.address}:${l.port}, ${l.routes.length} route${l.routes.length === 1 ? '' : 's'}`);
+    l.routes.forEach((r, i) => {
+      const conds = Object.entries(r.match).map(([k, v]) => `${k} ${JSON.stringify(v)}`).join(' and ') || 'everything';
+      lines.push(`  ${i + 1}. ${conds} -> ${r.intake ? `intake "${r.intake}"` : 'drop'}`);
+    });
+    lines.push(`  otherwise -> ${l.default === 'drop' ? 'drop (counted)' : `intake "${l.default}"`}`);
   }
   lines.push(cfg.metrics.enabled ? `metrics: http://${cfg.metrics.address}:${cfg.metrics.port}/metrics` : 'metrics: disabled');
   for (const w of cfg.warnings) lines.push(`warning: ${w}`);

@@ -5,30 +5,56 @@
 import { isAscii, isUtf8 } from 'node:buffer';
 import type { LogEvent } from '../core/event.ts';
 import type { BoundedQueue, OfferResult } from '../core/queue.ts';
+import type { FilterSet } from '../core/filters.ts';
+import { ROUTE_DROP, type Router } from '../core/router.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { FrameSink } from './framing.ts';
 import { fieldCache, parseSyslog, type HeaderDefaults } from './syslog-parse.ts';
 
-export interface InputContext {
+/** One intake an input can feed: its queue, its filters, and the input's counters for it. */
+export interface Target {
   readonly intake: string;
-  readonly input: string;
   readonly queue: BoundedQueue;
-  readonly metrics: Metrics;
-  readonly defaults: HeaderDefaults;
+  readonly filters: FilterSet;
 }
 
-export function inputCounters(ctx: InputContext) {
-  const { metrics: m, intake, input } = ctx;
+export interface InputContext {
+  /** The input's name in metrics (the listener's, for shared listeners). */
+  readonly input: string;
+  readonly metrics: Metrics;
+  readonly defaults: HeaderDefaults;
+  /** The intakes this input feeds; a plain input has one. */
+  readonly targets: readonly Target[];
+  /** Picks the target of each event on a shared listener; absent: everything goes to targets[0]. */
+  readonly router?: Router;
+}
+
+function targetCounters(m: Metrics, intake: string, input: string) {
   return {
     received: m.eventsReceived.labels({ intake, input }),
     bytes: m.bytesReceived.labels({ intake, input }),
-    invalidUtf8: m.eventsModified.labels({ intake, input, reason: 'invalid_utf8' }),
-    truncated: m.eventsModified.labels({ intake, input, reason: 'truncated' }),
-    tooLarge: m.eventsDropped.labels({ intake, stage: 'input', reason: 'too_large' }),
     queueFull: m.eventsDropped.labels({ intake, stage: 'input', reason: 'queue_full' }),
     closed: m.eventsDropped.labels({ intake, stage: 'input', reason: 'shutdown' }),
-    oversizeFrames: m.framingErrors.labels({ intake, input, reason: 'too_large' }),
-    paused: m.inputPaused.labels({ intake, input }),
+    filtered: m.eventsDropped.labels({ intake, stage: 'input', reason: 'filtered' }),
+  };
+}
+
+/** The input's counters: per input (framing, repairs) and per target intake (received, drops). */
+export function inputCounters(ctx: InputContext) {
+  const { metrics: m, input } = ctx;
+  // Repairs and oversize drops happen before routing: they are counted under the first intake for
+  // a plain input, and under the listener for a shared one.
+  const owner = ctx.router ? '' : (ctx.targets[0]?.intake ?? '');
+  return {
+    targets: ctx.targets.map((t) => targetCounters(m, t.intake, input)),
+    invalidUtf8: m.eventsModified.labels({ intake: owner, input, reason: 'invalid_utf8' }),
+    truncated: m.eventsModified.labels({ intake: owner, input, reason: 'truncated' }),
+    tooLarge: ctx.router ? m.routeDropped.labels({ listener: input, reason: 'too_large' }) : m.eventsDropped.labels({ intake: owner, stage: 'input', reason: 'too_large' }),
+    tooLargeReceived: ctx.router ? undefined : m.eventsReceived.labels({ intake: owner, input }),
+    oversizeFrames: m.framingErrors.labels({ intake: owner, input, reason: 'too_large' }),
+    paused: m.inputPaused.labels({ intake: owner, input }),
+    routeDrop: m.routeDropped.labels({ listener: input, reason: 'route_drop' }),
+    noRoute: m.routeDropped.labels({ listener: input, reason: 'no_route' }),
   };
 }
 export type InputCounters = ReturnType<typeof inputCounters>;
@@ -48,6 +74,7 @@ export class EventBuilder implements FrameSink {
   #invalid = 0;
   #truncated = 0;
   #tooLarge = 0;
+  readonly #slow = new Set<BoundedQueue>();
 
   constructor(ctx: InputContext, counters: InputCounters, canPause: boolean) {
     this.#ctx = ctx;
@@ -97,7 +124,7 @@ export class EventBuilder implements FrameSink {
     if (this.#tooLarge > 0) {
       c.tooLarge.inc(this.#tooLarge);
       c.oversizeFrames.inc(this.#tooLarge);
-      c.received.inc(this.#tooLarge);
+      c.tooLargeReceived?.inc(this.#tooLarge);
       this.#tooLarge = 0;
     }
     if (this.#invalid > 0) {
@@ -110,15 +137,69 @@ export class EventBuilder implements FrameSink {
     }
     const events = this.#events;
     if (events.length === 0) return 'ok';
-    const bytes = this.#bytes;
     this.#events = [];
     this.#bytes = 0;
-    c.received.inc(events.length);
+    const { targets, router } = this.#ctx;
+    if (!router) return this.#offer(0, events);
+    // Shared listener: group the read's events by intake, keeping their order within each.
+    const groups: (LogEvent[] | undefined)[] = [];
+    let routeDrops = 0;
+    let noRoute = 0;
+    for (const e of events) {
+      const t = router.route(e);
+      if (t < 0) {
+        if (t === ROUTE_DROP) routeDrops++;
+        else noRoute++;
+        continue;
+      }
+      (groups[t] ??= []).push(e);
+    }
+    if (routeDrops > 0) c.routeDrop.inc(routeDrops);
+    if (noRoute > 0) c.noRoute.inc(noRoute);
+    let result: OfferResult = 'ok';
+    for (let t = 0; t < targets.length; t++) {
+      const g = groups[t];
+      if (g && this.#offer(t, g) === 'slow_down') result = 'slow_down';
+    }
+    return result;
+  }
+
+  /** Filters, counts and offers one target's events. */
+  #offer(t: number, all: LogEvent[]): OfferResult {
+    const target = this.#ctx.targets[t] as Target;
+    const c = this.#c.targets[t] as InputCounters['targets'][number];
+    let bytes = 0;
+    for (const e of all) bytes += e.end - e.start;
+    c.received.inc(all.length);
     c.bytes.inc(bytes);
-    const queue = this.#ctx.queue;
+    let events = all;
+    if (!target.filters.empty) {
+      events = [];
+      bytes = 0;
+      for (const e of all) {
+        const rule = target.filters.match(e);
+        if (rule >= 0) {
+          this.#ctx.metrics.eventsFiltered.inc({ intake: target.intake, rule: target.filters.name(rule) });
+          continue;
+        }
+        events.push(e);
+        bytes += e.end - e.start;
+      }
+      if (events.length < all.length) c.filtered.inc(all.length - events.length);
+      if (events.length === 0) return 'ok';
+    }
+    const queue = target.queue;
     const r = queue.offer(events, bytes, this.#canPause);
     if (r.dropped > 0) (queue.closed ? c.closed : c.queueFull).inc(r.dropped);
+    if (r.result === 'slow_down') this.#slow.add(queue);
     return r.result;
+  }
+
+  /** Resolves when every queue that asked this input to slow down has room again. */
+  writable(): Promise<void> {
+    const qs = [...this.#slow];
+    this.#slow.clear();
+    return Promise.all(qs.map((q) => q.writable())).then(() => undefined);
   }
 }
 

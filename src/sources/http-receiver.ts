@@ -14,7 +14,8 @@ import { gunzip as gunzipCb } from 'node:zlib';
 import type { Logger } from 'pino';
 import type { LogEvent } from '../core/event.ts';
 import type { BoundedQueue } from '../core/queue.ts';
-import type { ResolvedListener } from '../config/load.ts';
+import type { FilterSet } from '../core/filters.ts';
+import type { ResolvedHttpListener } from '../config/load.ts';
 import { RateLimiter } from '../telemetry/log.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { listen } from './tcp-syslog.ts';
@@ -28,6 +29,7 @@ export interface HttpTarget {
   readonly intake: string;
   readonly intakeKey: string;
   readonly queue: BoundedQueue;
+  readonly filters: FilterSet;
 }
 
 type Reason =
@@ -53,7 +55,7 @@ function eventText(v: unknown): string {
 }
 
 export class HttpReceiver {
-  readonly #l: ResolvedListener;
+  readonly #l: ResolvedHttpListener;
   readonly #byKey = new Map<string, HttpTarget>();
   readonly #byName = new Map<string, HttpTarget>();
   readonly #metrics: Metrics;
@@ -63,7 +65,7 @@ export class HttpReceiver {
   readonly #routes: Map<string, { target: HttpTarget; format: 'ndjson' | 'lines'; token: Buffer | undefined }>;
   #server: http.Server | undefined;
 
-  constructor(listener: ResolvedListener, targets: readonly HttpTarget[], metrics: Metrics, log: Logger) {
+  constructor(listener: ResolvedHttpListener, targets: readonly HttpTarget[], metrics: Metrics, log: Logger) {
     this.#l = listener;
     this.#metrics = metrics;
     this.#log = log;
@@ -73,7 +75,7 @@ export class HttpReceiver {
       if (t.intakeKey && (!served || served.includes(t.intake.toLowerCase()))) this.#byKey.set(t.intakeKey, t);
     }
     this.#routes = new Map(
-      listener.routes.map((r) => [
+      listener.paths.map((r) => [
         r.path,
         { target: this.#byName.get(r.intake.toLowerCase()) as HttpTarget, format: r.format, token: r.bearer_token ? Buffer.from(r.bearer_token) : undefined },
       ]),
@@ -365,14 +367,30 @@ export class HttpReceiver {
     if (b.refused.length > 0) m.eventsDropped.inc({ intake: t.intake, stage: 'input', reason: 'too_large' }, b.refused.length);
     if (b.truncated > 0) m.eventsModified.inc({ ...labels, reason: 'truncated' }, b.truncated);
     if (b.repaired > 0) m.eventsModified.inc({ ...labels, reason: 'invalid_utf8' }, b.repaired);
-    if (b.events.length === 0) return 0;
-    const r = t.queue.admit(b.events, b.bytes);
+    let events = b.events;
+    let bytes = b.bytes;
+    if (!t.filters.empty) {
+      events = [];
+      bytes = 0;
+      for (const e of b.events) {
+        const rule = t.filters.match(e);
+        if (rule >= 0) {
+          m.eventsFiltered.inc({ intake: t.intake, rule: t.filters.name(rule) });
+          m.eventsDropped.inc({ intake: t.intake, stage: 'input', reason: 'filtered' });
+          continue;
+        }
+        events.push(e);
+        bytes += e.end - e.start;
+      }
+    }
+    if (events.length === 0) return 0;
+    const r = t.queue.admit(events, bytes);
     if (r !== 'ok') {
       // Checked just before, in the same turn of the event loop: cannot happen; never lose silently.
-      m.eventsDropped.inc({ intake: t.intake, stage: 'input', reason: r === 'closed' ? 'shutdown' : 'queue_full' }, b.events.length);
+      m.eventsDropped.inc({ intake: t.intake, stage: 'input', reason: r === 'closed' ? 'shutdown' : 'queue_full' }, events.length);
       throw new HttpError(503, 'shutdown', 'The queue refused the events.', { 'retry-after': '5' });
     }
-    return b.events.length;
+    return events.length;
   }
 
   #accept(res: http.ServerResponse, url: URL, t: HttpTarget, b: Built, single: boolean): void {

@@ -29,6 +29,11 @@ export class TcpSyslogInput {
   readonly #sockets = new Set<net.Socket>();
   #server: net.Server | undefined;
 
+  /** The intake for labels; '' on a shared listener. */
+  get #intake(): string {
+    return this.#ctx.router ? '' : (this.#ctx.targets[0]?.intake ?? '');
+  }
+
   constructor(options: TcpInputOptions, ctx: InputContext, log: Logger) {
     this.#o = options;
     this.#ctx = ctx;
@@ -43,7 +48,8 @@ export class TcpSyslogInput {
 
   async start(): Promise<void> {
     const o = this.#o;
-    const { metrics: m, intake, input } = this.#ctx;
+    const { metrics: m, input } = this.#ctx;
+    const intake = this.#ctx.router ? '' : (this.#ctx.targets[0]?.intake ?? '');
     const connections = m.connections.labels({ intake, input });
     connections.set(0);
     const onSocket = (socket: net.Socket): void => this.#accept(socket, connections);
@@ -66,24 +72,23 @@ export class TcpSyslogInput {
       this.#warn('drop', { sender: senderAddress(d?.remoteAddress), max_connections: o.maxConnections }, 'Connection refused: max_connections reached.');
     });
     this.#server = server;
-    await listen(server, o.address, o.port, `${intake}/${input}`);
+    await listen(server, o.address, o.port, intake ? `${intake}/${input}` : `listener ${input}`);
   }
 
   #warn(key: string, fields: object, msg: string): void {
     const suppressed = this.#limiter.allow(key);
-    if (suppressed !== undefined) this.#log.warn({ intake: this.#ctx.intake, input: this.#ctx.input, ...fields, suppressed }, msg);
+    if (suppressed !== undefined) this.#log.warn({ intake: this.#intake || undefined, input: this.#ctx.input, ...fields, suppressed }, msg);
   }
 
   #accept(socket: net.Socket, connections: { inc(): void; dec(): void }): void {
     const sender = senderAddress(socket.remoteAddress);
     const builder = new EventBuilder(this.#ctx, this.#c, true);
     const deframer = new Deframer(this.#o.maxMessageBytes, this.#o.oversize, builder);
-    const queue = this.#ctx.queue;
     this.#sockets.add(socket);
     connections.inc();
     if (this.#o.idleTimeoutMs > 0) {
       socket.setTimeout(this.#o.idleTimeoutMs, () => {
-        this.#ctx.metrics.connectionsRejected.inc({ intake: this.#ctx.intake, input: this.#ctx.input, reason: 'idle_timeout' });
+        this.#ctx.metrics.connectionsRejected.inc({ intake: this.#intake, input: this.#ctx.input, reason: 'idle_timeout' });
         socket.end();
       });
     }
@@ -93,7 +98,7 @@ export class TcpSyslogInput {
       if (builder.flush() === 'slow_down' && !socket.isPaused()) {
         socket.pause();
         this.#c.paused.inc();
-        void queue.writable().then(() => socket.resume());
+        void builder.writable().then(() => socket.resume());
       }
     });
     socket.on('end', () => {

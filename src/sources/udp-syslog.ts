@@ -63,20 +63,21 @@ export class UdpSyslogInput {
         setImmediate(flush);
       }
     });
-    const what = `${this.#ctx.intake}/${this.#ctx.input}`;
+    const intake = this.#ctx.router ? '' : (this.#ctx.targets[0]?.intake ?? '');
+    const what = intake ? `${intake}/${this.#ctx.input}` : `listener ${this.#ctx.input}`;
     await new Promise<void>((resolve, reject) => {
       socket.once('error', (err: NodeJS.ErrnoException) =>
         reject(new RelayError('ERELAY_LISTEN', `${what}: cannot listen on udp ${o.address}:${o.port}: ${err.code === 'EACCES' ? 'ports below 1024 need CAP_NET_BIND_SERVICE or root' : err.message}.`, { cause: err })),
       );
       socket.bind({ address: o.address, port: o.port }, () => resolve());
     });
-    socket.on('error', (err) => this.#log.error({ intake: this.#ctx.intake, input: this.#ctx.input, err: err.message }, 'UDP socket error.'));
+    socket.on('error', (err) => this.#log.error({ input: this.#ctx.input, err: err.message }, 'UDP socket error.'));
     if (o.receiveBufferBytes) {
       socket.setRecvBufferSize(o.receiveBufferBytes);
       const got = socket.getRecvBufferSize();
       // Linux reports twice what it grants; less than asked means net.core.rmem_max capped it.
       if (got < o.receiveBufferBytes) {
-        this.#log.warn({ intake: this.#ctx.intake, input: this.#ctx.input, asked: o.receiveBufferBytes, granted: got }, 'UDP receive buffer capped by the kernel (raise net.core.rmem_max).');
+        this.#log.warn({ input: this.#ctx.input, asked: o.receiveBufferBytes, granted: got }, 'UDP receive buffer capped by the kernel (raise net.core.rmem_max).');
       }
     }
     this.#socket = socket;

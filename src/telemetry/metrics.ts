@@ -3,7 +3,7 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-export type DropReason = 'queue_full' | 'too_large' | 'shutdown' | 'rejected' | 'retries_exhausted';
+export type DropReason = 'queue_full' | 'too_large' | 'shutdown' | 'rejected' | 'retries_exhausted' | 'filtered';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -57,6 +57,18 @@ export class Metrics {
     labelNames: ['intake', 'input'] as const,
     registers: [this.registry],
     collect: () => this.#runProbes(),
+  });
+  readonly routeDropped = new Counter({
+    name: 'intake_relay_route_dropped_total',
+    help: 'Events a shared listener did not hand to any intake: route_drop (a route said drop), no_route (nothing matched and the default is drop), too_large.',
+    labelNames: ['listener', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly eventsFiltered = new Counter({
+    name: 'intake_relay_events_filtered_total',
+    help: 'Events dropped by an intake\'s filters, by rule (its description).',
+    labelNames: ['intake', 'rule'] as const,
+    registers: [this.registry],
   });
   readonly connections = new Gauge({
     name: 'intake_relay_input_connections',

@@ -50,7 +50,7 @@ listeners:
     max_events_per_request: 1000
     max_message_bytes: 1000
     headers_timeout_ms: 400
-    routes:
+    paths:
       - { path: /ingest/app, intake: a, format: lines, bearer_token: ${TOKEN} }
       - { path: /ndjson, intake: b, format: ndjson }
 ${listener}`;

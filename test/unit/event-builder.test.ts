@@ -4,12 +4,13 @@ import { BoundedQueue } from '../../src/core/queue.ts';
 import { EventBuilder, inputCounters, type InputContext } from '../../src/sources/event-builder.ts';
 import { Deframer } from '../../src/sources/framing.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
+import { FilterSet } from '../../src/core/filters.ts';
 import { metricValue } from '../helpers/relay.ts';
 
 function setup() {
   const queue = new BoundedQueue({ maxEvents: 100, maxBytes: 1 << 20, whenFull: 'block' });
   const metrics = new Metrics(false);
-  const ctx: InputContext = { intake: 'i', input: 'in', queue, metrics, defaults: { pri: 13, hostname: '', appName: '', procId: '' } };
+  const ctx: InputContext = { input: 'in', metrics, defaults: { pri: 13, hostname: '', appName: '', procId: '' }, targets: [{ intake: 'i', queue, filters: new FilterSet([]) }] };
   const builder = new EventBuilder(ctx, inputCounters(ctx), true);
   const deframer = new Deframer(1000, 'drop', builder);
   const read = (chunk: Buffer): void => {

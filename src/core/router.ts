@@ -1,0 +1,154 @@
+// Routing on a shared listener: ordered routes, first match wins, then the default. Compiled once:
+// exact, prefix and suffix matches are string comparisons, CIDRs a native BlockList, facility and
+// severity bit masks; a regular expression only where the user wrote one, and the message (which
+// must be decoded) is looked at last. Consecutive events from one stream carry the very same
+// header strings (the parser reuses them), so when no route reads the message the last decision
+// is reused after four identity comparisons.
+
+import { BlockList, isIP } from 'node:net';
+import type { LogEvent } from './event.ts';
+import { messageText } from './event.ts';
+import { FACILITIES, SEVERITIES, type RouteConfig } from '../config/schema.ts';
+
+/** Where an event goes: an intake index, or one of the drops. */
+export const ROUTE_DROP = -1;
+export const NO_ROUTE = -2;
+
+type Test = (e: LogEvent, msg: () => string) => boolean;
+
+export interface RouteProblem {
+  readonly path: PropertyKey[];
+  readonly message: string;
+}
+
+/** "exact", "prefix*", "*suffix", "/regex/flags" -> a test on a string. Throws on a bad regex. */
+export function textMatcher(pattern: string): (s: string) => boolean {
+  const re = /^\/(.*)\/([a-z]*)$/s.exec(pattern);
+  if (re) {
+    const r = new RegExp(re[1] as string, re[2]);
+    return (s) => r.test(s);
+  }
+  if (pattern.length > 1 && pattern.endsWith('*') && !pattern.slice(0, -1).includes('*')) {
+    const prefix = pattern.slice(0, -1);
+    return (s) => s.startsWith(prefix);
+  }
+  if (pattern.length > 1 && pattern.startsWith('*') && !pattern.slice(1).includes('*')) {
+    const suffix = pattern.slice(1);
+    return (s) => s.endsWith(suffix);
+  }
+  return (s) => s === pattern;
+}
+
+function anyOf(patterns: string | string[]): (s: string) => boolean {
+  const list = (Array.isArray(patterns) ? patterns : [patterns]).map(textMatcher);
+  return list.length === 1 ? (list[0] as (s: string) => boolean) : (s) => list.some((m) => m(s));
+}
+
+function mask(values: (string | number)[] | string | number, names: readonly string[]): number {
+  let m = 0;
+  for (const v of Array.isArray(values) ? values : [values]) m |= 1 << (typeof v === 'number' ? v : names.indexOf(v));
+  return m;
+}
+
+/** Compiles routes; problems (bad CIDR, bad regex, unknown intake) are returned, not thrown. */
+export function compileRoutes(
+  routes: readonly RouteConfig[],
+  dflt: string,
+  intakeIndex: (name: string) => number,
+): { router: Router; problems: RouteProblem[] } {
+  const problems: RouteProblem[] = [];
+  const compiled: { test: Test; target: number }[] = [];
+  let readsMessage = false;
+  routes.forEach((r, i) => {
+    const tests: Test[] = [];
+    const m = r.match;
+    if (m.sender !== undefined) {
+      const list = new BlockList();
+      for (const s of Array.isArray(m.sender) ? m.sender : [m.sender]) {
+        const [addr, bits] = s.split('/');
+        const family = isIP(addr as string);
+        const prefix = bits === undefined ? (family === 6 ? 128 : 32) : Number(bits);
+        if (family === 0 || !Number.isInteger(prefix) || prefix < 0 || prefix > (family === 6 ? 128 : 32)) {
+          problems.push({ path: ['routes', i, 'match', 'sender'], message: `"${s}" is not an IP address or CIDR` });
+          continue;
+        }
+        list.addSubnet(addr as string, prefix, family === 6 ? 'ipv6' : 'ipv4');
+      }
+      tests.push((e) => e.sender !== '' && list.check(e.sender, isIP(e.sender) === 6 ? 'ipv6' : 'ipv4'));
+    }
+    const text = (key: 'hostname' | 'app_name', get: (e: LogEvent) => string): void => {
+      const v = m[key];
+      if (v === undefined) return;
+      try {
+        const t = anyOf(v);
+        tests.push((e) => t(get(e)));
+      } catch (err) {
+        problems.push({ path: ['routes', i, 'match', key], message: `invalid regular expression: ${(err as Error).message}` });
+      }
+    };
+    text('hostname', (e) => e.hostname);
+    text('app_name', (e) => e.appName);
+    if (m.facility !== undefined) {
+      const f = mask(m.facility, FACILITIES);
+      tests.push((e) => ((1 << (e.pri >> 3)) & f) !== 0);
+    }
+    if (m.severity !== undefined) {
+      const s = mask(m.severity, SEVERITIES);
+      tests.push((e) => ((1 << (e.pri & 7)) & s) !== 0);
+    }
+    if (m.message !== undefined) {
+      try {
+        const re = new RegExp(m.message);
+        readsMessage = true;
+        tests.push((_e, msg) => re.test(msg()));
+      } catch (err) {
+        problems.push({ path: ['routes', i, 'match', 'message'], message: `invalid regular expression: ${(err as Error).message}` });
+      }
+    }
+    let target = ROUTE_DROP;
+    if (r.intake !== undefined) {
+      target = intakeIndex(r.intake);
+      if (target < 0) problems.push({ path: ['routes', i, 'intake'], message: `no intake is named "${r.intake}"` });
+    }
+    const test: Test = tests.length === 0 ? () => true : tests.length === 1 ? (tests[0] as Test) : (e, msg) => tests.every((t) => t(e, msg));
+    compiled.push({ test, target });
+  });
+  let fallback = NO_ROUTE;
+  if (dflt !== 'drop') {
+    fallback = intakeIndex(dflt);
+    if (fallback < 0) problems.push({ path: ['default'], message: `no intake is named "${dflt}" (or use drop)` });
+  }
+  return { router: new Router(compiled, fallback, !readsMessage), problems };
+}
+
+export class Router {
+  readonly #routes: readonly { test: Test; target: number }[];
+  readonly #fallback: number;
+  readonly #memo: boolean;
+  #last: LogEvent | undefined;
+  #lastTarget = NO_ROUTE;
+
+  constructor(routes: readonly { test: Test; target: number }[], fallback: number, memo: boolean) {
+    this.#routes = routes;
+    this.#fallback = fallback;
+    this.#memo = memo;
+  }
+
+  /** An intake index, ROUTE_DROP, or NO_ROUTE. */
+  route(e: LogEvent): number {
+    const l = this.#last;
+    if (this.#memo && l && l.hostname === e.hostname && l.appName === e.appName && l.sender === e.sender && l.pri === e.pri) return this.#lastTarget;
+    let text: string | undefined;
+    const msg = (): string => (text ??= messageText(e));
+    let target = this.#fallback;
+    for (const r of this.#routes) {
+      if (r.test(e, msg)) {
+        target = r.target;
+        break;
+      }
+    }
+    this.#last = e;
+    this.#lastTarget = target;
+    return target;
+  }
+}
