@@ -8,6 +8,7 @@ import { ConfigError, EX_CONFIG, loadConfig } from './config/load.ts';
 import { summarize } from './config/summary.ts';
 import { Daemon } from './daemon.ts';
 import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
+import { pushRules } from './rules-push.ts';
 import { createLogger } from './telemetry/log.ts';
 import { VERSION } from './version.ts';
 
@@ -21,6 +22,10 @@ Usage:
   intake-relay validate [-c FILE]        check a configuration; print a summary (keys redacted)
   intake-relay emulate  [--port N] [--host ADDR] [--cert-file F --key-file F] [--quiet]
                                          run a local intake emulator that checks what it receives
+  intake-relay rules push [-c FILE] [--intake NAME] [--api-key KEY] [--dry-run]
+                                         create the intakes' filters on the platform as optimization
+                                         rules (the API key needs SIC_WRITE_CONF_INTAKES; it may also
+                                         come from $INTAKE_RELAY_API_KEY)
   intake-relay --version | --help
 
   -c, --config FILE   configuration (default: $INTAKE_RELAY_CONFIG or ${DEFAULT_CONFIG}).
@@ -49,6 +54,10 @@ async function main(argv: string[]): Promise<number> {
         'cert-file': { type: 'string' },
         'key-file': { type: 'string' },
         quiet: { type: 'boolean', short: 'q' },
+        intake: { type: 'string' },
+        'api-key': { type: 'string' },
+        'api-url': { type: 'string' },
+        'dry-run': { type: 'boolean' },
       },
     });
   } catch (err) {
@@ -73,6 +82,12 @@ async function main(argv: string[]): Promise<number> {
       return run(file);
     case 'emulate':
       return emulate(values);
+    case 'rules':
+      if (positionals[1] !== 'push') {
+        process.stderr.write(`Unknown rules command "${positionals[1] ?? ''}": use "rules push".\n`);
+        return EX_USAGE;
+      }
+      return rulesPush(file, values);
     default:
       process.stderr.write(`Unknown command "${command}".\n\n${HELP}\n`);
       return EX_USAGE;
@@ -133,6 +148,34 @@ async function run(file: string): Promise<number> {
   await daemon.stop();
   log.flush();
   return 0;
+}
+
+async function rulesPush(file: string, values: { intake?: string; 'api-key'?: string; 'api-url'?: string; 'dry-run'?: boolean }): Promise<number> {
+  let config;
+  try {
+    config = loadConfig(file);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      return EX_CONFIG;
+    }
+    throw err;
+  }
+  const apiKey = values['api-key'] ?? process.env.INTAKE_RELAY_API_KEY ?? '';
+  if (!apiKey && !values['dry-run']) {
+    process.stderr.write('An API key is needed: --api-key KEY or $INTAKE_RELAY_API_KEY (with the permission SIC_WRITE_CONF_INTAKES).\n');
+    return EX_USAGE;
+  }
+  let outcomes;
+  try {
+    outcomes = await pushRules(config, apiKey, { intake: values.intake, apiUrl: values['api-url'], dryRun: values['dry-run'] });
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`);
+    return EX_USAGE;
+  }
+  if (outcomes.length === 0) process.stdout.write('No enabled filters to push.\n');
+  for (const o of outcomes) process.stdout.write(`${o.ok ? 'ok    ' : 'FAILED'} intake "${o.intake}", rule "${o.rule}": ${o.detail}\n`);
+  return outcomes.every((o) => o.ok) ? 0 : 1;
 }
 
 async function emulate(values: { port?: string; host?: string; 'cert-file'?: string; 'key-file'?: string; quiet?: boolean }): Promise<number> {

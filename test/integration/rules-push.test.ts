@@ -1,0 +1,122 @@
+// `intake-relay rules push` against a REST API stand-in on loopback: the request shape of the
+// platform's spec, the Bearer key, 429 waited out, 401 and 403 explained, the key never printed.
+import { execFile } from 'node:child_process';
+import http from 'node:http';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const API_KEY = 'api-key-secret-value-0123456789';
+const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
+const COMMUNITY = '11111111-1111-4111-8111-111111111111';
+const FORMAT = '250e4095-fa08-4101-bb02-e72f870fcbd1';
+const INTAKE_UUID = '22222222-2222-4222-8222-222222222222';
+
+interface Seen { auth: string | undefined; body: Record<string, unknown> }
+let server: http.Server | undefined;
+afterEach(() => server?.close());
+
+async function standIn(answers: { status: number; headers?: Record<string, string> }[]): Promise<{ url: string; seen: Seen[] }> {
+  const seen: Seen[] = [];
+  server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c: Buffer) => (raw += c.toString()));
+    req.on('end', () => {
+      if (req.url !== '/v1/sic/conf/intakes/optimization_rules/' || req.method !== 'POST') {
+        res.writeHead(404).end();
+        return;
+      }
+      seen.push({ auth: req.headers.authorization, body: JSON.parse(raw) as Record<string, unknown> });
+      const a = answers[seen.length - 1] ?? { status: 500 };
+      res.writeHead(a.status, { 'content-type': 'application/json', ...(a.headers ?? {}) }).end('{}');
+    });
+  });
+  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', () => r()));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+}
+
+function config(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'rules-'));
+  const file = join(dir, 'relay.yaml');
+  writeFileSync(
+    file,
+    `intakes:
+  - name: endpoints
+    intake_key: AbCd1234
+    platform: { community_uuid: ${COMMUNITY}, format_uuid: ${FORMAT}, intake_uuid: ${INTAKE_UUID} }
+    filters:
+      - description: browser file events
+        filters:
+          - { field: process.name, operator: in, value: [chrome.exe, firefox.exe] }
+          - { field: action.name, operator: "==", value: file-created }
+      - description: off for now
+        enabled: false
+        filters: [{ field: process.name, operator: "==", value: x }]
+      - description: dns results
+        filters: [{ field: action.name, operator: "==", value: dns-query-result }]
+  - name: firewall
+    intake_key: EfGh5678
+    platform: { community_uuid: ${COMMUNITY}, format_uuid: ${FORMAT} }
+    filters:
+      - description: heartbeats
+        filters: [{ field: app_name, operator: "==", value: heartbeat }]
+`,
+  );
+  return file;
+}
+
+function cli(args: string[]): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [MAIN, ...args], { env: { ...process.env, INTAKE_RELAY_API_KEY: API_KEY } }, (err, stdout, stderr) => {
+      resolve({ code: err ? (err as { code?: number }).code ?? 1 : 0, out: stdout + stderr });
+    });
+  });
+}
+
+describe('intake-relay rules push', () => {
+  it('creates each enabled rule in the spec\'s shape, waits out 429, explains 403', async () => {
+    const api = await standIn([{ status: 201 }, { status: 429, headers: { 'retry-after': '0' } }, { status: 201 }, { status: 403 }]);
+    const r = await cli(['rules', 'push', '-c', config(), '--api-url', api.url]);
+    expect(r.code).toBe(1);
+    expect(api.seen).toHaveLength(4);
+    for (const s of api.seen) expect(s.auth).toBe(`Bearer ${API_KEY}`);
+    expect(api.seen[0]!.body).toEqual({
+      format_uuid: FORMAT,
+      community_uuid: COMMUNITY,
+      intake_uuid: INTAKE_UUID,
+      description: 'browser file events',
+      action: 1,
+      enabled: true,
+      filters: [
+        { field: 'process.name', operator: 'in', value: ['chrome.exe', 'firefox.exe'] },
+        { field: 'action.name', operator: '==', value: 'file-created' },
+      ],
+    });
+    expect(api.seen[2]!.body.description).toBe('dns results');
+    expect(api.seen[3]!.body).not.toHaveProperty('intake_uuid');
+    expect(r.out).toContain('ok     intake "endpoints", rule "browser file events": created (HTTP 201)');
+    expect(r.out).toContain('ok     intake "endpoints", rule "dns results": created (HTTP 201)');
+    expect(r.out).toContain('FAILED intake "firewall", rule "heartbeats": HTTP 403: the API key lacks the permission SIC_WRITE_CONF_INTAKES');
+    expect(r.out).not.toContain('off for now');
+    expect(r.out).not.toContain(API_KEY);
+  });
+
+  it('explains 401, and --intake narrows to one intake', async () => {
+    const api = await standIn([{ status: 401 }]);
+    const r = await cli(['rules', 'push', '-c', config(), '--api-url', api.url, '--intake', 'firewall']);
+    expect(r.code).toBe(1);
+    expect(api.seen).toHaveLength(1);
+    expect(r.out).toContain('HTTP 401: the API key is missing, expired or invalid');
+    expect(r.out).not.toContain(API_KEY);
+  });
+
+  it('--dry-run shows what it would send without a key', async () => {
+    const r = await new Promise<{ code: number; out: string }>((resolve) =>
+      execFile(process.execPath, [MAIN, 'rules', 'push', '-c', config(), '--dry-run'], { env: { ...process.env, INTAKE_RELAY_API_KEY: '' } }, (err, o, e) => resolve({ code: err ? 1 : 0, out: o + e })),
+    );
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('would POST https://api.sekoia.io/v1/sic/conf/intakes/optimization_rules/');
+  });
+});
