@@ -39,6 +39,7 @@ interface Receiver {
 
 async function startReceiver(script = 'bench/receiver.ts'): Promise<Receiver> {
   const proc = fork(join(root, script), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  children.add(proc);
   if (pinned) spawnSync('taskset', ['-a', '-p', '-c', '0', String(proc.pid)]);
   const hello = await new Promise<{ port: number; ca: string }>((resolve) => proc.once('message', (m) => resolve(m as { port: number; ca: string })));
   return {
@@ -90,7 +91,22 @@ const httpOutput = (gzip: boolean): OutputYaml => (receiver, caFile) => `    out
       gzip: ${gzip}
 `;
 
-async function startRelay(receiver: Receiver, output: OutputYaml = syslogOutput, httpPort = 0): Promise<Relay> {
+/** Ten routes: nine that fail in different ways (CIDR, prefix, regex, facility, severity, suffix), then the match. */
+const TEN_ROUTES = `    routes:
+      - { match: { sender: 10.0.0.0/8 }, intake: bench }
+      - { match: { hostname: "fw-*" }, intake: bench }
+      - { match: { hostname: '/^db-\\d+$/' }, intake: bench }
+      - { match: { facility: local7 }, intake: bench }
+      - { match: { app_name: "squid*" }, intake: bench }
+      - { match: { app_name: nginx }, intake: bench }
+      - { match: { severity: [emerg, alert] }, intake: bench }
+      - { match: { app_name: "*.exe" }, intake: bench }
+      - { match: { hostname: "proxy-*" }, intake: bench }
+      - { match: { app_name: "app*" }, intake: bench }
+    default: drop
+`;
+
+async function startRelay(receiver: Receiver, output: OutputYaml = syslogOutput, httpPort = 0, routed = false): Promise<Relay> {
   const dir = mkdtempSync(join(tmpdir(), 'relay-bench-'));
   writeFileSync(join(dir, 'ca.pem'), receiver.ca);
   const [tcpPort, udpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
@@ -101,15 +117,20 @@ metrics: { address: 127.0.0.1, port: ${metricsPort} }
 intakes:
   - name: bench
     intake_key: BenchKey0123456789abcdefABCDEF01
-    inputs:
+    inputs:${routed ? '' : `
       - type: tcp
         address: 127.0.0.1
-        port: ${tcpPort}
+        port: ${tcpPort}`}
       - type: udp
         address: 127.0.0.1
         port: ${udpPort}
         receive_buffer_bytes: 8388608
-${output(receiver, join(dir, 'ca.pem'))}${httpPort ? `listeners:
+${output(receiver, join(dir, 'ca.pem'))}${routed ? `listeners:
+  - type: tcp
+    name: shared
+    address: 127.0.0.1
+    port: ${tcpPort}
+${TEN_ROUTES}` : ''}${httpPort ? `listeners:
   - type: http
     name: api
     address: 127.0.0.1
@@ -122,6 +143,7 @@ ${output(receiver, join(dir, 'ca.pem'))}${httpPort ? `listeners:
   const flags = ['--max-semi-space-size=4', ...(process.env.RELAY_NODE_FLAGS ? process.env.RELAY_NODE_FLAGS.split(' ') : [])];
   const args = [...(pinned ? ['-c', '1', process.execPath] : []), ...flags, join(root, process.env.RELAY_ENTRY ?? 'dist/main.js'), 'run', '-c', join(dir, 'relay.yaml')];
   const proc = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+  children.add(proc);
   await waitListening(tcpPort);
   const pid = proc.pid as number;
   const stat = (): number => cpuOf(pid);
@@ -175,12 +197,12 @@ async function waitFrames(receiver: Receiver, n: number, timeoutMs: number): Pro
  * 200-byte BSD syslog lines, LF-terminated, each with its sequence number, padded with random
  * letters and digits (a worst case for gzip; real logs compress better).
  */
-function lines(n: number, size = 200): Buffer {
+function lines(n: number, size = 200, apps = 1): Buffer {
   const alphabet = Buffer.from('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789');
   const buf = randomFillSync(Buffer.alloc(n * size));
   for (let i = 0; i < buf.length; i++) buf[i] = alphabet[(buf[i] as number) % alphabet.length] as number;
   for (let i = 0; i < n; i++) {
-    const head = `<14>Nov 22 10:00:00 bench-host app[1234]: seq=${String(i).padStart(8, '0')} `;
+    const head = `<14>Nov 22 10:00:00 bench-host app${apps > 1 ? i % apps : ''}[1234]: seq=${String(i).padStart(8, '0')} `;
     buf.write(head, i * size, 'latin1');
     buf[(i + 1) * size - 1] = 0x0a;
   }
@@ -236,12 +258,12 @@ async function repeat(name: string, runs: number, once: () => Promise<RunFigures
   );
 }
 
-async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputYaml = syslogOutput): Promise<RunFigures> {
+async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputYaml = syslogOutput, routed = false, apps = 1): Promise<RunFigures> {
   const n = 1_000_000;
   const receiver = await startReceiver(receiverScript);
-  const relay = await startRelay(receiver, output);
+  const relay = await startRelay(receiver, output, 0, routed);
   const memory = sampleMemory(relay);
-  const data = lines(n);
+  const data = lines(n, 200, apps);
   const cpu0 = relay.cpuSeconds();
   const other0 = cpuOf(receiver.proc.pid as number) + cpuOf(process.pid);
   const t0 = performance.now();
@@ -382,9 +404,23 @@ async function httpInScenario(): Promise<RunFigures> {
   };
 }
 
+// Never leave a receiver or relay behind, whatever ends this process.
+const children = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 if (want('tcp')) await repeat('tcp -> tls (1,000,000 x 200 B, one connection)', runs, tcpScenario);
 if (want('udp')) await repeat('udp -> tls (100,000/s offered for 5 s)', runs, udpScenario);
+if (want('routing')) {
+  // Ten app names in turn: consecutive events differ. A thousand: the router's memo cannot help,
+  // every event walks the ten routes.
+  for (const apps of [10, 1000]) {
+    await repeat(`tcp -> tls, plain input, ${apps} app names`, runs, () => tcpScenario('bench/receiver.ts', syslogOutput, false, apps));
+    await repeat(`tcp -> tls, shared listener with 10 routes, ${apps} app names`, runs, () => tcpScenario('bench/receiver.ts', syslogOutput, true, apps));
+  }
+}
 if (want('http-in')) await repeat('http /jsons in (1,000 x 1,000 events, keep-alive) -> tls', runs, httpInScenario);
 if (want('http')) await repeat('tcp -> https /jsons (1,000,000 x 200 B)', runs, () => tcpScenario('bench/http-receiver.ts', httpOutput(false)));
 if (want('http-gzip')) await repeat('tcp -> https /jsons, gzip (1,000,000 x 200 B)', runs, () => tcpScenario('bench/http-receiver.ts', httpOutput(true)));

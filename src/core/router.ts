@@ -1,9 +1,9 @@
 // Routing on a shared listener: ordered routes, first match wins, then the default. Compiled once:
 // exact, prefix and suffix matches are string comparisons, CIDRs a native BlockList, facility and
 // severity bit masks; a regular expression only where the user wrote one, and the message (which
-// must be decoded) is looked at last. Consecutive events from one stream carry the very same
-// header strings (the parser reuses them), so when no route reads the message the last decision
-// is reused after four identity comparisons.
+// must be decoded) is looked at last. Events from one source carry the very same header strings
+// (the parser reuses them), so when no route reads the message the decisions for the last sixteen
+// sources are remembered and reused after identity comparisons.
 
 import { BlockList, isIP } from 'node:net';
 import type { LogEvent } from './event.ts';
@@ -41,7 +41,24 @@ export function textMatcher(pattern: string): (s: string) => boolean {
 
 function anyOf(patterns: string | string[]): (s: string) => boolean {
   const list = (Array.isArray(patterns) ? patterns : [patterns]).map(textMatcher);
-  return list.length === 1 ? (list[0] as (s: string) => boolean) : (s) => list.some((m) => m(s));
+  const test = list.length === 1 ? (list[0] as (s: string) => boolean) : (s: string) => list.some((m) => m(s));
+  return remembered(test);
+}
+
+/**
+ * `test`, remembering its last input: header fields repeat as the very same string objects (the
+ * parser reuses them) and a connection's sender is one string, so a repeat costs one comparison.
+ */
+function remembered(test: (s: string) => boolean): (s: string) => boolean {
+  let last: string | undefined;
+  let result = false;
+  return (s) => {
+    if (s !== last) {
+      last = s;
+      result = test(s);
+    }
+    return result;
+  };
 }
 
 function mask(values: (string | number)[] | string | number, names: readonly string[]): number {
@@ -74,7 +91,8 @@ export function compileRoutes(
         }
         list.addSubnet(addr as string, prefix, family === 6 ? 'ipv6' : 'ipv4');
       }
-      tests.push((e) => e.sender !== '' && list.check(e.sender, isIP(e.sender) === 6 ? 'ipv6' : 'ipv4'));
+      const inList = remembered((sender) => sender !== '' && list.check(sender, isIP(sender) === 6 ? 'ipv6' : 'ipv4'));
+      tests.push((e) => inList(e.sender));
     }
     const text = (key: 'hostname' | 'app_name', get: (e: LogEvent) => string): void => {
       const v = m[key];
@@ -121,12 +139,22 @@ export function compileRoutes(
   return { router: new Router(compiled, fallback, !readsMessage), problems };
 }
 
+/** Decisions remembered, by header identity: a collector's stream interleaves a few sources. */
+const MEMO = 16;
+
 export class Router {
   readonly #routes: readonly { test: Test; target: number }[];
   readonly #fallback: number;
   readonly #memo: boolean;
-  #last: LogEvent | undefined;
-  #lastTarget = NO_ROUTE;
+  readonly #seen: (LogEvent | undefined)[] = new Array<LogEvent | undefined>(MEMO);
+  readonly #seenTarget = new Int32Array(MEMO);
+  #next = 0;
+  // The memo measures itself: when it rarely hits (many distinct sources), looking costs more
+  // than it saves, so it rests for a while and then tries again.
+  #lookups = 0;
+  #hits = 0;
+  #restUntil = 0;
+  #count = 0;
 
   constructor(routes: readonly { test: Test; target: number }[], fallback: number, memo: boolean) {
     this.#routes = routes;
@@ -136,19 +164,38 @@ export class Router {
 
   /** An intake index, ROUTE_DROP, or NO_ROUTE. */
   route(e: LogEvent): number {
-    const l = this.#last;
-    if (this.#memo && l && l.hostname === e.hostname && l.appName === e.appName && l.sender === e.sender && l.pri === e.pri) return this.#lastTarget;
-    let text: string | undefined;
-    const msg = (): string => (text ??= messageText(e));
-    let target = this.#fallback;
-    for (const r of this.#routes) {
-      if (r.test(e, msg)) {
-        target = r.target;
-        break;
+    if (!this.#memo) return this.#walk(e);
+    if (++this.#count < this.#restUntil) return this.#walk(e);
+    for (let i = 0; i < MEMO; i++) {
+      const l = this.#seen[i];
+      if (l !== undefined && l.hostname === e.hostname && l.appName === e.appName && l.sender === e.sender && l.pri === e.pri) {
+        this.#hits++;
+        this.#tally();
+        return this.#seenTarget[i] as number;
       }
     }
-    this.#last = e;
-    this.#lastTarget = target;
+    this.#tally();
+    const target = this.#walk(e);
+    this.#seen[this.#next] = e;
+    this.#seenTarget[this.#next] = target;
+    this.#next = (this.#next + 1) % MEMO;
     return target;
   }
+
+  #tally(): void {
+    if (++this.#lookups < 1024) return;
+    if (this.#hits < 512) this.#restUntil = this.#count + 16_384;
+    this.#lookups = 0;
+    this.#hits = 0;
+  }
+
+  #walk(e: LogEvent): number {
+    let text: string | undefined;
+    const msg = this.#memo ? NO_MESSAGE : (): string => (text ??= messageText(e));
+    for (const r of this.#routes) if (r.test(e, msg)) return r.target;
+    return this.#fallback;
+  }
 }
+
+/** Routes that do not read the message never call it. */
+const NO_MESSAGE = (): string => '';

@@ -47,6 +47,23 @@ describe('routes', () => {
     expect(router.route(ev('no header at all', ''))).toBe(idx('misc'));
   });
 
+  it('its memo never changes a decision: many interleaved sources, in any order', () => {
+    const { router: r } = compileRoutes(
+      [route({ app_name: '*7' }, 'fw'), route({ app_name: '/^app[0-3]/' }, 'proxy'), route({ hostname: 'h2' }, 'db')],
+      'misc',
+      idx,
+    );
+    // Sources as the parser makes them: a source's events share their header strings.
+    const sources = Array.from({ length: 40 }, (_, i) => ev(`<14>Nov 22 10:00:00 h${i % 3} app${i}: x`));
+    const expected = (i: number): number => (String(i).endsWith('7') ? idx('fw') : /^[0-3]/.test(String(i)) ? idx('proxy') : i % 3 === 2 ? idx('db') : idx('misc'));
+    let seed = 7;
+    for (let n = 0; n < 50_000; n++) {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      const i = n < 25_000 ? (seed >>> 8) % 40 : (seed >>> 8) % 3; // many sources, then few (the memo comes back)
+      expect(r.route(sources[i]!)).toBe(expected(i));
+    }
+  });
+
   it('reports bad CIDRs, bad regexes and unknown intakes with their place', () => {
     const { problems: p } = compileRoutes(
       [route({ sender: '10.0.0.0/33' }, 'fw'), route({ hostname: '/(/' }, 'fw'), route({ message: '[' }, 'fw'), route({}, 'nope')],
