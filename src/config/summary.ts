@@ -14,7 +14,16 @@ export function summarize(cfg: Config): string {
       const kind = input.type === 'tcp' ? (input.tls ? `tls${input.tls.client_ca_file ? ' (client certificates required)' : ''}` : 'tcp') : 'udp';
       lines.push(`  input ${input.label}: ${kind} on ${input.address}:${input.port}, max ${input.max_message_bytes} bytes per event (${input.oversize})`);
     }
-    if (i.inputs.length === 0) lines.push('  no inputs');
+    const me = i.name.toLowerCase();
+    const feeders = cfg.listeners
+      .filter((l) =>
+        l.type === 'http'
+          ? !l.intakes || l.intakes.some((n) => n.toLowerCase() === me) || l.paths.some((p) => p.intake.toLowerCase() === me)
+          : l.default.toLowerCase() === me || l.routes.some((r) => r.intake?.toLowerCase() === me),
+      )
+      .map((l) => l.label);
+    if (feeders.length > 0) lines.push(`  fed by listener${feeders.length > 1 ? 's' : ''} ${feeders.join(', ')}`);
+    else if (i.inputs.length === 0) lines.push('  no inputs');
     const o = i.output;
     if (i.toEmulator) lines.push('  output: syslog over TLS to the local intake emulator (no key set)');
     else if (o.type === 'http') {
