@@ -297,17 +297,25 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   });
 
   for (const intake of intakes) {
-    const me = intake.name.toLowerCase();
-    const fed = listeners.some((l) =>
-      l.type === 'http'
-        ? !l.intakes || l.intakes.some((n) => n.toLowerCase() === me) || l.paths.some((r) => r.intake.toLowerCase() === me)
-        : l.default.toLowerCase() === me || l.routes.some((r) => r.intake?.toLowerCase() === me),
-    );
-    if (intake.inputs.length === 0 && !fed && format === 'native') warnings.push(`intake "${intake.name}" has no inputs.`);
+    if (intake.inputs.length === 0 && feedingListeners(listeners, intake.name).length === 0 && format === 'native') {
+      warnings.push(`intake "${intake.name}" has no inputs.`);
+    }
   }
 
   if (problems.length > 0) throw new ConfigError(file, problems);
   return deepFreeze({ ...cfg, region, file, format, intakes, listeners, warnings });
+}
+
+/** Labels of the listeners that can hand events to the intake `name` (by key, path or route). */
+export function feedingListeners(listeners: readonly ResolvedListener[], name: string): string[] {
+  const me = name.toLowerCase();
+  return listeners
+    .filter((l) =>
+      l.type === 'http'
+        ? !l.intakes || l.intakes.some((n) => n.toLowerCase() === me) || l.paths.some((p) => p.intake.toLowerCase() === me)
+        : l.default.toLowerCase() === me || l.routes.some((r) => r.intake?.toLowerCase() === me),
+    )
+    .map((l) => l.label);
 }
 
 function reportZod(

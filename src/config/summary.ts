@@ -1,7 +1,7 @@
 // The redacted summary `validate` prints for a valid configuration: what will listen where and go
 // where. Keys appear only as "set (N characters, from ...)".
 
-import type { Config } from './load.ts';
+import { feedingListeners, type Config } from './load.ts';
 
 export function summarize(cfg: Config): string {
   const lines: string[] = [];
@@ -14,14 +14,7 @@ export function summarize(cfg: Config): string {
       const kind = input.type === 'tcp' ? (input.tls ? `tls${input.tls.client_ca_file ? ' (client certificates required)' : ''}` : 'tcp') : 'udp';
       lines.push(`  input ${input.label}: ${kind} on ${input.address}:${input.port}, max ${input.max_message_bytes} bytes per event (${input.oversize})`);
     }
-    const me = i.name.toLowerCase();
-    const feeders = cfg.listeners
-      .filter((l) =>
-        l.type === 'http'
-          ? !l.intakes || l.intakes.some((n) => n.toLowerCase() === me) || l.paths.some((p) => p.intake.toLowerCase() === me)
-          : l.default.toLowerCase() === me || l.routes.some((r) => r.intake?.toLowerCase() === me),
-      )
-      .map((l) => l.label);
+    const feeders = feedingListeners(cfg.listeners, i.name);
     if (feeders.length > 0) lines.push(`  fed by listener${feeders.length > 1 ? 's' : ''} ${feeders.join(', ')}`);
     else if (i.inputs.length === 0) lines.push('  no inputs');
     const o = i.output;
