@@ -258,6 +258,14 @@ async function repeat(name: string, runs: number, once: () => Promise<RunFigures
   );
 }
 
+/** Stops a run's processes, flags missing events, and gives its figures. */
+async function finish(relay: Relay, receiver: Receiver, done: { frames: number; refused: number }, n: number, secs: number, cpu: number, rss: number, line: string): Promise<RunFigures> {
+  await relay.stop();
+  receiver.proc.send('stop');
+  if (done.frames < n || done.refused > 0) process.exitCode = 1;
+  return { rate: n / secs, cpuShare: (100 * cpu) / secs, rssMb: rss, line };
+}
+
 async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputYaml = syslogOutput, routed = false, apps = 1): Promise<RunFigures> {
   const n = 1_000_000;
   const receiver = await startReceiver(receiverScript);
@@ -292,19 +300,12 @@ async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputY
     }
     console.log(readFileSync(`/proc/${relay.proc.pid}/smaps_rollup`, 'latin1').split('\n').filter((l) => /^(Rss|Anonymous|Private_Dirty|Shared_Clean)/.test(l)).join('\n'));
   }
-  await relay.stop();
-  receiver.proc.send('stop');
-  if (done.frames < n || done.refused > 0) process.exitCode = 1;
-  return {
-    rate: n / secs,
-    cpuShare: (100 * cpu) / secs,
-    rssMb: rss,
-    line:
+  return finish(relay, receiver, done, n, secs, cpu, rss,
       `${n} events of 200 bytes in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; ` +
       `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core); peak RSS ${rss.toFixed(0)} MB (${mem}); ` +
       `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}, resent ${resent}; ` +
       `load + receiver CPU ${other.toFixed(2)} s on the other core${compression}`,
-  };
+  );
 }
 
 async function udpScenario(): Promise<RunFigures> {
@@ -391,17 +392,10 @@ async function httpInScenario(): Promise<RunFigures> {
   const cpu = relay.cpuSeconds() - cpu0;
   const rss = relay.peakRssMb();
   await pool.close();
-  await relay.stop();
-  receiver.proc.send('stop');
-  if (done.frames < n || done.refused > 0) process.exitCode = 1;
-  return {
-    rate: n / secs,
-    cpuShare: (100 * cpu) / secs,
-    rssMb: rss,
-    line:
+  return finish(relay, receiver, done, n, secs, cpu, rss,
       `${requests} requests x ${perRequest} events in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; relay CPU ${cpu.toFixed(2)} s; ` +
       `peak RSS ${rss.toFixed(0)} MB; received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}; 429 answers ${throttled}`,
-  };
+  );
 }
 
 // Never leave a receiver or relay behind, whatever ends this process.

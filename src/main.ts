@@ -4,7 +4,7 @@
 
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ConfigError, EX_CONFIG, loadConfig } from './config/load.ts';
+import { ConfigError, EX_CONFIG, loadConfig, type Config } from './config/load.ts';
 import { summarize } from './config/summary.ts';
 import { Daemon } from './daemon.ts';
 import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
@@ -94,30 +94,29 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-function validate(file: string): number {
+/** The configuration, or undefined after printing every problem to stderr. */
+function loadOrReport(file: string): Config | undefined {
   try {
-    process.stdout.write(`${summarize(loadConfig(file))}\n`);
-    return 0;
+    return loadConfig(file);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
-      return EX_CONFIG;
+      return undefined;
     }
     throw err;
   }
 }
 
+function validate(file: string): number {
+  const config = loadOrReport(file);
+  if (!config) return EX_CONFIG;
+  process.stdout.write(`${summarize(config)}\n`);
+  return 0;
+}
+
 async function run(file: string): Promise<number> {
-  let config;
-  try {
-    config = loadConfig(file);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      return EX_CONFIG;
-    }
-    throw err;
-  }
+  const config = loadOrReport(file);
+  if (!config) return EX_CONFIG;
   const log = createLogger(config.log_level);
   const daemon = new Daemon(config, log);
   process.on('uncaughtException', (err) => {
@@ -151,16 +150,8 @@ async function run(file: string): Promise<number> {
 }
 
 async function rulesPush(file: string, values: { intake?: string; 'api-key'?: string; 'api-url'?: string; 'dry-run'?: boolean }): Promise<number> {
-  let config;
-  try {
-    config = loadConfig(file);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      return EX_CONFIG;
-    }
-    throw err;
-  }
+  const config = loadOrReport(file);
+  if (!config) return EX_CONFIG;
   const apiKey = values['api-key'] ?? process.env.INTAKE_RELAY_API_KEY ?? '';
   if (!apiKey && !values['dry-run']) {
     process.stderr.write('An API key is needed: --api-key KEY or $INTAKE_RELAY_API_KEY (with the permission SIC_WRITE_CONF_INTAKES).\n');
