@@ -8,6 +8,7 @@ import { ConfigError, EX_CONFIG, loadConfig, type Config } from './config/load.t
 import { summarize } from './config/summary.ts';
 import { Daemon } from './daemon.ts';
 import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
+import { check } from './check.ts';
 import { pushRules } from './rules-push.ts';
 import { createLogger } from './telemetry/log.ts';
 import { VERSION } from './version.ts';
@@ -22,6 +23,10 @@ Usage:
   intake-relay validate [-c FILE]        check a configuration; print a summary (keys redacted)
   intake-relay emulate  [--port N] [--host ADDR] [--cert-file F --key-file F] [--quiet]
                                          run a local intake emulator that checks what it receives
+  intake-relay check    [-c FILE] [--api-key KEY]
+                                         for every intake: name resolution, TCP connect and TLS handshake
+                                         (certificate and host name verified) to its endpoint, each
+                                         reported; with an API key (or $INTAKE_RELAY_API_KEY), GET /v1/me
   intake-relay rules push [-c FILE] [--intake NAME] [--api-key KEY] [--dry-run]
                                          create the intakes' filters on the platform as optimization
                                          rules (the API key needs SIC_WRITE_CONF_INTAKES; it may also
@@ -82,6 +87,8 @@ async function main(argv: string[]): Promise<number> {
       return run(file);
     case 'emulate':
       return emulate(values);
+    case 'check':
+      return runCheck(file, values);
     case 'rules':
       if (positionals[1] !== 'push') {
         process.stderr.write(`Unknown rules command "${positionals[1] ?? ''}": use "rules push".\n`);
@@ -147,6 +154,22 @@ async function run(file: string): Promise<number> {
   await daemon.stop();
   log.flush();
   return 0;
+}
+
+async function runCheck(file: string, values: { 'api-key'?: string; 'api-url'?: string }): Promise<number> {
+  const config = loadOrReport(file);
+  if (!config) return EX_CONFIG;
+  const apiKey = values['api-key'] ?? process.env.INTAKE_RELAY_API_KEY;
+  const reports = await check(config, apiKey || undefined, values['api-url']);
+  let ok = true;
+  for (const r of reports) {
+    process.stdout.write(`${r.subject}\n`);
+    for (const s of r.steps) {
+      process.stdout.write(`  ${s.ok ? 'ok    ' : 'FAILED'} ${s.what}: ${s.detail}\n`);
+      ok &&= s.ok;
+    }
+  }
+  return ok ? 0 : 1;
 }
 
 async function rulesPush(file: string, values: { intake?: string; 'api-key'?: string; 'api-url'?: string; 'dry-run'?: boolean }): Promise<number> {

@@ -38,7 +38,8 @@ export interface SelfSigned {
   readonly key: string;
 }
 
-export function selfSignedCertificate(commonName = 'intake-relay emulator', days = 30): SelfSigned {
+/** `validFrom` / `validTo` (ms) default to an hour ago and `days` from now (tests make expired ones). */
+export function selfSignedCertificate(commonName = 'intake-relay emulator', days = 30, validFrom?: number, validTo?: number): SelfSigned {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const serial = randomBytes(16);
   serial[0] = (serial[0] as number) & 0x7f;
@@ -61,7 +62,7 @@ export function selfSignedCertificate(commonName = 'intake-relay emulator', days
     tlv(0x02, serial),
     ECDSA_SHA256,
     name,
-    seq(time(new Date(now - 3_600_000)), time(new Date(now + days * 86_400_000))),
+    seq(time(new Date(validFrom ?? now - 3_600_000)), time(new Date(validTo ?? now + days * 86_400_000))),
     name,
     publicKey.export({ type: 'spki', format: 'der' }),
     extensions,

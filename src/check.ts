@@ -1,0 +1,153 @@
+// `intake-relay check`: for every intake, the path to its intake step by step (name resolution,
+// TCP connect, TLS handshake with the certificate and host name verified), each reported as ok or
+// a precise failure; and, with an API key, GET /v1/me on the region's REST API, its 401/403/429
+// explained as the platform's spec does. Nothing is sent to the intake, and no key is printed.
+
+import { lookup } from 'node:dns/promises';
+import net from 'node:net';
+import tls from 'node:tls';
+import { request } from 'undici';
+import type { Config, ResolvedIntake } from './config/load.ts';
+import { REGIONS } from './config/regions.ts';
+import { classifyConnectError } from './core/errors.ts';
+
+export interface Step {
+  readonly what: string;
+  readonly ok: boolean;
+  readonly detail: string;
+}
+
+export interface CheckReport {
+  readonly subject: string;
+  readonly steps: Step[];
+}
+
+interface Endpoint {
+  readonly host: string;
+  readonly port: number;
+  readonly serverName: string;
+  readonly ca: Buffer | undefined;
+  readonly cert: Buffer | undefined;
+  readonly key: Buffer | undefined;
+}
+
+function endpointOf(i: ResolvedIntake): Endpoint {
+  const o = i.output;
+  if (o.type === 'http') {
+    const u = new URL(o.endpoint);
+    return { host: u.hostname, port: Number(u.port || (u.protocol === 'https:' ? 443 : 80)), serverName: u.hostname, ca: o.caPem, cert: undefined, key: undefined };
+  }
+  return { host: o.host, port: o.port, serverName: o.server_name ?? o.host, ca: o.caPem, cert: o.clientCertPem, key: o.clientKeyPem };
+}
+
+/** DNS, TCP, TLS to one endpoint; stops at the first failure. */
+export async function checkEndpoint(ep: Endpoint, timeoutMs = 10_000): Promise<Step[]> {
+  const steps: Step[] = [];
+  if (net.isIP(ep.host) === 0) {
+    try {
+      const all = await lookup(ep.host, { all: true });
+      steps.push({ what: 'dns', ok: true, detail: all.map((a) => a.address).join(', ') });
+    } catch (err) {
+      steps.push({ what: 'dns', ok: false, detail: classifyConnectError(err, ep.host, ep.port).message });
+      return steps;
+    }
+  }
+  const started = performance.now();
+  const socket = await new Promise<net.Socket | Error>((resolve) => {
+    // By name: Node tries the addresses it resolves in turn (happy eyeballs).
+    const s = net.connect({ host: ep.host, port: ep.port, autoSelectFamily: true });
+    const timer = setTimeout(() => {
+      s.destroy();
+      resolve(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' }));
+    }, timeoutMs);
+    s.once('connect', () => {
+      clearTimeout(timer);
+      resolve(s);
+    });
+    s.once('error', (err) => {
+      clearTimeout(timer);
+      resolve(err);
+    });
+  });
+  if (socket instanceof Error) {
+    steps.push({ what: 'tcp', ok: false, detail: classifyConnectError(socket, ep.host, ep.port).message });
+    return steps;
+  }
+  steps.push({ what: 'tcp', ok: true, detail: `connected to ${socket.remoteAddress}:${ep.port} in ${Math.round(performance.now() - started)} ms` });
+  const name = ep.serverName;
+  const result = await new Promise<tls.TLSSocket | Error>((resolve) => {
+    const t = tls.connect({
+      socket,
+      servername: net.isIP(name) ? undefined : name,
+      checkServerIdentity: (_h, cert) => tls.checkServerIdentity(name, cert),
+      ca: ep.ca,
+      cert: ep.cert,
+      key: ep.key,
+      minVersion: 'TLSv1.2',
+      rejectUnauthorized: true,
+    });
+    const timer = setTimeout(() => {
+      t.destroy();
+      resolve(Object.assign(new Error('TLS handshake timeout'), { code: 'ETIMEDOUT' }));
+    }, timeoutMs);
+    t.once('secureConnect', () => {
+      clearTimeout(timer);
+      resolve(t);
+    });
+    t.once('error', (err) => {
+      clearTimeout(timer);
+      resolve(err);
+    });
+  });
+  if (result instanceof Error) {
+    socket.destroy();
+    steps.push({ what: 'tls', ok: false, detail: classifyConnectError(result, ep.host, ep.port).message });
+    return steps;
+  }
+  const cert = result.getPeerCertificate();
+  steps.push({
+    what: 'tls',
+    ok: true,
+    detail: `${result.getProtocol() ?? 'TLS'}, certificate for ${String(cert.subject?.CN ?? cert.subjectaltname ?? '?')} issued by ${String(cert.issuer?.CN ?? cert.issuer?.O ?? '?')}, valid until ${cert.valid_to}`,
+  });
+  result.destroy();
+  return steps;
+}
+
+/** GET /v1/me with the API key, the spec's errors explained. */
+export async function checkApiKey(baseUrl: string, apiKey: string): Promise<Step> {
+  try {
+    const res = await request(`${baseUrl.replace(/\/+$/, '')}/v1/me`, { headers: { authorization: `Bearer ${apiKey}` }, signal: AbortSignal.timeout(15_000) });
+    const text = await res.body.text();
+    if (res.statusCode === 200) {
+      const me = JSON.parse(text) as { email?: string };
+      return { what: 'api key', ok: true, detail: `valid (user ${me.email ?? 'unknown'})` };
+    }
+    const why: Record<number, string> = {
+      401: 'HTTP 401: the API key is missing, expired or invalid. Check that it was copied whole and has not expired.',
+      403: 'HTTP 403: the key lacks a permission this endpoint needs (GET /v1/me needs none: is it a key for this region?).',
+      429: 'HTTP 429: rate limited. Wait a little, and leave more time between requests.',
+    };
+    return { what: 'api key', ok: false, detail: why[res.statusCode] ?? `HTTP ${res.statusCode}` };
+  } catch (err) {
+    return { what: 'api key', ok: false, detail: `cannot reach ${baseUrl}: ${(err as Error).message}` };
+  }
+}
+
+export async function check(cfg: Config, apiKey: string | undefined, apiUrl?: string): Promise<CheckReport[]> {
+  const reports = await Promise.all(
+    cfg.intakes.map(async (i): Promise<CheckReport> => {
+      if (i.toEmulator) return { subject: `intake "${i.name}"`, steps: [{ what: 'output', ok: true, detail: 'no key set: forwards to the local emulator' }] };
+      const ep = endpointOf(i);
+      const via = i.output.type === 'http' && i.output.proxy !== 'none' && (i.output.proxy !== 'env' || process.env.HTTPS_PROXY || process.env.https_proxy)
+        ? ` (the relay goes through proxy ${i.output.proxy}; checked directly here)`
+        : '';
+      return { subject: `intake "${i.name}" ${i.output.type} ${ep.host}:${ep.port}${via}`, steps: await checkEndpoint(ep) };
+    }),
+  );
+  if (apiKey) {
+    const base = apiUrl ?? cfg.endpoints.api_url ?? REGIONS[cfg.region].apiBase;
+    reports.push({ subject: `REST API ${base}`, steps: [await checkApiKey(base, apiKey)] });
+  }
+  return reports;
+}

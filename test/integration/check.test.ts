@@ -1,0 +1,97 @@
+// `intake-relay check` against real loopback peers: a good intake, a certificate for another name,
+// an expired certificate, a refusing port; and GET /v1/me on a REST API stand-in.
+import { execFile } from 'node:child_process';
+import http from 'node:http';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { IntakeEmulator } from '../../src/emulator/intake-emulator.ts';
+import { selfSignedCertificate } from '../../src/emulator/self-signed.ts';
+import { freePort } from '../helpers/peers.ts';
+import { TLS } from '../helpers/relay.ts';
+
+const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
+const API_KEY = 'api-key-for-check-0123456789';
+const stops: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const s of stops.splice(0)) await s();
+});
+
+async function intake(cert: string | Buffer, key: string | Buffer): Promise<number> {
+  const e = new IntakeEmulator({ port: 0, cert, key });
+  await e.start();
+  stops.push(() => e.stop());
+  return e.port;
+}
+
+function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) =>
+    execFile(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env } }, (err, o, e) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, out: o + e })),
+  );
+}
+
+describe('intake-relay check', () => {
+  it('reports each step, ok or with the precise failure, and exits 1 on any failure', async () => {
+    const good = await intake(readFileSync(`${TLS}server.crt`), readFileSync(`${TLS}server.key`));
+    const wrong = await intake(readFileSync(`${TLS}wrong-name.crt`), readFileSync(`${TLS}wrong-name.key`));
+    const day = 86_400_000;
+    const expired = selfSignedCertificate('expired', 0, Date.now() - 10 * day, Date.now() - day);
+    const old = await intake(expired.cert, expired.key);
+    const refusing = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'check-'));
+    writeFileSync(join(dir, 'expired-ca.pem'), expired.cert);
+    const out = (port: number, ca: string) => `    output: { type: syslog, host: localhost, port: ${port}, ca_file: ${ca} }`;
+    writeFileSync(
+      join(dir, 'relay.yaml'),
+      `intakes:
+  - name: good
+    intake_key: AbC1
+${out(good, `${TLS}ca.crt`)}
+  - name: wrong-name
+    intake_key: AbC2
+${out(wrong, `${TLS}ca.crt`)}
+  - name: expired
+    intake_key: AbC3
+${out(old, join(dir, 'expired-ca.pem'))}
+  - name: refusing
+    intake_key: AbC4
+${out(refusing, `${TLS}ca.crt`)}
+`,
+    );
+    const r = await cli(['check', '-c', join(dir, 'relay.yaml')]);
+    expect(r.code).toBe(1);
+    const section = (name: string) => r.out.slice(r.out.indexOf(`intake "${name}"`)).split('\nintake ')[0]!;
+    expect(section('good')).toMatch(/ok +dns: .*127\.0\.0\.1/);
+    expect(section('good')).toMatch(/ok +tcp: connected/);
+    expect(section('good')).toMatch(/ok +tls: TLSv1\.[23], certificate for localhost issued by intake-relay test CA, valid until/);
+    expect(section('wrong-name')).toMatch(/FAILED tls: TLS certificate of localhost:\d+ does not match the host name/);
+    expect(section('expired')).toMatch(/FAILED tls: TLS certificate of localhost:\d+ was not accepted \(CERT_HAS_EXPIRED\)/);
+    expect(section('refusing')).toMatch(/FAILED tcp: Connection to localhost:\d+ refused/);
+  });
+
+  it('with an API key, calls GET /v1/me and explains 401', async () => {
+    let answer = 200;
+    const seen: (string | undefined)[] = [];
+    const api = http.createServer((req, res) => {
+      seen.push(req.headers.authorization);
+      if (req.url !== '/v1/me') return void res.writeHead(404).end();
+      res.writeHead(answer, { 'content-type': 'application/json' }).end(JSON.stringify({ uuid: 'u', email: 'soc@example.com', firstname: 'S', lastname: 'O' }));
+    });
+    await new Promise<void>((r) => api.listen(0, '127.0.0.1', () => r()));
+    stops.push(() => void api.close());
+    const dir = mkdtempSync(join(tmpdir(), 'check-'));
+    writeFileSync(join(dir, 'r.yaml'), `emulator: { when: no_intake_key }\nendpoints: { api_url: "http://127.0.0.1:${(api.address() as AddressInfo).port}" }\nintakes:\n  - name: a\n    intake_key: ""\n`);
+    const ok = await cli(['check', '-c', join(dir, 'r.yaml')], { INTAKE_RELAY_API_KEY: API_KEY });
+    expect(ok.code).toBe(0);
+    expect(ok.out).toContain('ok     api key: valid (user soc@example.com)');
+    expect(seen[0]).toBe(`Bearer ${API_KEY}`);
+    answer = 401;
+    const bad = await cli(['check', '-c', join(dir, 'r.yaml'), '--api-key', API_KEY]);
+    expect(bad.code).toBe(1);
+    expect(bad.out).toContain('FAILED api key: HTTP 401: the API key is missing, expired or invalid');
+    expect(ok.out + bad.out).not.toContain(API_KEY);
+  });
+});
