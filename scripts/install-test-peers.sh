@@ -16,7 +16,7 @@ fi
 $SUDO apt-get update -qq
 # syslog-ng-core's own dependencies install normally; only syslog-ng-core itself is unpacked.
 $SUDO apt-get install -y -qq --no-install-recommends \
-  bsdutils openssl rsyslog rsyslog-gnutls util-linux \
+  bsdutils curl openssl rsyslog rsyslog-gnutls systemd util-linux \
   libpcre3 libwrap0 libjson-c5 libglib2.0-0 libnet1 libivykis0 libcap2 libssl3 libsystemd0 >/dev/null
 if [ ! -x "$SYSLOG_NG_ROOT/usr/sbin/syslog-ng" ]; then
   tmp=$(mktemp -d)

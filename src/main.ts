@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, EX_CONFIG, loadConfig, type Config } from './config/load.ts';
-import { summarize } from './config/summary.ts';
+import { effectiveYaml, summarize } from './config/summary.ts';
 import { Daemon } from './daemon.ts';
 import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
 import { check } from './check.ts';
@@ -20,7 +20,9 @@ const HELP = `intake-relay: forwards syslog to a security platform's intake over
 
 Usage:
   intake-relay run      [-c FILE]        run the daemon
-  intake-relay validate [-c FILE]        check a configuration; print a summary (keys redacted)
+  intake-relay validate [-c FILE] [--print]
+                                         check a configuration; print a summary, or with --print the
+                                         effective configuration as YAML (keys redacted)
   intake-relay emulate  [--port N] [--host ADDR] [--cert-file F --key-file F] [--quiet]
                                          run a local intake emulator that checks what it receives
   intake-relay check    [-c FILE] [--api-key KEY]
@@ -63,6 +65,7 @@ async function main(argv: string[]): Promise<number> {
         'api-key': { type: 'string' },
         'api-url': { type: 'string' },
         'dry-run': { type: 'boolean' },
+        print: { type: 'boolean' },
       },
     });
   } catch (err) {
@@ -82,7 +85,7 @@ async function main(argv: string[]): Promise<number> {
   const file = values.config ?? DEFAULT_CONFIG;
   switch (command) {
     case 'validate':
-      return validate(file);
+      return validate(file, values.print === true);
     case 'run':
       return run(file);
     case 'emulate':
@@ -114,10 +117,10 @@ function loadOrReport(file: string): Config | undefined {
   }
 }
 
-function validate(file: string): number {
+function validate(file: string, print: boolean): number {
   const config = loadOrReport(file);
   if (!config) return EX_CONFIG;
-  process.stdout.write(`${summarize(config)}\n`);
+  process.stdout.write(print ? effectiveYaml(config) : `${summarize(config)}\n`);
   return 0;
 }
 

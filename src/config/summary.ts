@@ -1,7 +1,8 @@
 // The redacted summary `validate` prints for a valid configuration: what will listen where and go
 // where. Keys appear only as "set (N characters, from ...)".
 
-import { feedingListeners, type Config } from './load.ts';
+import { stringify } from 'yaml';
+import { JSONS_PATH, feedingListeners, type Config } from './load.ts';
 
 export function summarize(cfg: Config): string {
   const lines: string[] = [];
@@ -49,4 +50,27 @@ export function summarize(cfg: Config): string {
   lines.push(cfg.metrics.enabled ? `metrics: http://${cfg.metrics.address}:${cfg.metrics.port}/metrics` : 'metrics: disabled');
   for (const w of cfg.warnings) lines.push(`warning: ${w}`);
   return lines.join('\n');
+}
+
+/**
+ * The effective configuration (every default filled in) as YAML, for `validate --print`. Secrets
+ * are replaced, file contents (certificates) left out: keys, key files' contents, bearer tokens.
+ */
+export function effectiveYaml(cfg: Config): string {
+  const internal = new Set(['label', 'tlsFiles', 'caPem', 'clientCertPem', 'clientKeyPem', 'keySource', 'toEmulator', 'endpoint', 'file', 'format', 'warnings']);
+  const plain = JSON.parse(
+    JSON.stringify(cfg, (k, v: unknown) => {
+      if (internal.has(k) || Buffer.isBuffer(v)) return undefined;
+      if (k === 'bearer_token') return '[redacted]';
+      return v;
+    }),
+  ) as { intakes: Record<string, unknown>[] };
+  // Back to the file's own keys, so the output is itself a valid configuration (once keys are put back).
+  plain.intakes = plain.intakes.map((i, n) => {
+    const { intakeKey, ...rest } = i;
+    const intake = cfg.intakes[n];
+    const output = intake?.output.type === 'http' ? { ...(rest.output as object), url: intake.output.endpoint.replace(JSONS_PATH, '') } : rest.output;
+    return { name: rest.name, intake_key: intakeKey === '' ? '' : '[redacted]', ...rest, output };
+  });
+  return `# ${cfg.file}: effective configuration (defaults filled in, secrets redacted)\n${stringify(plain)}`;
 }

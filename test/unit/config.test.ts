@@ -185,6 +185,19 @@ describe('intake-relay validate', () => {
     expect(r.stderr).toContain('environment variable NOPE is not set');
   });
 
+  it('--print shows the effective configuration, keys redacted, loadable again', () => {
+    const f = join(dir, 'print.yaml');
+    writeFileSync(f, `intakes:\n  - name: fw\n    intake_key: \${K}\n    inputs: [{ type: udp, port: 514 }]\n    output: { type: http, gzip: true }\n`);
+    const r = cli(['validate', '--print', '-c', f], { K: KEY });
+    expect(r.status).toBe(0);
+    expect(r.stdout).not.toContain(KEY);
+    expect(r.stdout).toContain('intake_key: "[redacted]"');
+    expect(r.stdout).toContain('url: https://intake.sekoia.io');
+    expect(r.stdout).toContain('max_events: 100000');
+    const again = parseConfig(r.stdout.replace('"[redacted]"', KEY), 'printed.yaml', {});
+    expect(again.intakes[0]!.output).toMatchObject({ type: 'http', gzip: true, endpoint: 'https://intake.sekoia.io/jsons?path=%24.events&status_code=200' });
+  });
+
   it('exits 64 on a usage error', () => {
     expect(cli(['frobnicate']).status).toBe(64);
     expect(cli(['--version']).stdout).toMatch(/^intake-relay \d+\.\d+\.\d+/);
