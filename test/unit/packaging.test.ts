@@ -28,3 +28,17 @@ describe('deploy/intake-relay.service', () => {
     expect(unit).toMatch(/CapabilityBoundingSet=CAP_NET_BIND_SERVICE\n/);
   });
 });
+
+describe('deploy examples', () => {
+  it('are valid YAML, and the sidecar configuration is a valid intake-relay configuration', async () => {
+    const { parseAllDocuments } = await import('yaml');
+    const { parseConfig } = await import('../../src/config/load.ts');
+    for (const f of ['docker-compose.yml', 'kubernetes/sidecar.yaml', 'kubernetes/collector.yaml']) {
+      const docs = parseAllDocuments(readFileSync(new URL(`../../deploy/${f}`, import.meta.url), 'utf8'));
+      for (const d of Array.isArray(docs) ? docs : [docs]) expect(d.errors, f).toEqual([]);
+    }
+    const sidecar = readFileSync(new URL('../../deploy/sidecar.yaml', import.meta.url), 'utf8');
+    const c = parseConfig(sidecar, 'deploy/sidecar.yaml', { INTAKE_KEY: 'AbC123' });
+    expect(c.intakes[0]!.inputs.every((i) => i.address === '127.0.0.1')).toBe(true);
+  });
+});
