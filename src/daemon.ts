@@ -10,10 +10,8 @@ import { BoundedQueue } from './core/queue.ts';
 import { SinkRunner } from './core/runner.ts';
 import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
 import { Rfc5424Formatter } from './sinks/rfc5424.ts';
-import { HttpJsonSink } from './sinks/http-json.ts';
+import { buildSink } from './sinks/build.ts';
 import type { Sink } from './sinks/sink.ts';
-import { SyslogTlsSink } from './sinks/syslog-tls.ts';
-import { VERSION } from './version.ts';
 import type { InputContext, Target } from './sources/event-builder.ts';
 import type { HeaderDefaults } from './sources/syslog-parse.ts';
 import { HttpReceiver, type HttpTarget } from './sources/http-receiver.ts';
@@ -37,9 +35,6 @@ interface Pipeline {
   readonly target: Target;
   readonly inputs: Input[];
 }
-
-/** Key used towards the emulator for intakes that have none (emulator.when: no_intake_key). */
-const EMULATOR_DEMO_KEY = 'emulatorDemoKey0000000000000000';
 
 export interface StopReport {
   readonly undelivered: number;
@@ -147,7 +142,8 @@ export class Daemon implements HealthSource {
   #build(intake: ResolvedIntake): Pipeline {
     const m = this.metrics;
     const queue = new BoundedQueue({ maxEvents: intake.queue.max_events, maxBytes: intake.queue.max_bytes, whenFull: intake.queue.when_full });
-    const sink = this.#sink(intake);
+    const emulator = intake.toEmulator ? this.#emulator : undefined;
+    const sink = buildSink(intake, this.metrics, emulator && { port: emulator.port, ca: emulator.caPem });
     const o = intake.output;
     const runner = new SinkRunner({
       intake: intake.name,
@@ -196,50 +192,6 @@ export class Daemon implements HealthSource {
       impl = new TcpSyslogInput({ ...common, maxConnections: input.max_connections, idleTimeoutMs: input.idle_timeout_ms, tls: input.tlsFiles }, ctx, this.#log);
     }
     return { label: input.label, get port() { return impl.port; }, start: () => impl.start(), stop: () => impl.stop() };
-  }
-
-  #sink(intake: ResolvedIntake): Sink {
-    const o = intake.output;
-    const emulator = intake.toEmulator ? this.#emulator : undefined;
-    if (emulator) {
-      return new SyslogTlsSink({
-        host: '127.0.0.1', port: emulator.port, serverName: 'localhost', ca: Buffer.from(emulator.caPem), cert: undefined, key: undefined,
-        connectTimeoutMs: 10_000, resendWindowMs: 2_000, resendWindowBytes: 8 * 1024 * 1024,
-        formatter: new Rfc5424Formatter(EMULATOR_DEMO_KEY, 'received'),
-      });
-    }
-    if (o.type === 'http') {
-      return new HttpJsonSink({
-        intake: intake.name,
-        url: new URL(o.endpoint),
-        intakeKey: intake.intakeKey,
-        event: o.event,
-        gzip: o.gzip,
-        maxBodyBytes: o.max_body_bytes,
-        concurrency: o.concurrency === 'adaptive' ? { adaptive: { min: 1, max: o.max_concurrency } } : { fixed: o.concurrency },
-        connectTimeoutMs: o.connect_timeout_ms,
-        headersTimeoutMs: o.headers_timeout_ms,
-        bodyTimeoutMs: o.body_timeout_ms,
-        requestTimeoutMs: o.request_timeout_ms,
-        keyRetryMs: o.key_retry_ms,
-        ca: o.caPem,
-        proxy: o.proxy,
-        userAgent: `intake-relay/${VERSION}`,
-        metrics: this.metrics,
-      });
-    }
-    return new SyslogTlsSink({
-      host: o.host,
-      port: o.port,
-      serverName: o.server_name,
-      ca: o.caPem,
-      cert: o.clientCertPem,
-      key: o.clientKeyPem,
-      connectTimeoutMs: o.connect_timeout_ms,
-      resendWindowMs: o.resend_window_ms,
-      resendWindowBytes: o.resend_window_bytes,
-      formatter: new Rfc5424Formatter(intake.intakeKey, o.timestamp),
-    });
   }
 
   health(): IntakeHealth[] {

@@ -9,6 +9,7 @@ import { effectiveYaml, summarize } from './config/summary.ts';
 import { Daemon } from './daemon.ts';
 import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
 import { check } from './check.ts';
+import { sendTest } from './send.ts';
 import { pushRules } from './rules-push.ts';
 import { createLogger } from './telemetry/log.ts';
 import { VERSION } from './version.ts';
@@ -29,6 +30,9 @@ Usage:
                                          for every intake: name resolution, TCP connect and TLS handshake
                                          (certificate and host name verified) to its endpoint, each
                                          reported; with an API key (or $INTAKE_RELAY_API_KEY), GET /v1/me
+  intake-relay send     [-c FILE] --intake NAME MESSAGE...
+                                         send test events through the intake's real output, and wait
+                                         until they are acknowledged
   intake-relay rules push [-c FILE] [--intake NAME] [--api-key KEY] [--dry-run]
                                          create the intakes' filters on the platform as optimization
                                          rules (the API key needs SIC_WRITE_CONF_INTAKES; it may also
@@ -92,6 +96,8 @@ async function main(argv: string[]): Promise<number> {
       return emulate(values);
     case 'check':
       return runCheck(file, values);
+    case 'send':
+      return runSend(file, values.intake, positionals.slice(1));
     case 'rules':
       if (positionals[1] !== 'push') {
         process.stderr.write(`Unknown rules command "${positionals[1] ?? ''}": use "rules push".\n`);
@@ -157,6 +163,18 @@ async function run(file: string): Promise<number> {
   await daemon.stop();
   log.flush();
   return 0;
+}
+
+async function runSend(file: string, intake: string | undefined, messages: string[]): Promise<number> {
+  if (!intake || messages.length === 0) {
+    process.stderr.write('Usage: intake-relay send -c FILE --intake NAME MESSAGE...\n');
+    return EX_USAGE;
+  }
+  const config = loadOrReport(file);
+  if (!config) return EX_CONFIG;
+  const r = await sendTest(config, intake, messages);
+  process.stdout.write(`${r.ok ? 'ok' : 'FAILED'}: ${r.detail}\n`);
+  return r.ok ? 0 : 1;
 }
 
 async function runCheck(file: string, values: { 'api-key'?: string; 'api-url'?: string }): Promise<number> {

@@ -20,7 +20,7 @@ import { RateLimiter } from '../telemetry/log.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { listen } from './tcp-syslog.ts';
 import { utf8Boundary, senderAddress } from './event-builder.ts';
-import type { HeaderDefaults } from './syslog-parse.ts';
+import { headerlessEvent, type HeaderDefaults } from './syslog-parse.ts';
 
 const gunzip = promisify(gunzipCb);
 
@@ -342,10 +342,7 @@ export class HttpReceiver {
         truncated++;
       }
       bytes += end - start;
-      events.push({
-        buf, start, end, sdStart: start, sdEnd: start, msgStart: start, tsStart: start, tsEnd: start,
-        receivedAt: now, sender, pri: d.pri, format: 0, hostname: d.hostname || sender, appName: d.appName, procId: d.procId, msgId: '',
-      });
+      events.push(headerlessEvent(buf, start, end, now, sender, d));
     });
     return { events, bytes, refused, truncated, repaired: 0 };
   }

@@ -73,6 +73,14 @@ export function parseSyslog(
   return parseWith({ cache, buf, start, end, line: buf.toString('latin1', start, end), whole: true, ascii, receivedAt, sender, d: defaults }) as LogEvent;
 }
 
+/** An event without a syslog header: buf[start, end) is the whole message; fields from `d`. */
+export function headerlessEvent(buf: Buffer, start: number, end: number, receivedAt: number, sender: string, d: HeaderDefaults): LogEvent {
+  return {
+    buf, start, end, sdStart: start, sdEnd: start, msgStart: start, tsStart: start, tsEnd: start,
+    receivedAt, sender, pri: d.pri, format: 0, hostname: d.hostname || sender, appName: d.appName, procId: d.procId, msgId: '',
+  };
+}
+
 function parseWith(c: Ctx): LogEvent | undefined {
   try {
     const pri = parsePri(c.line);

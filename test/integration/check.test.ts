@@ -95,3 +95,34 @@ ${out(refusing, `${TLS}ca.crt`)}
     expect(ok.out + bad.out).not.toContain(API_KEY);
   });
 });
+
+describe('intake-relay send', () => {
+  it('sends test events through the real syslog path and waits for the intake to confirm', async () => {
+    const received: string[] = [];
+    const keys: string[] = [];
+    const e = new IntakeEmulator({ port: 0, cert: readFileSync(`${TLS}server.crt`), key: readFileSync(`${TLS}server.key`), onMessage: (m) => { received.push(m.message); keys.push(m.intakeKey); } });
+    await e.start();
+    stops.push(() => e.stop());
+    const refusing = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'send-'));
+    writeFileSync(join(dir, 'r.yaml'), `intakes:
+  - name: fw
+    intake_key: SendKey123
+    output: { type: syslog, host: 127.0.0.1, port: ${e.port}, server_name: localhost, ca_file: ${TLS}ca.crt }
+  - name: down
+    intake_key: SendKey456
+    output: { type: syslog, host: 127.0.0.1, port: ${refusing}, server_name: localhost, ca_file: ${TLS}ca.crt }
+`);
+    const ok = await cli(['send', '-c', join(dir, 'r.yaml'), '--intake', 'fw', 'hello', 'wörld']);
+    expect(ok.code).toBe(0);
+    expect(ok.out).toContain(`ok: 2 events delivered to intake "fw" at 127.0.0.1:${e.port} (syslog)`);
+    expect(received).toEqual(['hello', 'wörld']);
+    expect(keys).toEqual(['SendKey123', 'SendKey123']);
+    expect(ok.out).not.toContain('SendKey123');
+    const down = await cli(['send', '-c', join(dir, 'r.yaml'), '--intake', 'down', 'x']);
+    expect(down.code).toBe(1);
+    expect(down.out).toMatch(/FAILED: not delivered to 127\.0\.0\.1:\d+: Connection to 127\.0\.0\.1:\d+ refused/);
+    expect((await cli(['send', '-c', join(dir, 'r.yaml'), '--intake', 'nope', 'x'])).out).toContain('no intake is named "nope"');
+    expect((await cli(['send', '-c', join(dir, 'r.yaml')])).code).toBe(64);
+  });
+});

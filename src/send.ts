@@ -1,0 +1,50 @@
+// `intake-relay send`: test events through an intake's real output (its TLS or HTTP path, its key),
+// waiting until they are acknowledged: an HTTP 2xx, or, for syslog (which has no acknowledgement),
+// the intake closing its side after reading everything.
+
+import { hostname } from 'node:os';
+import type { Config } from './config/load.ts';
+import type { Batch } from './core/event.ts';
+import { buildSink } from './sinks/build.ts';
+import { headerlessEvent } from './sources/syslog-parse.ts';
+import { Metrics } from './telemetry/metrics.ts';
+
+export interface SendOutcome {
+  readonly ok: boolean;
+  readonly detail: string;
+}
+
+export async function sendTest(cfg: Config, intakeName: string, messages: readonly string[], timeoutMs = 15_000): Promise<SendOutcome> {
+  const intake = cfg.intakes.find((i) => i.name.toLowerCase() === intakeName.toLowerCase());
+  if (!intake) return { ok: false, detail: `no intake is named "${intakeName}"` };
+  if (intake.toEmulator) return { ok: false, detail: `intake "${intake.name}" has no key: it would only reach the local emulator` };
+  const sink = buildSink(intake, new Metrics(false));
+  let acked = 0;
+  let lost = '';
+  await sink.start({
+    acknowledged: (n) => (acked += n),
+    connectionLost: (err) => (lost = err.message),
+    connected: () => {},
+    wrote: () => {},
+  });
+  const buf = Buffer.from(messages.join(''));
+  const now = Date.now();
+  const defaults = { pri: 13, hostname: hostname(), appName: 'intake-relay', procId: String(process.pid) };
+  let off = 0;
+  const events = messages.map((m) => {
+    const n = Buffer.byteLength(m);
+    const e = headerlessEvent(buf, off, off + n, now, '', defaults);
+    off += n;
+    return e;
+  });
+  const batch: Batch = { events, bytes: buf.length };
+  const result = await sink.send(batch, AbortSignal.timeout(timeoutMs));
+  const unconfirmed = await sink.stop(AbortSignal.timeout(timeoutMs));
+  const where = intake.output.type === 'http' ? intake.output.endpoint : `${intake.output.host}:${intake.output.port}`;
+  if (result.status !== 'sent') return { ok: false, detail: `not delivered to ${where}: ${result.error.message}` };
+  if (lost) return { ok: false, detail: `written to ${where}, then the connection was lost: ${lost}` };
+  if (acked < events.length || unconfirmed > 0) {
+    return { ok: false, detail: `written to ${where}, but the intake did not confirm (it did not close its side of the connection within ${timeoutMs} ms)` };
+  }
+  return { ok: true, detail: `${events.length} event${events.length === 1 ? '' : 's'} delivered to intake "${intake.name}" at ${where} (${intake.output.type})` };
+}
