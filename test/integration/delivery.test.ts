@@ -234,3 +234,22 @@ describe('output client certificate', () => {
     expect(peerCn).toBe('relay-client');
   });
 });
+
+describe('readiness', () => {
+  it('/readyz turns 503 when an intake has a backlog and no delivery for stall_timeout_ms, and 200 again once it recovers', async () => {
+    const port = await freePort();
+    relay = await startRelay(relayYaml({ intakePort: port, extra: 'shutdown_timeout_ms: 500' }).replace('metrics: { enabled: false }', 'metrics: { address: 127.0.0.1, port: 0, stall_timeout_ms: 300 }'));
+    const ops = `http://127.0.0.1:${relay.daemon.opsPort}`;
+    expect((await fetch(`${ops}/readyz`)).status).toBe(200); // nothing queued: nothing stalled
+    await sendTcp(relay.port('t', 'tcp/0'), lines(20));
+    await vi.waitFor(async () => expect((await fetch(`${ops}/readyz`)).status).toBe(503), { timeout: 5_000 });
+    const body = (await (await fetch(`${ops}/readyz`)).json()) as { ready: boolean; intakes: { name: string; stalled: boolean; queued_events: number; last_error: string }[] };
+    expect(body.ready).toBe(false);
+    expect(body.intakes[0]).toMatchObject({ name: 't', stalled: true, queued_events: 20 });
+    expect(body.intakes[0]!.last_error).toMatch(/refused/);
+    const intake = await startTestIntake(port);
+    intakes.push(intake);
+    await vi.waitFor(() => expect(intake.received).toHaveLength(20), { timeout: 10_000 });
+    await vi.waitFor(async () => expect((await fetch(`${ops}/readyz`)).status).toBe(200), { timeout: 5_000 });
+  });
+});
