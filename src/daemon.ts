@@ -9,7 +9,6 @@ import { compileRoutes } from './core/router.ts';
 import { BoundedQueue } from './core/queue.ts';
 import { SinkRunner } from './core/runner.ts';
 import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
-import { Rfc5424Formatter } from './sinks/rfc5424.ts';
 import { buildSink } from './sinks/build.ts';
 import type { Sink } from './sinks/sink.ts';
 import type { InputContext, Target } from './sources/event-builder.ts';

@@ -65,9 +65,3 @@ export function classifyConnectError(err: unknown, host: string, port: number): 
   const text = err instanceof Error ? err.message : String(err);
   return new RelayError('ERELAY_NETWORK', `Connection to ${where} failed: ${text}`, { cause: err });
 }
-
-export function errorCode(err: unknown): string {
-  if (err instanceof RelayError) return err.code;
-  if (typeof err === 'object' && err !== null && 'code' in err) return String(err.code);
-  return 'EUNKNOWN';
-}
