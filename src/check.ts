@@ -40,6 +40,24 @@ function endpointOf(i: ResolvedIntake): Endpoint {
   return { host: o.host, port: o.port, serverName: o.server_name ?? o.host, ca: o.caPem, cert: o.clientCertPem, key: o.clientKeyPem };
 }
 
+/** The socket once `ready` fires, or the error (or a timeout) that came first; never throws. */
+function settle<S extends net.Socket>(s: S, ready: 'connect' | 'secureConnect', timeoutMs: number): Promise<S | Error> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      s.destroy();
+      resolve(Object.assign(new Error(`${ready === 'connect' ? 'connect' : 'TLS handshake'} timeout`), { code: 'ETIMEDOUT' }));
+    }, timeoutMs);
+    s.once(ready, () => {
+      clearTimeout(timer);
+      resolve(s);
+    });
+    s.once('error', (err) => {
+      clearTimeout(timer);
+      resolve(err);
+    });
+  });
+}
+
 /** DNS, TCP, TLS to one endpoint; stops at the first failure. */
 export async function checkEndpoint(ep: Endpoint, timeoutMs = 10_000): Promise<Step[]> {
   const steps: Step[] = [];
@@ -53,30 +71,16 @@ export async function checkEndpoint(ep: Endpoint, timeoutMs = 10_000): Promise<S
     }
   }
   const started = performance.now();
-  const socket = await new Promise<net.Socket | Error>((resolve) => {
-    // By name: Node tries the addresses it resolves in turn (happy eyeballs).
-    const s = net.connect({ host: ep.host, port: ep.port, autoSelectFamily: true });
-    const timer = setTimeout(() => {
-      s.destroy();
-      resolve(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' }));
-    }, timeoutMs);
-    s.once('connect', () => {
-      clearTimeout(timer);
-      resolve(s);
-    });
-    s.once('error', (err) => {
-      clearTimeout(timer);
-      resolve(err);
-    });
-  });
+  // By name: Node tries the addresses it resolves in turn (happy eyeballs).
+  const socket = await settle(net.connect({ host: ep.host, port: ep.port, autoSelectFamily: true }), 'connect', timeoutMs);
   if (socket instanceof Error) {
     steps.push({ what: 'tcp', ok: false, detail: classifyConnectError(socket, ep.host, ep.port).message });
     return steps;
   }
   steps.push({ what: 'tcp', ok: true, detail: `connected to ${socket.remoteAddress}:${ep.port} in ${Math.round(performance.now() - started)} ms` });
   const name = ep.serverName;
-  const result = await new Promise<tls.TLSSocket | Error>((resolve) => {
-    const t = tls.connect({
+  const result = await settle(
+    tls.connect({
       socket,
       servername: net.isIP(name) ? undefined : name,
       checkServerIdentity: (_h, cert) => tls.checkServerIdentity(name, cert),
@@ -85,20 +89,10 @@ export async function checkEndpoint(ep: Endpoint, timeoutMs = 10_000): Promise<S
       key: ep.key,
       minVersion: 'TLSv1.2',
       rejectUnauthorized: true,
-    });
-    const timer = setTimeout(() => {
-      t.destroy();
-      resolve(Object.assign(new Error('TLS handshake timeout'), { code: 'ETIMEDOUT' }));
-    }, timeoutMs);
-    t.once('secureConnect', () => {
-      clearTimeout(timer);
-      resolve(t);
-    });
-    t.once('error', (err) => {
-      clearTimeout(timer);
-      resolve(err);
-    });
-  });
+    }),
+    'secureConnect',
+    timeoutMs,
+  );
   if (result instanceof Error) {
     socket.destroy();
     steps.push({ what: 'tls', ok: false, detail: classifyConnectError(result, ep.host, ep.port).message });
