@@ -69,7 +69,7 @@ export class Daemon implements HealthSource {
   }
   /** Listening port of a shared listener, by label. */
   listenerPort(label: string): number | undefined {
-    return [...this.#shared, ...this.#listeners.map((l, i) => ({ label: this.config.listeners.filter((x) => x.type === 'http')[i]?.label, port: l.port }))].find((x) => x.label === label)?.port;
+    return [...this.#shared, ...this.#listeners].find((l) => l.label === label)?.port;
   }
   /** Listening port of an input (resolves port 0), for tests and messages. */
   inputPort(intake: string, label: string): number | undefined {

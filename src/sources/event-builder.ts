@@ -29,6 +29,30 @@ export interface InputContext {
   readonly router?: Router;
 }
 
+/** The intake a plain input belongs to, for labels and messages; '' for a shared listener. */
+export function ownerIntake(ctx: InputContext): string {
+  return ctx.router ? '' : (ctx.targets[0]?.intake ?? '');
+}
+
+/**
+ * Drops the events an intake's filters match (counted per rule); returns the rest, their bytes,
+ * and how many were dropped. One pass, shared by every input.
+ */
+export function applyFilters(target: Target, events: LogEvent[], metrics: Metrics): { events: LogEvent[]; bytes: number; filtered: number } {
+  const kept: LogEvent[] = [];
+  let bytes = 0;
+  for (const e of events) {
+    const rule = target.filters.match(e);
+    if (rule >= 0) {
+      metrics.eventsFiltered.inc({ intake: target.intake, rule: target.filters.name(rule) });
+      continue;
+    }
+    kept.push(e);
+    bytes += e.end - e.start;
+  }
+  return { events: kept, bytes, filtered: events.length - kept.length };
+}
+
 function targetCounters(m: Metrics, intake: string, input: string) {
   return {
     received: m.eventsReceived.labels({ intake, input }),
@@ -44,7 +68,7 @@ export function inputCounters(ctx: InputContext) {
   const { metrics: m, input } = ctx;
   // Repairs and oversize drops happen before routing: they are counted under the first intake for
   // a plain input, and under the listener for a shared one.
-  const owner = ctx.router ? '' : (ctx.targets[0]?.intake ?? '');
+  const owner = ownerIntake(ctx);
   return {
     targets: ctx.targets.map((t) => targetCounters(m, t.intake, input)),
     invalidUtf8: m.eventsModified.labels({ intake: owner, input, reason: 'invalid_utf8' }),
@@ -101,7 +125,6 @@ export class EventBuilder implements FrameSink {
       end = utf8Boundary(buf, start, end);
       this.#truncated++;
     }
-    this.#bytes += end - start;
     // The read was checked as a whole; a frame joined from an earlier read's tail was not.
     const fromRead = buf === this.#chunk;
     if (!(fromRead && this.#utf8) && !isUtf8(buf.subarray(start, end))) {
@@ -109,9 +132,12 @@ export class EventBuilder implements FrameSink {
       this.#invalid++;
       const fixed = Buffer.from(buf.toString('utf8', start, end), 'utf8');
       this.#events.push(parseSyslog(fixed, 0, fixed.length, this.#receivedAt, this.#sender, this.#ctx.defaults, false, this.#fields));
+      // The queue accounts each event by its own size: the repaired one's.
+      this.#bytes += fixed.length;
       return;
     }
     this.#events.push(parseSyslog(buf, start, end, this.#receivedAt, this.#sender, this.#ctx.defaults, fromRead && this.#ascii, this.#fields));
+    this.#bytes += end - start;
   }
 
   oversized(): void {
@@ -137,10 +163,11 @@ export class EventBuilder implements FrameSink {
     }
     const events = this.#events;
     if (events.length === 0) return 'ok';
+    const bytes = this.#bytes;
     this.#events = [];
     this.#bytes = 0;
     const { targets, router } = this.#ctx;
-    if (!router) return this.#offer(0, events);
+    if (!router) return this.#offer(0, events, bytes);
     // Shared listener: group the read's events by intake, keeping their order within each.
     const groups: (LogEvent[] | undefined)[] = [];
     let routeDrops = 0;
@@ -159,34 +186,27 @@ export class EventBuilder implements FrameSink {
     let result: OfferResult = 'ok';
     for (let t = 0; t < targets.length; t++) {
       const g = groups[t];
-      if (g && this.#offer(t, g) === 'slow_down') result = 'slow_down';
+      if (!g) continue;
+      let groupBytes = 0;
+      for (const e of g) groupBytes += e.end - e.start;
+      if (this.#offer(t, g, groupBytes) === 'slow_down') result = 'slow_down';
     }
     return result;
   }
 
-  /** Filters, counts and offers one target's events. */
-  #offer(t: number, all: LogEvent[]): OfferResult {
+  /** Filters, counts and offers one target's events (`bytes`: their total size). */
+  #offer(t: number, all: LogEvent[], bytes: number): OfferResult {
     const target = this.#ctx.targets[t] as Target;
     const c = this.#c.targets[t] as InputCounters['targets'][number];
-    let bytes = 0;
-    for (const e of all) bytes += e.end - e.start;
     c.received.inc(all.length);
     c.bytes.inc(bytes);
     let events = all;
     if (!target.filters.empty) {
-      events = [];
-      bytes = 0;
-      for (const e of all) {
-        const rule = target.filters.match(e);
-        if (rule >= 0) {
-          this.#ctx.metrics.eventsFiltered.inc({ intake: target.intake, rule: target.filters.name(rule) });
-          continue;
-        }
-        events.push(e);
-        bytes += e.end - e.start;
-      }
-      if (events.length < all.length) c.filtered.inc(all.length - events.length);
-      if (events.length === 0) return 'ok';
+      const f = applyFilters(target, all, this.#ctx.metrics);
+      if (f.filtered > 0) c.filtered.inc(f.filtered);
+      if (f.events.length === 0) return 'ok';
+      events = f.events;
+      bytes = f.bytes;
     }
     const queue = target.queue;
     const r = queue.offer(events, bytes, this.#canPause);

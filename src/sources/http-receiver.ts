@@ -13,23 +13,18 @@ import { promisify } from 'node:util';
 import { gunzip as gunzipCb } from 'node:zlib';
 import type { Logger } from 'pino';
 import type { LogEvent } from '../core/event.ts';
-import type { BoundedQueue } from '../core/queue.ts';
-import type { FilterSet } from '../core/filters.ts';
 import type { ResolvedHttpListener } from '../config/load.ts';
 import { RateLimiter } from '../telemetry/log.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { listen } from './tcp-syslog.ts';
-import { utf8Boundary, senderAddress } from './event-builder.ts';
+import { applyFilters, utf8Boundary, senderAddress, type Target } from './event-builder.ts';
 import { headerlessEvent, type HeaderDefaults } from './syslog-parse.ts';
 
 const gunzip = promisify(gunzipCb);
 
 /** An intake this listener can feed. */
-export interface HttpTarget {
-  readonly intake: string;
+export interface HttpTarget extends Target {
   readonly intakeKey: string;
-  readonly queue: BoundedQueue;
-  readonly filters: FilterSet;
 }
 
 type Reason =
@@ -82,6 +77,10 @@ export class HttpReceiver {
     );
     const d = listener.defaults;
     this.#defaults = { pri: d.facility * 8 + d.severity, hostname: d.hostname ?? '', appName: d.app_name ?? '', procId: d.procid ?? '' };
+  }
+
+  get label(): string {
+    return this.#l.label;
   }
 
   get port(): number {
@@ -367,18 +366,10 @@ export class HttpReceiver {
     let events = b.events;
     let bytes = b.bytes;
     if (!t.filters.empty) {
-      events = [];
-      bytes = 0;
-      for (const e of b.events) {
-        const rule = t.filters.match(e);
-        if (rule >= 0) {
-          m.eventsFiltered.inc({ intake: t.intake, rule: t.filters.name(rule) });
-          m.eventsDropped.inc({ intake: t.intake, stage: 'input', reason: 'filtered' });
-          continue;
-        }
-        events.push(e);
-        bytes += e.end - e.start;
-      }
+      const f = applyFilters(t, b.events, m);
+      if (f.filtered > 0) m.eventsDropped.inc({ intake: t.intake, stage: 'input', reason: 'filtered' }, f.filtered);
+      events = f.events;
+      bytes = f.bytes;
     }
     if (events.length === 0) return 0;
     const r = t.queue.admit(events, bytes);

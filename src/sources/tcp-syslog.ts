@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { RelayError } from '../core/errors.ts';
 import { RateLimiter } from '../telemetry/log.ts';
 import { Deframer, type Oversize } from './framing.ts';
-import { EventBuilder, inputCounters, senderAddress, type InputContext } from './event-builder.ts';
+import { EventBuilder, inputCounters, ownerIntake, senderAddress, type InputContext } from './event-builder.ts';
 
 export interface TcpInputOptions {
   readonly address: string;
@@ -31,7 +31,7 @@ export class TcpSyslogInput {
 
   /** The intake for labels; '' on a shared listener. */
   get #intake(): string {
-    return this.#ctx.router ? '' : (this.#ctx.targets[0]?.intake ?? '');
+    return ownerIntake(this.#ctx);
   }
 
   constructor(options: TcpInputOptions, ctx: InputContext, log: Logger) {
@@ -49,7 +49,7 @@ export class TcpSyslogInput {
   async start(): Promise<void> {
     const o = this.#o;
     const { metrics: m, input } = this.#ctx;
-    const intake = this.#ctx.router ? '' : (this.#ctx.targets[0]?.intake ?? '');
+    const intake = this.#intake;
     const connections = m.connections.labels({ intake, input });
     connections.set(0);
     const onSocket = (socket: net.Socket): void => this.#accept(socket, connections);

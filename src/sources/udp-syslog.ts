@@ -7,7 +7,7 @@ import { isIPv6 } from 'node:net';
 import type { Logger } from 'pino';
 import { RelayError } from '../core/errors.ts';
 import type { Oversize } from './framing.ts';
-import { EventBuilder, inputCounters, senderAddress, type InputContext } from './event-builder.ts';
+import { EventBuilder, inputCounters, ownerIntake, senderAddress, type InputContext } from './event-builder.ts';
 
 export interface UdpInputOptions {
   readonly address: string;
@@ -63,7 +63,7 @@ export class UdpSyslogInput {
         setImmediate(flush);
       }
     });
-    const intake = this.#ctx.router ? '' : (this.#ctx.targets[0]?.intake ?? '');
+    const intake = ownerIntake(this.#ctx);
     const what = intake ? `${intake}/${this.#ctx.input}` : `listener ${this.#ctx.input}`;
     await new Promise<void>((resolve, reject) => {
       socket.once('error', (err: NodeJS.ErrnoException) =>

@@ -39,3 +39,14 @@ describe('EventBuilder', () => {
     expect(await metricValue(metrics, 'intake_relay_events_dropped_total', { reason: 'queue_full' })).toBe(0);
   });
 });
+
+describe('EventBuilder accounting', () => {
+  it('counts a repaired frame at its repaired size, so the queue\'s bytes return to zero', async () => {
+    const { queue, read } = setup();
+    read(Buffer.from([...Buffer.from('<13>bad '), 0xff, 0xfe, 0x0a, ...Buffer.from('<13>ok\n')]));
+    const batch = await queue.take({ maxEvents: 10, maxBytes: 1 << 20, lingerMs: 0 }, new AbortController().signal);
+    expect(batch!.bytes).toBe(batch!.events.reduce((n, e) => n + e.end - e.start, 0));
+    queue.release(batch!);
+    expect([queue.pendingEvents, queue.pendingBytes]).toEqual([0, 0]);
+  });
+});
