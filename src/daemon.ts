@@ -2,8 +2,10 @@
 // starts them outputs first, and stops them in order under one deadline: inputs stop accepting,
 // queues drain into the outputs, outputs close, and what could not be delivered is reported.
 
+import { hostname } from 'node:os';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Config, ResolvedInput, ResolvedIntake, ResolvedSyslogListener } from './config/load.ts';
+import type { Config, ResolvedIntake, ResolvedSyslogInput, ResolvedSyslogListener } from './config/load.ts';
 import { FilterSet } from './core/filters.ts';
 import { compileRoutes } from './core/router.ts';
 import { BoundedQueue } from './core/queue.ts';
@@ -13,6 +15,7 @@ import { buildSink } from './sinks/build.ts';
 import type { Sink } from './sinks/sink.ts';
 import type { InputContext, Target } from './sources/event-builder.ts';
 import type { HeaderDefaults } from './sources/syslog-parse.ts';
+import { FileInput } from './sources/file-tail.ts';
 import { HttpReceiver, type HttpTarget } from './sources/http-receiver.ts';
 import { TcpSyslogInput } from './sources/tcp-syslog.ts';
 import { UdpSyslogInput } from './sources/udp-syslog.ts';
@@ -21,9 +24,15 @@ import { Metrics } from './telemetry/metrics.ts';
 
 interface Input {
   readonly label: string;
+  /** Listening port; 0 for inputs that do not listen. */
   readonly port: number;
+  /** Where it reads from, for the start-up log. */
+  readonly where: string;
   start(): Promise<void>;
+  /** Stop taking in events. */
   stop(): Promise<void>;
+  /** After the outputs have drained (file inputs save their checkpoints). */
+  finish?(): Promise<void>;
 }
 
 interface Pipeline {
@@ -126,7 +135,7 @@ export class Daemon implements HealthSource {
       {
         intakes: this.#pipelines.map((p) => ({
           name: p.intake.name,
-          inputs: p.inputs.map((i) => `${i.label} on port ${i.port}`),
+          inputs: p.inputs.map((i) => `${i.label} ${i.where}`),
           output: p.intake.toEmulator
             ? `emulator 127.0.0.1:${this.#emulator?.port}`
             : p.intake.output.type === 'http' ? `http ${p.intake.output.endpoint}` : `syslog ${p.intake.output.host}:${p.intake.output.port}`,
@@ -166,12 +175,26 @@ export class Daemon implements HealthSource {
       gauges.unacked.set(sink.unacknowledged);
     });
     const target: Target = { intake: intake.name, queue, filters: new FilterSet(intake.filters) };
-    const inputs = intake.inputs.map((input) => this.#syslogInput(input, { input: input.label, metrics: m, defaults: defaultsOf(input.defaults), targets: [target] }, intake.name));
+    const inputs = intake.inputs.map((input): Input => {
+      if (input.type !== 'file') return this.#syslogInput(input, { input: input.label, metrics: m, defaults: defaultsOf(input.defaults), targets: [target] }, intake.name);
+      const ctx = { input: input.label, metrics: m, defaults: { pri: 0, hostname: '', appName: '', procId: '' }, targets: [target] };
+      const file = new FileInput(input, ctx, join(this.config.dataDir, 'files', `${fileSafe(intake.name)}--${fileSafe(input.label)}.json`), hostname(), this.#log);
+      return {
+        label: input.label,
+        port: 0,
+        get where() {
+          return `following ${file.files.length} file(s) matching ${input.paths.join(', ')}`;
+        },
+        start: () => file.start(),
+        stop: () => file.stop(),
+        finish: () => file.finish(),
+      };
+    });
     return { intake, queue, runner, sink, target, inputs };
   }
 
   /** A UDP or TCP syslog input feeding `ctx.targets` (one intake, or a shared listener's). */
-  #syslogInput(input: ResolvedInput | ResolvedSyslogListener, ctx: InputContext, intake: string): Input {
+  #syslogInput(input: ResolvedSyslogInput | ResolvedSyslogListener, ctx: InputContext, intake: string): Input {
     const m = this.metrics;
     const common = { address: input.address, port: input.port, maxMessageBytes: input.max_message_bytes, oversize: input.oversize };
     let impl: UdpSyslogInput | TcpSyslogInput;
@@ -190,7 +213,7 @@ export class Daemon implements HealthSource {
     } else {
       impl = new TcpSyslogInput({ ...common, maxConnections: input.max_connections, idleTimeoutMs: input.idle_timeout_ms, tls: input.tlsFiles }, ctx, this.#log);
     }
-    return { label: input.label, get port() { return impl.port; }, start: () => impl.start(), stop: () => impl.stop() };
+    return { label: input.label, get port() { return impl.port; }, get where() { return `on port ${impl.port}`; }, start: () => impl.start(), stop: () => impl.stop() };
   }
 
   health(): IntakeHealth[] {
@@ -241,6 +264,8 @@ export class Daemon implements HealthSource {
         if (lost > 0) this.metrics.eventsDropped.inc({ intake: p.intake.name, stage: 'output', reason: 'shutdown' }, lost);
       }),
     );
+    // File inputs save checkpoints covering what was delivered.
+    await Promise.all(this.#pipelines.flatMap((p) => p.inputs.map((i) => i.finish?.().catch(() => {}))));
     await this.#ops?.stop();
     await this.#emulator?.stop();
     this.#phase = 'stopped';
@@ -250,6 +275,11 @@ export class Daemon implements HealthSource {
     }
     return { undelivered, perIntake };
   }
+}
+
+/** A name as part of a file name: letters, digits, . _ - kept, anything else %-escaped. */
+function fileSafe(name: string): string {
+  return name.replace(/[^A-Za-z0-9._-]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
 function defaultsOf(d: { facility: number; severity: number; hostname?: string | undefined; app_name?: string | undefined; procid?: string | undefined }): HeaderDefaults {

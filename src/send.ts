@@ -22,7 +22,7 @@ export async function sendTest(cfg: Config, intakeName: string, messages: readon
   let acked = 0;
   let lost = '';
   await sink.start({
-    acknowledged: (n) => (acked += n),
+    acknowledged: (_seq, n) => (acked += n),
     connectionLost: (err) => (lost = err.message),
     connected: () => {},
     wrote: () => {},
@@ -37,7 +37,7 @@ export async function sendTest(cfg: Config, intakeName: string, messages: readon
     off += n;
     return e;
   });
-  const batch: Batch = { events, bytes: buf.length };
+  const batch: Batch = { events, bytes: buf.length, seq: 0 };
   const result = await sink.send(batch, AbortSignal.timeout(timeoutMs));
   const unconfirmed = await sink.stop(AbortSignal.timeout(timeoutMs));
   const where = intake.output.type === 'http' ? intake.output.endpoint : `${intake.output.host}:${intake.output.port}`;

@@ -8,7 +8,7 @@ import { resolve as resolvePath, dirname } from 'node:path';
 import { LineCounter, isMap, isScalar, parseDocument, visit, type Document, type Node, type Scalar } from 'yaml';
 import type { ZodError } from 'zod';
 import { compileRoutes } from '../core/router.ts';
-import { configSchema, type HttpListenerConfig, type SyslogListenerConfig, type HttpOutputConfig, type IntakeConfig, type InputConfig, type RawConfig, type SyslogOutputConfig } from './schema.ts';
+import { configSchema, type FileInputConfig, type HttpListenerConfig, type SyslogListenerConfig, type HttpOutputConfig, type IntakeConfig, type InputConfig, type RawConfig, type SyslogOutputConfig } from './schema.ts';
 import { REGIONS, type Region } from './regions.ts';
 import { convertLegacy, legacySchema, looksLegacy } from './legacy.ts';
 
@@ -29,7 +29,10 @@ export interface TlsFiles {
   readonly ca: Buffer | undefined;
 }
 
-export type ResolvedInput = InputConfig & { readonly label: string; readonly tlsFiles: TlsFiles | undefined };
+export type ResolvedSyslogInput = Exclude<InputConfig, { type: 'file' }> & { readonly label: string; readonly tlsFiles: TlsFiles | undefined };
+/** A file input; `paths` and `exclude` made absolute (exclude patterns without "/" match base names). */
+export type ResolvedFileInput = FileInputConfig & { readonly label: string };
+export type ResolvedInput = ResolvedSyslogInput | ResolvedFileInput;
 
 export interface ResolvedSyslogOutput extends SyslogOutputConfig {
   readonly host: string;
@@ -67,6 +70,8 @@ export const INTAKE_API_PATHS = ['/jsons', '/plain', '/plain/batch', '/batch', '
 
 export interface Config extends Omit<RawConfig, 'intakes' | 'region' | 'listeners'> {
   readonly file: string;
+  /** data_dir, or $STATE_DIRECTORY (its first entry), or /var/lib/intake-relay; absolute. */
+  readonly dataDir: string;
   readonly format: 'native' | 'official-intakes-yaml';
   readonly region: Region;
   readonly intakes: readonly ResolvedIntake[];
@@ -161,6 +166,7 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
     if (prev !== undefined) problems.push(`${place(['intakes', i, 'name'])}: duplicate intake name "${intake.name}" (also intakes[${prev}])`);
     else names.set(intake.name.toLowerCase(), i);
     intake.inputs.forEach((input, j) => {
+      if (input.type === 'file') return;
       const proto = input.type === 'udp' ? 'udp' : 'tcp';
       if (input.port === 0) return;
       for (const [k, owner] of listenersByPort) {
@@ -207,6 +213,7 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
       problems.push(`${place(['intakes', i, field])}: the intake key of "${intake.name}" must be letters and digits only (it has ${intakeKey.length} characters, some of them other)`);
     }
     const inputs = intake.inputs.map((input, j): ResolvedInput => {
+      if (input.type === 'file') return resolveFileInput(input, base, (k, msg) => problems.push(`${place(['intakes', i, 'inputs', j, ...k])}: ${msg}`));
       let tlsFiles: TlsFiles | undefined;
       if (input.type === 'tcp' && input.tls) {
         const p = ['intakes', i, 'inputs', j, 'tls'];
@@ -303,7 +310,22 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   }
 
   if (problems.length > 0) throw new ConfigError(file, problems);
-  return deepFreeze({ ...cfg, region, file, format, intakes, listeners, warnings });
+  const stateDir = env['STATE_DIRECTORY']?.split(':')[0];
+  const dataDir = resolvePath(base, cfg.data_dir ?? (stateDir || '/var/lib/intake-relay'));
+  return deepFreeze({ ...cfg, region, file, format, dataDir, intakes, listeners, warnings });
+}
+
+function resolveFileInput(input: FileInputConfig, base: string, problem: (key: PropertyKey[], msg: string) => void): ResolvedFileInput {
+  const paths = input.paths.map((p) => resolvePath(base, p));
+  const exclude = input.exclude.map((p) => (p.includes('/') ? resolvePath(base, p) : p));
+  if (input.multiline) {
+    try {
+      new RegExp(input.multiline.start_pattern);
+    } catch (err) {
+      problem(['multiline', 'start_pattern'], `not a valid regular expression: ${(err as Error).message}`);
+    }
+  }
+  return { ...input, paths, exclude, label: input.name ?? `file:${input.paths[0]}` };
 }
 
 /** Labels of the listeners that can hand events to the intake `name` (by key, path or route). */

@@ -12,6 +12,12 @@ export function summarize(cfg: Config): string {
     lines.push(`intake "${i.name}":`);
     lines.push(`  key: ${i.toEmulator ? 'not set: forwards to the local emulator' : `set (${i.intakeKey.length} characters, from ${i.keySource})`}`);
     for (const input of i.inputs) {
+      if (input.type === 'file') {
+        lines.push(`  input ${input.label}: lines of ${input.paths.join(', ')}${input.exclude.length > 0 ? ` except ${input.exclude.join(', ')}` : ''}` +
+          `, from the ${input.read_from} at first start, max ${input.max_line_bytes} bytes per line (${input.oversize})${input.multiline ? `, multiline from /${input.multiline.start_pattern}/` : ''}`);
+        lines.push(`    checkpoints in ${cfg.dataDir}`);
+        continue;
+      }
       const kind = input.type === 'tcp' ? (input.tls ? `tls${input.tls.client_ca_file ? ' (client certificates required)' : ''}` : 'tcp') : 'udp';
       lines.push(`  input ${input.label}: ${kind} on ${input.address}:${input.port}, max ${input.max_message_bytes} bytes per event (${input.oversize})`);
     }
@@ -64,7 +70,9 @@ export function effectiveYaml(cfg: Config): string {
       if (k === 'bearer_token') return '[redacted]';
       return v;
     }),
-  ) as { intakes: Record<string, unknown>[] };
+  ) as { intakes: Record<string, unknown>[]; dataDir?: string; data_dir?: string };
+  plain.data_dir = plain.dataDir;
+  delete plain.dataDir;
   // Back to the file's own keys, so the output is itself a valid configuration (once keys are put back).
   plain.intakes = plain.intakes.map((i, n) => {
     const { intakeKey, ...rest } = i;

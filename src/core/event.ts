@@ -55,4 +55,9 @@ export interface Batch {
   readonly events: readonly LogEvent[];
   /** Sum of the events' byte sizes. */
   readonly bytes: number;
+  /**
+   * Sequence number of the first event: the queue numbers the events it takes in, in order, and a
+   * batch always holds consecutive ones, [seq, seq + events.length).
+   */
+  readonly seq: number;
 }

@@ -3,6 +3,7 @@
 // caller, which counts it: nothing leaves this queue silently.
 
 import type { Batch, LogEvent } from './event.ts';
+import { SettledTracker } from './settled.ts';
 
 export type WhenFull = 'block' | 'drop_newest';
 export type OfferResult = 'ok' | 'slow_down' | 'dropped';
@@ -31,9 +32,14 @@ const RESUME_FRACTION = 0.9;
 
 export class BoundedQueue {
   readonly #limits: QueueLimits;
-  // A FIFO of chunks; `#head` indexes the first unread event of the first chunk.
+  // A FIFO of chunks; `#head` indexes the first unread event of the first chunk. `#seqs[i]` is the
+  // sequence number of the first event of `#chunks[i]`.
   #chunks: LogEvent[][] = [];
+  #seqs: number[] = [];
   #head = 0;
+  /** Number the next event taken in gets. */
+  #nextSeq = 0;
+  readonly #settled = new SettledTracker();
   #events = 0;
   #bytes = 0;
   // Taken by the runner and not yet accepted by the sink: still counted against the limits.
@@ -73,6 +79,23 @@ export class BoundedQueue {
     return this.#closed;
   }
 
+  /**
+   * The number the next event taken in will get: every event offered so far is numbered below it.
+   * An input that records this after an offer knows its events are settled once `settledBelow`
+   * reaches it.
+   */
+  get nextSeq(): number {
+    return this.#nextSeq;
+  }
+  /** Every event numbered below this has been delivered or dropped with a counted reason. */
+  get settledBelow(): number {
+    return this.#settled.watermark;
+  }
+  /** Events [seq, seq + count) were acknowledged by the output or dropped (counted). */
+  settle(seq: number, count: number): void {
+    this.#settled.settle(seq, count);
+  }
+
   #full(): boolean {
     return this.pendingEvents >= this.#limits.maxEvents || this.pendingBytes >= this.#limits.maxBytes;
   }
@@ -89,7 +112,8 @@ export class BoundedQueue {
       this.#push(events, bytes);
       return { result: this.#full() ? 'slow_down' : 'ok', dropped: 0, droppedBytes: 0 };
     }
-    // Take what fits, refuse the rest (drop_newest, or a caller that cannot wait).
+    // Take what fits, refuse the rest (drop_newest, or a caller that cannot wait). Refused events
+    // get no number: they are settled (counted as dropped) by the caller.
     let n = 0;
     let taken = 0;
     const held = this.pendingEvents;
@@ -155,11 +179,13 @@ export class BoundedQueue {
   /** Put batches taken with take() back at the front, oldest first (shutdown). */
   requeue(batches: readonly Batch[]): void {
     const chunks: LogEvent[][] = [];
+    const seqs: number[] = [];
     let events = 0;
     let bytes = 0;
     for (const b of batches) {
       if (b.events.length === 0) continue;
       chunks.push(b.events.slice());
+      seqs.push(b.seq);
       events += b.events.length;
       bytes += b.bytes;
     }
@@ -169,9 +195,11 @@ export class BoundedQueue {
     const first = this.#chunks[0];
     if (first && this.#head > 0) {
       this.#chunks[0] = first.slice(this.#head);
+      this.#seqs[0] = (this.#seqs[0] as number) + this.#head;
       this.#head = 0;
     }
     this.#chunks = chunks.concat(this.#chunks);
+    this.#seqs = seqs.concat(this.#seqs);
     this.#events += events;
     this.#bytes += bytes;
     this.#wakeTaker();
@@ -180,6 +208,8 @@ export class BoundedQueue {
   #push(events: LogEvent[], bytes: number): void {
     if (events.length === 0) return;
     this.#chunks.push(events);
+    this.#seqs.push(this.#nextSeq);
+    this.#nextSeq += events.length;
     this.#events += events.length;
     this.#bytes += bytes;
     this.#wakeTaker();
@@ -248,7 +278,10 @@ export class BoundedQueue {
   #cut(limits: BatchLimits): Batch {
     const out: LogEvent[] = [];
     let bytes = 0;
+    const seq = (this.#seqs[0] ?? this.#nextSeq) + this.#head;
     while (this.#chunks.length > 0 && out.length < limits.maxEvents) {
+      // A batch holds consecutive numbers: stop where chunks put back out of order meet.
+      if (out.length > 0 && this.#seqs[0] !== seq + out.length) break;
       const chunk = this.#chunks[0] as LogEvent[];
       let i = this.#head;
       while (i < chunk.length && out.length < limits.maxEvents) {
@@ -262,6 +295,7 @@ export class BoundedQueue {
       }
       if (i >= chunk.length) {
         this.#chunks.shift();
+        this.#seqs.shift();
         this.#head = 0;
       } else {
         this.#head = i;
@@ -272,7 +306,7 @@ export class BoundedQueue {
     this.#bytes -= bytes;
     this.#inFlightEvents += out.length;
     this.#inFlightBytes += bytes;
-    return { events: out, bytes };
+    return { events: out, bytes, seq };
   }
 
   /** No more offers; `take` hands out what remains, then undefined. Wakes paused writers. */

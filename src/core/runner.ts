@@ -29,7 +29,7 @@ export interface RunnerOptions {
 
 export type OutputState = 'starting' | 'connected' | 'retrying' | 'key_rejected' | 'stopped';
 
-const EMPTY: Batch = { events: [], bytes: 0 };
+const EMPTY: Batch = { events: [], bytes: 0, seq: 0 };
 
 export class SinkRunner {
   readonly #o: RunnerOptions;
@@ -90,7 +90,8 @@ export class SinkRunner {
   async start(): Promise<void> {
     const { sink, log, intake } = this.#o;
     await sink.start({
-      acknowledged: (n) => {
+      acknowledged: (seq, n) => {
+        this.#o.queue.settle(seq, n);
         this.#m.sent.inc(n);
         this.#lastAckAt = Date.now();
         this.#m.lastDelivery.set(this.#lastAckAt / 1000);
@@ -225,6 +226,7 @@ export class SinkRunner {
   #drop(batch: Batch, reason: DropReason, error: RelayError): void {
     const { queue, metrics, intake } = this.#o;
     metrics.eventsDropped.inc({ intake, stage: 'output', reason }, batch.events.length);
+    queue.settle(batch.seq, batch.events.length);
     this.#logError(error, 'Events dropped: the intake refused them.', { reason, events: batch.events.length });
     if (batch !== EMPTY) queue.release(batch);
   }
@@ -260,5 +262,5 @@ function sub(batch: Batch, from: number, to: number): Batch {
   const events = batch.events.slice(from, to);
   let bytes = 0;
   for (const e of events) bytes += e.end - e.start;
-  return { events, bytes };
+  return { events, bytes, seq: batch.seq + from };
 }

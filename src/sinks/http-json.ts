@@ -127,7 +127,7 @@ export class HttpJsonSink implements Sink {
       this.#m.duration.observe((performance.now() - started) / 1000);
       this.#events?.wrote(body.length);
       this.#m.body.inc(json.length);
-      return this.#answer(res.statusCode, res.headers, text, n);
+      return this.#answer(res.statusCode, res.headers, text, batch);
     } catch (err) {
       this.#m.cErr.inc();
       this.#up = false;
@@ -142,7 +142,7 @@ export class HttpJsonSink implements Sink {
     }
   }
 
-  #answer(status: number, headers: Record<string, string | string[] | undefined>, text: string, n: number): SendResult {
+  #answer(status: number, headers: Record<string, string | string[] | undefined>, text: string, batch: Batch): SendResult {
     const o = this.#o;
     const m = this.#m;
     if (status >= 200 && status < 300) {
@@ -151,7 +151,7 @@ export class HttpJsonSink implements Sink {
         this.#up = true;
         this.#events?.connected();
       }
-      this.#events?.acknowledged(n);
+      this.#events?.acknowledged(batch.seq, batch.events.length);
       return { status: 'sent' };
     }
     (status >= 500 ? m.c5 : status >= 400 ? m.c4 : m.cOther).inc();

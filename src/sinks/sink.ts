@@ -30,8 +30,11 @@ export type SendResult =
 
 /** What a sink tells the runner besides the result of send(). */
 export interface SinkEvents {
-  /** `events` events reached the intake (syslog: written, and the connection stayed healthy after). */
-  acknowledged(events: number): void;
+  /**
+   * Events [seq, seq + events) of a batch reached the intake (syslog: written, and the connection
+   * stayed healthy after). Each batch is acknowledged once, whole.
+   */
+  acknowledged(seq: number, events: number): void;
   /**
    * The connection failed with `events` events written but not acknowledged: they will be written
    * again on the next connection, which the runner must open (send an empty batch) if idle.

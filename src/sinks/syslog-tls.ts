@@ -30,6 +30,8 @@ const MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
 
 interface Written {
   readonly buf: Buffer;
+  /** The batch's events: [seq, seq + events). */
+  readonly seq: number;
   readonly events: number;
   at: number;
   /** The socket has handed these bytes to the kernel: the buffer may be reused once retired. */
@@ -116,11 +118,11 @@ export class SyslogTlsSink implements Sink {
       // What the last connection left unacknowledged goes first, in its order.
       const resend = this.#resend;
       this.#resend = [];
-      for (const w of resend) this.#write(socket, w.buf, w.events);
+      for (const w of resend) this.#write(socket, w.buf, w.seq, w.events);
     }
     if (batch.events.length > 0) {
       this.#unacked += batch.events.length;
-      this.#write(socket, this.#o.formatter.frames(batch.events, this.#alloc), batch.events.length);
+      this.#write(socket, this.#o.formatter.frames(batch.events, this.#alloc), batch.seq, batch.events.length);
     }
     this.#retire(Date.now());
     // Keep a few batches in flight, so the next one is formatted while this one is encrypted and
@@ -131,8 +133,8 @@ export class SyslogTlsSink implements Sink {
     return { status: 'sent' };
   }
 
-  #write(socket: tls.TLSSocket, buf: Buffer, events: number): void {
-    const w: Written = { buf, events, at: Date.now(), flushed: false };
+  #write(socket: tls.TLSSocket, buf: Buffer, seq: number, events: number): void {
+    const w: Written = { buf, seq, events, at: Date.now(), flushed: false };
     socket.write(buf, () => {
       w.flushed = true;
     });
@@ -142,22 +144,19 @@ export class SyslogTlsSink implements Sink {
   }
 
   #retire(now: number): void {
-    let acked = 0;
     while (this.#window.length > 0) {
       const w = this.#window[0] as Written;
       if (now - w.at < this.#o.resendWindowMs && this.#windowBytes <= this.#o.resendWindowBytes) break;
       this.#window.shift();
       this.#windowBytes -= w.buf.length;
-      acked += w.events;
       if (w.flushed) this.#pool.give(w.buf);
+      this.#ack(w);
     }
-    this.#ack(acked);
   }
 
-  #ack(n: number): void {
-    if (n === 0) return;
-    this.#unacked -= n;
-    this.#events?.acknowledged(n);
+  #ack(w: Written): void {
+    this.#unacked -= w.events;
+    this.#events?.acknowledged(w.seq, w.events);
   }
 
   #connect(signal: AbortSignal): Promise<tls.TLSSocket> {
@@ -240,9 +239,7 @@ export class SyslogTlsSink implements Sink {
         });
         socket.destroy();
         if (closedByPeer) {
-          let n = 0;
-          for (const w of this.#window) n += w.events;
-          this.#ack(n);
+          for (const w of this.#window) this.#ack(w);
           this.#window = [];
         }
       }

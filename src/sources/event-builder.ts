@@ -9,7 +9,7 @@ import type { FilterSet } from '../core/filters.ts';
 import { ROUTE_DROP, type Router } from '../core/router.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { FrameSink } from './framing.ts';
-import { fieldCache, parseSyslog, type HeaderDefaults } from './syslog-parse.ts';
+import { fieldCache, headerlessEvent, parseSyslog, type HeaderDefaults } from './syslog-parse.ts';
 
 /** One intake an input can feed: its queue, its filters, and the input's counters for it. */
 export interface Target {
@@ -87,6 +87,7 @@ export class EventBuilder implements FrameSink {
   readonly #ctx: InputContext;
   readonly #c: InputCounters;
   readonly #canPause: boolean;
+  readonly #parse: boolean;
   readonly #fields = fieldCache();
   #events: LogEvent[] = [];
   #bytes = 0;
@@ -100,10 +101,18 @@ export class EventBuilder implements FrameSink {
   #tooLarge = 0;
   readonly #slow = new Set<BoundedQueue>();
 
-  constructor(ctx: InputContext, counters: InputCounters, canPause: boolean) {
+  /** `parse`: read a syslog header where a frame has one; false: every frame is a whole message. */
+  constructor(ctx: InputContext, counters: InputCounters, canPause: boolean, parse = true) {
     this.#ctx = ctx;
     this.#c = counters;
     this.#canPause = canPause;
+    this.#parse = parse;
+  }
+
+  #event(buf: Buffer, start: number, end: number, ascii: boolean): LogEvent {
+    return this.#parse
+      ? parseSyslog(buf, start, end, this.#receivedAt, this.#sender, this.#ctx.defaults, ascii, this.#fields)
+      : headerlessEvent(buf, start, end, this.#receivedAt, this.#sender, this.#ctx.defaults);
   }
 
   /** Events built and not yet offered. */
@@ -131,12 +140,12 @@ export class EventBuilder implements FrameSink {
       // Forward what a UTF-8 decoder makes of it (U+FFFD for each bad sequence), never bad bytes.
       this.#invalid++;
       const fixed = Buffer.from(buf.toString('utf8', start, end), 'utf8');
-      this.#events.push(parseSyslog(fixed, 0, fixed.length, this.#receivedAt, this.#sender, this.#ctx.defaults, false, this.#fields));
+      this.#events.push(this.#event(fixed, 0, fixed.length, false));
       // The queue accounts each event by its own size: the repaired one's.
       this.#bytes += fixed.length;
       return;
     }
-    this.#events.push(parseSyslog(buf, start, end, this.#receivedAt, this.#sender, this.#ctx.defaults, fromRead && this.#ascii, this.#fields));
+    this.#events.push(this.#event(buf, start, end, fromRead && this.#ascii));
     this.#bytes += end - start;
   }
 

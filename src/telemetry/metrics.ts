@@ -35,7 +35,7 @@ export class Metrics {
   });
   readonly eventsModified = new Counter({
     name: 'intake_relay_events_modified_total',
-    help: 'Events forwarded after a repair: invalid UTF-8 replaced, or truncated to max_message_bytes.',
+    help: 'Events forwarded after a repair: invalid UTF-8 replaced, truncated to max_message_bytes, or split (a file line longer than max_line_bytes, counted once per line).',
     labelNames: ['intake', 'input', 'reason'] as const,
     registers: [this.registry],
   });
@@ -86,6 +86,39 @@ export class Metrics {
     name: 'intake_relay_input_pauses_total',
     help: 'Times a stream input stopped reading because the queue was full (backpressure).',
     labelNames: ['intake', 'input'] as const,
+    registers: [this.registry],
+  });
+  readonly filesTracked = new Gauge({
+    name: 'intake_relay_files_tracked',
+    help: 'Files a file input follows (matched by its paths, or rotated away and read to their end).',
+    labelNames: ['intake', 'input'] as const,
+    registers: [this.registry],
+    collect: () => this.#runProbes(),
+  });
+  readonly filesOpen = new Gauge({
+    name: 'intake_relay_files_open',
+    help: 'Files a file input holds open (at most max_open_files).',
+    labelNames: ['intake', 'input'] as const,
+    registers: [this.registry],
+    collect: () => this.#runProbes(),
+  });
+  readonly fileUnreadBytes = new Gauge({
+    name: 'intake_relay_file_unread_bytes',
+    help: 'Bytes appended to followed files and not read yet (a reader falling behind, or paused by a full queue).',
+    labelNames: ['intake', 'input'] as const,
+    registers: [this.registry],
+    collect: () => this.#runProbes(),
+  });
+  readonly fileRotations = new Counter({
+    name: 'intake_relay_file_rotations_total',
+    help: 'Rotations seen by a file input: rename (read to its end, then closed), truncate (copytruncate: read again from the start), delete, copy (a copy of a file already read starts where that file was).',
+    labelNames: ['intake', 'input', 'kind'] as const,
+    registers: [this.registry],
+  });
+  readonly fileErrors = new Counter({
+    name: 'intake_relay_file_errors_total',
+    help: 'Errors of a file input: reason is the system error code (EACCES, EMFILE, ...) or checkpoint (the checkpoint file could not be written).',
+    labelNames: ['intake', 'input', 'reason'] as const,
     registers: [this.registry],
   });
   readonly queueEvents = new Gauge({

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config/load.ts';
+import { summarize } from '../../src/config/summary.ts';
 import { configJsonSchema } from '../../src/config/json-schema.ts';
 import { configReference, withReference } from '../../src/config/reference.ts';
 
@@ -92,7 +93,7 @@ intakes:
       { A_KEY: KEY },
     );
     expect(c.intakes.map((i) => i.intakeKey)).toEqual([KEY, KEY]);
-    expect(c.intakes[0]!.inputs[0]!.port).toBe(1514);
+    expect(c.intakes[0]!.inputs[0]).toMatchObject({ port: 1514 });
     expect(c.warnings).toEqual(['intake "b" has no inputs.']);
   });
 
@@ -105,6 +106,26 @@ intakes:
   it('reports YAML syntax errors and duplicate keys with their position', () => {
     expect(problems('intakes:\n  - name: a\n    name: b\n')[0]).toMatch(/^relay\.yaml:3:5: YAML: Map keys must be unique/);
     expect(problems('intakes: [\n')[0]).toMatch(/^relay\.yaml:\d+:\d+: YAML: /);
+  });
+
+  it('file inputs: defaults, paths resolved against the configuration file, data_dir from systemd, bad patterns reported', () => {
+    const yaml = `intakes:\n  - name: app\n    intake_key: ${KEY}\n    inputs:\n      - { type: file, paths: [logs/*.log], exclude: ["*.gz", "logs/old/**"] }\n`;
+    const c = parseConfig(yaml, '/etc/intake-relay/relay.yaml', { STATE_DIRECTORY: '/var/lib/intake-relay:/other' });
+    expect(c.dataDir).toBe('/var/lib/intake-relay');
+    expect(c.intakes[0]!.inputs[0]).toMatchObject({
+      type: 'file', label: 'file:logs/*.log', paths: ['/etc/intake-relay/logs/*.log'], exclude: ['*.gz', '/etc/intake-relay/logs/old/**'],
+      read_from: 'end', new_files_from: 'beginning', syslog_header: 'ignore', max_line_bytes: 256_000, oversize: 'split', partial_line_timeout_ms: 5_000,
+    });
+    expect(parseConfig(`data_dir: state\n${yaml}`, '/srv/relay.yaml', {}).dataDir).toBe('/srv/state');
+    expect(parseConfig(yaml, '/srv/relay.yaml', {}).dataDir).toBe('/var/lib/intake-relay');
+    expect(summarize(c)).toContain('input file:logs/*.log: lines of /etc/intake-relay/logs/*.log except *.gz, /etc/intake-relay/logs/old/**');
+    expect(problems(`intakes:\n  - name: app\n    intake_key: ${KEY}\n    inputs:\n      - type: file\n        paths: []\n        multiline: { start_pattern: "([" }\n        oversize: truncate\n`)).toEqual([
+      expect.stringMatching(/^relay\.yaml:6:16: intakes\[0\]\.inputs\[0\]\.paths: needs at least one path/),
+      expect.stringMatching(/^relay\.yaml:8:19: intakes\[0\]\.inputs\[0\]\.oversize: .*"split".*"drop"/),
+    ]);
+    expect(problems(`intakes:\n  - name: app\n    intake_key: ${KEY}\n    inputs:\n      - type: file\n        paths: [a.log]\n        multiline: { start_pattern: "([" }\n`)).toEqual([
+      expect.stringMatching(/^relay\.yaml:7:\d+: intakes\[0\]\.inputs\[0\]\.multiline\.start_pattern: not a valid regular expression/),
+    ]);
   });
 });
 

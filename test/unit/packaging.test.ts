@@ -39,6 +39,6 @@ describe('deploy examples', () => {
     }
     const sidecar = readFileSync(new URL('../../deploy/sidecar.yaml', import.meta.url), 'utf8');
     const c = parseConfig(sidecar, 'deploy/sidecar.yaml', { INTAKE_KEY: 'AbC123' });
-    expect(c.intakes[0]!.inputs.every((i) => i.address === '127.0.0.1')).toBe(true);
+    expect(c.intakes[0]!.inputs.every((i) => i.type === 'file' || i.address === '127.0.0.1')).toBe(true);
   });
 });

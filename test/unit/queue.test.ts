@@ -98,6 +98,49 @@ describe('BoundedQueue', () => {
   });
 });
 
+describe('sequence numbers and the settled watermark', () => {
+  it('numbers events in order; batches hold consecutive numbers, also after a requeue', async () => {
+    const q = new BoundedQueue({ maxEvents: 100, maxBytes: 10_000, whenFull: 'block' });
+    q.offer(evs(3, 'a'), 30, true);
+    q.offer(evs(4, 'b'), 40, true);
+    expect(q.nextSeq).toBe(7);
+    const lim = { ...now, maxEvents: 5 };
+    const first = await q.take(lim, signal);
+    expect(first).toMatchObject({ seq: 0 });
+    expect(first?.events.map((e) => e.hostname)).toEqual(['a0', 'a1', 'a2', 'b0', 'b1']);
+    const second = await q.take(lim, signal);
+    expect(second).toMatchObject({ seq: 5 });
+    // Put back out of order (as parallel sends stopping at shutdown can): no batch spans the gap.
+    q.requeue([first!]);
+    q.requeue([second!]);
+    const again = await q.take({ ...now, maxEvents: 100 }, signal);
+    expect(again).toMatchObject({ seq: 5 });
+    expect(again?.events.length).toBe(2);
+    const last = await q.take({ ...now, maxEvents: 100 }, signal);
+    expect(last).toMatchObject({ seq: 0 });
+    expect(last?.events.length).toBe(5);
+  });
+
+  it('the watermark moves only over a gapless run of settled events, whatever order they settle in', () => {
+    const q = new BoundedQueue({ maxEvents: 100, maxBytes: 10_000, whenFull: 'block' });
+    q.offer(evs(30), 300, true);
+    q.settle(10, 10);
+    q.settle(20, 5);
+    expect(q.settledBelow).toBe(0);
+    q.settle(0, 10);
+    expect(q.settledBelow).toBe(25);
+    q.settle(0, 10); // a duplicate changes nothing
+    q.settle(25, 5);
+    expect(q.settledBelow).toBe(30);
+  });
+
+  it('events refused at the offer get no number', () => {
+    const q = new BoundedQueue({ maxEvents: 5, maxBytes: 10_000, whenFull: 'drop_newest' });
+    expect(q.offer(evs(8), 80, true).dropped).toBe(3);
+    expect(q.nextSeq).toBe(5);
+  });
+});
+
 describe('backoffDelay', () => {
   it('grows exponentially with jitter and stays under the cap', () => {
     const o = { initialMs: 100, maxMs: 1000 };
