@@ -18,9 +18,11 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json README.md ./
 COPY config ./config
+# State (file input checkpoints) belongs to the unprivileged user; a named volume inherits this.
+RUN mkdir -p /var/lib/intake-relay && chown node:node /var/lib/intake-relay
 USER node
 # /etc/intake-relay: your configuration (run -c /etc/intake-relay/intake-relay.yaml);
-# /var/lib/intake-relay: state (the disk queue, when configured).
+# /var/lib/intake-relay: state (file input checkpoints; the disk queue, when configured).
 VOLUME ["/etc/intake-relay", "/var/lib/intake-relay"]
 # Syslog in (the shipped config's ports), and /metrics, /healthz, /readyz.
 EXPOSE 1514/udp 1514/tcp 9750/tcp

@@ -1,10 +1,10 @@
-// `npm run bench [-- tcp|udp]`: the relay as a separate process pinned to core 1 (taskset), the load
+// `npm run bench [-- tcp|udp|file|http|http-gzip|http-in|routing]`: the relay as a separate process pinned to core 1 (taskset), the load
 // and the receiver on core 0, all on loopback. Prints events/s, relay CPU seconds and peak RSS, and
 // checks that every event arrived. Figures are for reading, never asserted by tests.
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import dgram from 'node:dgram';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -106,13 +106,14 @@ const TEN_ROUTES = `    routes:
     default: drop
 `;
 
-async function startRelay(receiver: Receiver, output: OutputYaml = syslogOutput, httpPort = 0, routed = false): Promise<Relay> {
+async function startRelay(receiver: Receiver, output: OutputYaml = syslogOutput, httpPort = 0, routed = false, file = ''): Promise<Relay> {
   const dir = mkdtempSync(join(tmpdir(), 'relay-bench-'));
   writeFileSync(join(dir, 'ca.pem'), receiver.ca);
   const [tcpPort, udpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
   writeFileSync(
     join(dir, 'relay.yaml'),
     `log_level: warn
+data_dir: ${join(dir, 'state')}
 metrics: { address: 127.0.0.1, port: ${metricsPort} }
 intakes:
   - name: bench
@@ -124,7 +125,10 @@ intakes:
       - type: udp
         address: 127.0.0.1
         port: ${udpPort}
-        receive_buffer_bytes: 8388608
+        receive_buffer_bytes: 8388608${file ? `
+      - type: file
+        paths: [${file}]
+        new_files_from: beginning` : ''}
 ${output(receiver, join(dir, 'ca.pem'))}${routed ? `listeners:
   - type: tcp
     name: shared
@@ -398,6 +402,35 @@ async function httpInScenario(): Promise<RunFigures> {
   );
 }
 
+/** 1,000,000 lines of 200 bytes appended to a followed file as fast as the disk cache takes them. */
+async function fileScenario(): Promise<RunFigures> {
+  const n = 1_000_000;
+  const receiver = await startReceiver();
+  const dir = mkdtempSync(join(tmpdir(), 'relay-bench-files-'));
+  const file = join(dir, 'app.log');
+  const relay = await startRelay(receiver, syslogOutput, 0, false, file);
+  const memory = sampleMemory(relay);
+  const data = lines(n);
+  const cpu0 = relay.cpuSeconds();
+  const t0 = performance.now();
+  const fd = openSync(file, 'a');
+  for (let off = 0; off < data.length; off += 1 << 20) writeSync(fd, data.subarray(off, off + (1 << 20)));
+  closeSync(fd);
+  const written = (performance.now() - t0) / 1000;
+  const done = await waitFrames(receiver, n, 120_000);
+  const secs = (done.at - t0) / 1000;
+  const cpu = relay.cpuSeconds() - cpu0;
+  const rss = relay.peakRssMb();
+  const mem = await memory.stop();
+  const figures = await finish(relay, receiver, done, n, secs, cpu, rss,
+    `${n} lines of 200 bytes appended in ${written.toFixed(2)} s, all forwarded in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} lines/s; ` +
+      `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core); peak RSS ${rss.toFixed(0)} MB (${mem}); ` +
+      `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}`,
+  );
+  rmSync(dir, { recursive: true, force: true });
+  return figures;
+}
+
 // Never leave a receiver or relay behind, whatever ends this process.
 const children = new Set<ChildProcess>();
 process.on('exit', () => {
@@ -415,6 +448,7 @@ if (want('routing')) {
     await repeat(`tcp -> tls, shared listener with 10 routes, ${apps} app names`, runs, () => tcpScenario('bench/receiver.ts', syslogOutput, true, apps));
   }
 }
+if (want('file')) await repeat('file -> tls (1,000,000 lines x 200 B appended as fast as possible)', runs, fileScenario);
 if (want('http-in')) await repeat('http /jsons in (1,000 x 1,000 events, keep-alive) -> tls', runs, httpInScenario);
 if (want('http')) await repeat('tcp -> https /jsons (1,000,000 x 200 B)', runs, () => tcpScenario('bench/http-receiver.ts', httpOutput(false)));
 if (want('http-gzip')) await repeat('tcp -> https /jsons, gzip (1,000,000 x 200 B)', runs, () => tcpScenario('bench/http-receiver.ts', httpOutput(true)));

@@ -104,11 +104,12 @@ export class BoundedQueue {
    * Offer a chunk of events. `canPause` says whether the caller can stop reading (TCP) when told
    * `slow_down`; callers that cannot (UDP) get events refused instead of overfilling the queue.
    * With `block` and a pausable caller the chunk is always taken: the overshoot is bounded by one
-   * read per connection, and the caller must pause until `writable()` resolves.
+   * read per connection, and the caller must pause until `writable()` resolves. `alwaysWait`:
+   * the caller's data keeps (a file), so it waits even under drop_newest.
    */
-  offer(events: LogEvent[], bytes: number, canPause: boolean): Offered {
+  offer(events: LogEvent[], bytes: number, canPause: boolean, alwaysWait = false): Offered {
     if (this.#closed) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
-    if (this.#limits.whenFull === 'block' && canPause) {
+    if ((this.#limits.whenFull === 'block' || alwaysWait) && canPause) {
       this.#push(events, bytes);
       return { result: this.#full() ? 'slow_down' : 'ok', dropped: 0, droppedBytes: 0 };
     }

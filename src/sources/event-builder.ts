@@ -88,6 +88,7 @@ export class EventBuilder implements FrameSink {
   readonly #c: InputCounters;
   readonly #canPause: boolean;
   readonly #parse: boolean;
+  readonly #alwaysWait: boolean;
   readonly #fields = fieldCache();
   #events: LogEvent[] = [];
   #bytes = 0;
@@ -101,12 +102,17 @@ export class EventBuilder implements FrameSink {
   #tooLarge = 0;
   readonly #slow = new Set<BoundedQueue>();
 
-  /** `parse`: read a syslog header where a frame has one; false: every frame is a whole message. */
-  constructor(ctx: InputContext, counters: InputCounters, canPause: boolean, parse = true) {
+  /**
+   * `canPause`: the input can stop reading when told to slow down (TCP, files); `alwaysWait`: it
+   * does so even under drop_newest, because its data keeps (files). `parse`: read a syslog header
+   * where a frame has one; false: every frame is a whole message.
+   */
+  constructor(ctx: InputContext, counters: InputCounters, canPause: boolean, parse = true, alwaysWait = false) {
     this.#ctx = ctx;
     this.#c = counters;
     this.#canPause = canPause;
     this.#parse = parse;
+    this.#alwaysWait = alwaysWait;
   }
 
   #event(buf: Buffer, start: number, end: number, ascii: boolean): LogEvent {
@@ -218,7 +224,7 @@ export class EventBuilder implements FrameSink {
       bytes = f.bytes;
     }
     const queue = target.queue;
-    const r = queue.offer(events, bytes, this.#canPause);
+    const r = queue.offer(events, bytes, this.#canPause, this.#alwaysWait);
     if (r.dropped > 0) (queue.closed ? c.closed : c.queueFull).inc(r.dropped);
     if (r.result === 'slow_down') this.#slow.add(queue);
     return r.result;

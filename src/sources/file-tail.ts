@@ -574,7 +574,7 @@ export class FileInput {
     const t: Tracked = {
       key, path, fh: undefined, offset, size, tail: undefined, tailAt: now, group: undefined, discarding: false,
       fp: '', fpLen: 0, marks: [], committed: offset, goneAt: 0, deleted: false, lastGrowAt: now, lastActiveAt: now,
-      builder: new EventBuilder({ ...this.#ctx, defaults }, this.#c, true, cfg.syslog_header === 'keep'),
+      builder: new EventBuilder({ ...this.#ctx, defaults }, this.#c, true, cfg.syslog_header === 'keep', true),
     };
     this.#tracked.set(key, t);
     return t;

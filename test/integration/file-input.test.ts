@@ -4,7 +4,7 @@
 // unreadable directory. Every test checks each line arrived (exactly once where the design says
 // so) and the books: received = sent + dropped + queued + unacknowledged.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, chmodSync, closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, renameSync, statSync, truncateSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { appendFileSync, chmodSync, closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, statSync, truncateSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { appendFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -239,7 +239,7 @@ describe('file input', () => {
     await balanced(relay);
   });
 
-  it('a full queue stops the reader (block): nothing skipped, nothing dropped, all delivered once the intake is back', async () => {
+  it('a full queue stops the reader (even with drop_newest: a file can wait): nothing skipped or dropped, all delivered once the intake is back', async () => {
     const dir = tmp();
     const file = join(dir, 'app.log');
     writeFileSync(file, lines('q', 0, 20_000));
@@ -248,7 +248,7 @@ describe('file input', () => {
       intakePort: port,
       extra: `data_dir: ${dir}/state\nshutdown_timeout_ms: 3000`,
       inputs: `      - { type: file, paths: ["${file}"], read_from: beginning }`,
-      queue: '    queue: { max_events: 200 }',
+      queue: '    queue: { max_events: 200, when_full: drop_newest }',
     }));
     await vi.waitFor(async () => expect(await relay!.metric('intake_relay_queue_events')).toBeGreaterThan(0));
     // The reader waits with most of the file unread.
@@ -278,6 +278,34 @@ function runRelay(configFile: string, prefix: string[] = []): { proc: ChildProce
 function exited(p: ChildProcess): Promise<void> {
   return p.exitCode !== null || p.signalCode !== null ? Promise.resolve() : new Promise((r) => p.once('exit', () => r()));
 }
+
+describe('file input checkpoints', () => {
+  it('a damaged checkpoint file is set aside and logged; files are read again (duplicates, no skip); deleted files lose their checkpoint', async () => {
+    const dir = tmp();
+    writeFileSync(join(dir, 'a.log'), '');
+    writeFileSync(join(dir, 'gone.log'), '');
+    intake = await startTestIntake();
+    const yaml = fileYaml(intake.port, dir, `paths: ["${dir}/*.log"], rotate_wait_ms: 200`);
+    relay = await startRelay(yaml);
+    appendFileSync(join(dir, 'a.log'), lines('a', 0, 20));
+    appendFileSync(join(dir, 'gone.log'), lines('g', 0, 5));
+    await waitFor(intake, 25);
+    const state = join(dir, 'state', 'files', `t--file%3a${encodeURIComponent(dir).replace(/%2F/g, '%2f')}%2f%2a.log.json`);
+    await vi.waitFor(() => expect(JSON.parse(readFileSync(state, 'utf8')).files.map((f: { offset: number }) => f.offset).sort((x: number, y: number) => x - y)).toEqual([lines('g', 0, 5).length, lines('a', 0, 20).length]));
+    unlinkSync(join(dir, 'gone.log'));
+    await vi.waitFor(() => expect(JSON.parse(readFileSync(state, 'utf8')).files.map((f: { path: string }) => f.path)).toEqual([join(dir, 'a.log')]), { timeout: 5_000 });
+    await relay.stop();
+    relay = undefined;
+    writeFileSync(state, '{"version": 1, "files": [trunc');
+    relay = await startRelay(yaml);
+    await waitFor(intake, 45);
+    expect(relay.logs.find((l) => String(l.msg).startsWith('Checkpoint file damaged'))).toMatchObject({ level: 'error' });
+    expect(readdirSync(join(dir, 'state', 'files')).some((f) => f.includes('.damaged-'))).toBe(true);
+    const c = counts(intake);
+    for (const l of expected('a', 0, 20)) expect(c.get(l), l).toBe(2);
+    await balanced(relay);
+  }, 30_000);
+});
 
 describe('file input, the relay as a process', () => {
   it('kill -9 mid-stream, then restart: every line arrives at least once, duplicates bounded by what was in flight', async () => {
