@@ -279,13 +279,35 @@ function exited(p: ChildProcess): Promise<void> {
   return p.exitCode !== null || p.signalCode !== null ? Promise.resolve() : new Promise((r) => p.once('exit', () => r()));
 }
 
+describe('file input at scale', () => {
+  it('hundreds of files with fewer file descriptors than files: idle ones are closed and reopened when they grow', async () => {
+    const dir = tmp();
+    const n = 300;
+    for (let i = 0; i < n; i++) writeFileSync(join(dir, `f${i}.log`), '');
+    intake = await startTestIntake();
+    relay = await startRelay(fileYaml(intake.port, dir, `paths: ["${dir}/*.log"], max_open_files: 40`));
+    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_files_tracked')).toBe(n));
+    expect(await relay.metric('intake_relay_files_open')).toBeLessThanOrEqual(40);
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < n; i++) appendFileSync(join(dir, `f${i}.log`), lines(`f${i}`, round * 10, (round + 1) * 10));
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await waitFor(intake, n * 30, 30_000);
+    const c = counts(intake);
+    for (let i = 0; i < n; i++) for (const l of expected(`f${i}`, 0, 30)) expect(c.get(l), l).toBe(1);
+    expect(await relay.metric('intake_relay_files_open')).toBeLessThanOrEqual(40);
+    expect(await relay.metric('intake_relay_file_errors_total')).toBe(0);
+    await balanced(relay);
+  }, 60_000);
+});
+
 describe('file input checkpoints', () => {
-  it('a damaged checkpoint file is set aside and logged; files are read again (duplicates, no skip); deleted files lose their checkpoint', async () => {
+  it('deleted files lose their checkpoint, files gone for forget_after_ms too; a damaged checkpoint file is set aside and logged, and files are read again (duplicates, no skip)', async () => {
     const dir = tmp();
     writeFileSync(join(dir, 'a.log'), '');
     writeFileSync(join(dir, 'gone.log'), '');
     intake = await startTestIntake();
-    const yaml = fileYaml(intake.port, dir, `paths: ["${dir}/*.log"], rotate_wait_ms: 200`);
+    const yaml = fileYaml(intake.port, dir, `paths: ["${dir}/*.log"], rotate_wait_ms: 200, forget_after_ms: 1000`);
     relay = await startRelay(yaml);
     appendFileSync(join(dir, 'a.log'), lines('a', 0, 20));
     appendFileSync(join(dir, 'gone.log'), lines('g', 0, 5));
@@ -294,8 +316,12 @@ describe('file input checkpoints', () => {
     await vi.waitFor(() => expect(JSON.parse(readFileSync(state, 'utf8')).files.map((f: { offset: number }) => f.offset).sort((x: number, y: number) => x - y)).toEqual([lines('g', 0, 5).length, lines('a', 0, 20).length]));
     unlinkSync(join(dir, 'gone.log'));
     await vi.waitFor(() => expect(JSON.parse(readFileSync(state, 'utf8')).files.map((f: { path: string }) => f.path)).toEqual([join(dir, 'a.log')]), { timeout: 5_000 });
+    // A file renamed out of the paths keeps its checkpoint until forget_after_ms.
+    renameSync(join(dir, 'a.log'), join(dir, 'a.old'));
+    await vi.waitFor(() => expect(JSON.parse(readFileSync(state, 'utf8')).files).toEqual([]), { timeout: 5_000 });
     await relay.stop();
     relay = undefined;
+    renameSync(join(dir, 'a.old'), join(dir, 'a.log'));
     writeFileSync(state, '{"version": 1, "files": [trunc');
     relay = await startRelay(yaml);
     await waitFor(intake, 45);
