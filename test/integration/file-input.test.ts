@@ -218,7 +218,7 @@ describe('file input', () => {
     await balanced(relay);
   });
 
-  it('multiline: stack traces become one event each; latin1 files are converted; invalid UTF-8 is repaired', async () => {
+  it('multiline: stack traces become one event each; latin1 files are converted; invalid UTF-8 is repaired; syslog_header: keep keeps a line\'s own header', async () => {
     const dir = tmp();
     intake = await startTestIntake();
     relay = await startRelay(relayYaml({
@@ -226,12 +226,16 @@ describe('file input', () => {
       extra: `data_dir: ${dir}/state\nshutdown_timeout_ms: 3000`,
       inputs: `      - { type: file, name: java, paths: ["${dir}/java.log"], new_files_from: beginning, multiline: { start_pattern: "^\\\\d{4}-", timeout_ms: 300 } }
       - { type: file, name: latin, paths: ["${dir}/latin.log"], encoding: latin1 }
-      - { type: file, name: bad, paths: ["${dir}/bad.log"], app_name: legacy-app, hostname: web-1 }`,
+      - { type: file, name: bad, paths: ["${dir}/bad.log"], app_name: legacy-app, hostname: web-1 }
+      - { type: file, name: kept, paths: ["${dir}/kept.log"], syslog_header: keep }`,
     }));
+    writeFileSync(join(dir, 'kept.log'), '<34>1 2026-11-23T10:00:00Z fw01 sshd 77 - - login failed\nno header here\n');
     writeFileSync(join(dir, 'java.log'), '2026-11-23 ERROR boom\njava.lang.Exception: x\n\tat a.b(C.java:1)\n2026-11-23 INFO ok\n');
     writeFileSync(join(dir, 'latin.log'), Buffer.from('caf\xe9 cr\xe8me\n', 'latin1'));
     writeFileSync(join(dir, 'bad.log'), Buffer.concat([Buffer.from('bad '), Buffer.from([0xff, 0xfe]), Buffer.from(' bytes\n')]));
-    await waitFor(intake, 4);
+    await waitFor(intake, 6);
+    expect(intake.received.find((r) => r.message === 'login failed')).toMatchObject({ pri: 34, hostname: 'fw01', appName: 'sshd', procId: '77' });
+    expect(intake.received.find((r) => r.message === 'no header here')).toMatchObject({ pri: 13, appName: 'kept.log' });
     const msgs = intake.received.map((r) => r.message);
     expect(msgs).toEqual(expect.arrayContaining(['2026-11-23 ERROR boom\njava.lang.Exception: x\n\tat a.b(C.java:1)', '2026-11-23 INFO ok', 'café crème', 'bad \uFFFD\uFFFD bytes']));
     expect(intake.received.find((r) => r.message.startsWith('bad'))).toMatchObject({ appName: 'legacy-app', hostname: 'web-1' });
