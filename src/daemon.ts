@@ -5,10 +5,12 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Config, ResolvedIntake, ResolvedSyslogInput, ResolvedSyslogListener } from './config/load.ts';
+import { fileSafe, type Config, type ResolvedIntake, type ResolvedSyslogInput, type ResolvedSyslogListener } from './config/load.ts';
 import { FilterSet } from './core/filters.ts';
 import { compileRoutes } from './core/router.ts';
-import { BoundedQueue } from './core/queue.ts';
+import { DiskQueue } from './core/disk-queue.ts';
+import { BoundedQueue, type EventQueue } from './core/queue.ts';
+import { RateLimiter } from './telemetry/log.ts';
 import { SinkRunner } from './core/runner.ts';
 import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
 import { buildSink } from './sinks/build.ts';
@@ -37,7 +39,7 @@ interface Input {
 
 interface Pipeline {
   readonly intake: ResolvedIntake;
-  readonly queue: BoundedQueue;
+  readonly queue: EventQueue;
   readonly runner: SinkRunner;
   readonly sink: Sink;
   readonly target: Target;
@@ -149,7 +151,7 @@ export class Daemon implements HealthSource {
 
   #build(intake: ResolvedIntake): Pipeline {
     const m = this.metrics;
-    const queue = new BoundedQueue({ maxEvents: intake.queue.max_events, maxBytes: intake.queue.max_bytes, whenFull: intake.queue.when_full });
+    const queue = intake.queue.type === 'disk' ? this.#diskQueue(intake) : new BoundedQueue({ maxEvents: intake.queue.max_events, maxBytes: intake.queue.max_bytes, whenFull: intake.queue.when_full });
     const emulator = intake.toEmulator ? this.#emulator : undefined;
     const sink = buildSink(intake, this.metrics, emulator && { port: emulator.port, ca: emulator.caPem });
     const o = intake.output;
@@ -191,6 +193,56 @@ export class Daemon implements HealthSource {
       };
     });
     return { intake, queue, runner, sink, target, inputs };
+  }
+
+  /** An intake's disk queue: opened (checked and repaired) now, before anything listens. */
+  #diskQueue(intake: ResolvedIntake): DiskQueue {
+    const q = intake.queue;
+    if (q.type !== 'disk') throw new Error('not a disk queue');
+    const m = this.metrics;
+    const name = intake.name;
+    const limiter = new RateLimiter(10_000);
+    let queue: DiskQueue;
+    try {
+      queue = new DiskQueue(
+        { dir: q.path, maxBytes: q.max_bytes, whenFull: q.when_full, memoryEvents: q.memory_events, memoryBytes: q.memory_bytes, segmentBytes: q.segment_bytes, fsyncIntervalMs: q.fsync_interval_ms },
+        {
+          onError: (err) => {
+            const code = err.code ?? 'EIO';
+            m.diskQueueErrors.inc({ intake: name, code });
+            const suppressed = limiter.allow(code);
+            if (suppressed !== undefined) {
+              this.#log.error({ intake: name, path: q.path, code, err: err.message, suppressed }, code === 'ENOSPC'
+                ? 'Disk queue: the disk is full. The queue counts as full until space returns.'
+                : 'Disk queue: cannot write. The queue counts as full until writing works again.');
+            }
+          },
+          onLost: (n) => {
+            m.eventsDropped.inc({ intake: name, stage: 'queue', reason: 'corrupt' }, n);
+            this.#log.error({ intake: name, path: q.path, events: n }, 'Disk queue: events in a damaged part of a segment were skipped.');
+          },
+          onWrite: (n) => m.diskQueueWritten.inc({ intake: name }, n),
+          onSync: (n) => m.diskQueueSynced.inc({ intake: name }, n),
+        },
+      );
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      throw new Error(`Disk queue of intake "${name}": cannot use ${q.path}: ${e.code ?? e.message}. Check queue.path or data_dir and their permissions.`);
+    }
+    const r = queue.recovery;
+    if (r.tornBytes > 0) this.#log.warn({ intake: name, path: q.path, bytes: r.tornBytes }, 'Disk queue: an incomplete last write (a crash mid-write) was cut off.');
+    if (r.damaged.length > 0) this.#log.error({ intake: name, path: q.path, set_aside: r.damaged.map((d) => d.file), events: r.damaged.reduce((n, d) => n + d.events, 0) }, 'Disk queue: damaged parts were set aside; the rest will be delivered.');
+    if (queue.recovered > 0) {
+      m.diskQueueRecovered.inc({ intake: name }, queue.recovered);
+      this.#log.info({ intake: name, path: q.path, events: queue.recovered }, 'Disk queue: events not delivered before the last stop will be delivered now.');
+    }
+    const gauges = { bytes: m.diskQueueBytes.labels({ intake: name }), events: m.diskQueueEvents.labels({ intake: name }), age: m.diskQueueOldestAge.labels({ intake: name }) };
+    m.addProbe(() => {
+      gauges.bytes.set(queue.diskBytes);
+      gauges.events.set(queue.diskEvents);
+      gauges.age.set(queue.oldestAgeMs() / 1000);
+    });
+    return queue;
   }
 
   /** A UDP or TCP syslog input feeding `ctx.targets` (one intake, or a shared listener's). */
@@ -258,10 +310,16 @@ export class Daemon implements HealthSource {
     let undelivered = 0;
     await Promise.all(
       this.#pipelines.map(async (p) => {
-        const lost = await p.runner.stop(deadline);
-        perIntake[p.intake.name] = lost;
-        undelivered += lost;
-        if (lost > 0) this.metrics.eventsDropped.inc({ intake: p.intake.name, stage: 'output', reason: 'shutdown' }, lost);
+        const pending = await p.runner.stop(deadline);
+        if (p.queue instanceof DiskQueue) {
+          // Nothing is lost: what was not delivered stays on disk for the next start.
+          await p.queue.finish();
+          if (pending > 0) this.#log.info({ intake: p.intake.name, events: pending }, 'Events kept in the disk queue for the next start.');
+          return;
+        }
+        perIntake[p.intake.name] = pending;
+        undelivered += pending;
+        if (pending > 0) this.metrics.eventsDropped.inc({ intake: p.intake.name, stage: 'output', reason: 'shutdown' }, pending);
       }),
     );
     // File inputs save checkpoints covering what was delivered.
@@ -275,11 +333,6 @@ export class Daemon implements HealthSource {
     }
     return { undelivered, perIntake };
   }
-}
-
-/** A name as part of a file name: letters, digits, . _ - kept, anything else %-escaped. */
-function fileSafe(name: string): string {
-  return name.replace(/[^A-Za-z0-9._-]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
 function defaultsOf(d: { facility: number; severity: number; hostname?: string | undefined; app_name?: string | undefined; procid?: string | undefined }): HeaderDefaults {

@@ -4,11 +4,11 @@
 // result is frozen. Nothing here ever prints an intake key.
 
 import { readFileSync } from 'node:fs';
-import { resolve as resolvePath, dirname } from 'node:path';
+import { resolve as resolvePath, dirname, join } from 'node:path';
 import { LineCounter, isMap, isScalar, parseDocument, visit, type Document, type Node, type Scalar } from 'yaml';
 import type { ZodError } from 'zod';
 import { compileRoutes } from '../core/router.ts';
-import { configSchema, type FileInputConfig, type HttpListenerConfig, type SyslogListenerConfig, type HttpOutputConfig, type IntakeConfig, type InputConfig, type RawConfig, type SyslogOutputConfig } from './schema.ts';
+import { configSchema, type DiskQueueConfig, type FileInputConfig, type HttpListenerConfig, type SyslogListenerConfig, type HttpOutputConfig, type IntakeConfig, type InputConfig, type RawConfig, type SyslogOutputConfig } from './schema.ts';
 import { REGIONS, type Region } from './regions.ts';
 import { convertLegacy, legacySchema, looksLegacy } from './legacy.ts';
 
@@ -51,7 +51,11 @@ export interface ResolvedHttpOutput extends HttpOutputConfig {
 /** The intake's HTTP endpoint for JSON events (../shared/intake-platform-spec.md, "Event intake"). */
 export const JSONS_PATH = '/jsons?path=%24.events&status_code=200';
 
-export interface ResolvedIntake extends Omit<IntakeConfig, 'inputs' | 'output' | 'intake_key' | 'intake_key_file'> {
+export type ResolvedQueue = Exclude<IntakeConfig['queue'], { type: 'disk' }> | (DiskQueueConfig & { readonly path: string });
+
+export interface ResolvedIntake extends Omit<IntakeConfig, 'inputs' | 'output' | 'intake_key' | 'intake_key_file' | 'queue'> {
+  /** A disk queue's path is absolute, defaulted to <data_dir>/queues/<name>. */
+  readonly queue: ResolvedQueue;
   /** The secret. Never log it; use `name`. Empty only when sent to the local emulator. */
   readonly intakeKey: string;
   readonly keySource: string;
@@ -188,6 +192,9 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
     }
   };
 
+  const stateDir = env['STATE_DIRECTORY']?.split(':')[0];
+  const dataDir = resolvePath(base, cfg.data_dir ?? (stateDir || '/var/lib/intake-relay'));
+  const queuePaths = new Map<string, number>();
   const intakes = cfg.intakes.map((intake, i): ResolvedIntake => {
     let intakeKey = '';
     let keySource = '';
@@ -257,7 +264,15 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
       };
     }
     const { intake_key: _k, intake_key_file: _f, ...rest } = intake;
-    return { ...rest, intakeKey, keySource, inputs, output, toEmulator };
+    const queue: ResolvedQueue = rest.queue.type === 'disk'
+      ? { ...rest.queue, path: resolvePath(base, rest.queue.path ?? join(dataDir, 'queues', fileSafe(intake.name))) }
+      : rest.queue;
+    if (queue.type === 'disk') {
+      const other = queuePaths.get(queue.path);
+      if (other !== undefined) problems.push(`${place(['intakes', i, 'queue'])}: the disk queue directory ${queue.path} is also intakes[${other}]'s`);
+      queuePaths.set(queue.path, i);
+    }
+    return { ...rest, queue, intakeKey, keySource, inputs, output, toEmulator };
   });
 
   const tlsOf = (tls: { cert_file: string; key_file: string; client_ca_file?: string | undefined } | undefined, p: PropertyKey[]): TlsFiles | undefined => {
@@ -310,9 +325,12 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   }
 
   if (problems.length > 0) throw new ConfigError(file, problems);
-  const stateDir = env['STATE_DIRECTORY']?.split(':')[0];
-  const dataDir = resolvePath(base, cfg.data_dir ?? (stateDir || '/var/lib/intake-relay'));
   return deepFreeze({ ...cfg, region, file, format, dataDir, intakes, listeners, warnings });
+}
+
+/** A name as part of a file name: letters, digits, . _ - kept, anything else %-escaped. */
+export function fileSafe(name: string): string {
+  return name.replace(/[^A-Za-z0-9._-]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
 function resolveFileInput(input: FileInputConfig, base: string, problem: (key: PropertyKey[], msg: string) => void): ResolvedFileInput {

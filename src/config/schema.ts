@@ -146,14 +146,28 @@ const httpOutput = z.strictObject({
 
 export const outputSchema = z.discriminatedUnion('type', [syslogOutput, httpOutput]);
 
-const queue = z
-  .strictObject({
-    type: z.literal('memory').default('memory').describe('Where queued events live (memory).'),
-    max_events: positive.default(100_000).describe('Most events queued for this intake.'),
-    max_bytes: positive.default(64 * MiB).describe('Most bytes of events queued for this intake.'),
-    when_full: z.enum(['block', 'drop_newest']).default('block')
-      .describe('block: TCP inputs stop reading until there is room (UDP still drops, counted); drop_newest: refuse new events (counted).'),
-  })
+const whenFull = z.enum(['block', 'drop_newest']).default('block')
+  .describe('block: TCP and file inputs stop reading until there is room (UDP still drops, counted); drop_newest: refuse new events (counted). File inputs always wait.');
+
+const memoryQueue = z.strictObject({
+  type: z.literal('memory').default('memory').describe('memory: events wait in memory (lost if the process is killed); disk: on disk, kept across restarts and crashes.'),
+  max_events: positive.default(100_000).describe('Most events queued for this intake.'),
+  max_bytes: positive.default(64 * MiB).describe('Most bytes of events queued for this intake.'),
+  when_full: whenFull,
+});
+
+const diskQueue = z.strictObject({
+  type: z.literal('disk').describe('Events are appended to checksummed segment files before they count as accepted, and kept until the intake has them: nothing lost across outages, restarts and kill -9.'),
+  path: z.string().min(1).optional().describe('Directory of this intake\'s queue. Default: <data_dir>/queues/<intake name>.'),
+  max_bytes: positive.default(1024 * MiB).describe('Most bytes on disk for this intake (1 GiB by default); at the limit the queue is full.'),
+  when_full: whenFull,
+  memory_events: positive.default(10_000).describe('Events kept in memory, ready for the output, in front of the disk.'),
+  memory_bytes: positive.default(16 * MiB).describe('Bytes kept in memory in front of the disk.'),
+  segment_bytes: z.int().min(64 * KiB).default(64 * MiB).describe('Size of one segment file; a segment is deleted once all its events are delivered.'),
+  fsync_interval_ms: positive.default(1_000).describe('How often appended events are fsynced. File inputs move their checkpoints only past fsynced events.'),
+});
+
+const queue = z.discriminatedUnion('type', [memoryQueue, diskQueue])
   .describe('The bounded queue between this intake\'s inputs and its output.');
 
 const batch = z
@@ -312,6 +326,7 @@ export type RawConfig = z.infer<typeof configSchema>;
 export type IntakeConfig = z.infer<typeof intakeSchema>;
 export type InputConfig = z.infer<typeof inputSchema>;
 export type FileInputConfig = z.infer<typeof fileInput>;
+export type DiskQueueConfig = z.infer<typeof diskQueue>;
 export type SyslogOutputConfig = z.infer<typeof syslogOutput>;
 export type HttpOutputConfig = z.infer<typeof httpOutput>;
 export type HttpListenerConfig = z.infer<typeof httpListener>;

@@ -35,7 +35,10 @@ export function summarize(cfg: Config): string {
           `${o.server_name ? ` (certificate name ${o.server_name})` : ''}, CA ${o.ca_file ?? 'system store'}, timestamp ${o.timestamp}`,
       );
     }
-    lines.push(`  queue: ${i.queue.type}, ${i.queue.max_events} events / ${i.queue.max_bytes} bytes, when full: ${i.queue.when_full}`);
+    const q = i.queue;
+    lines.push(q.type === 'memory'
+      ? `  queue: memory, ${q.max_events} events / ${q.max_bytes} bytes, when full: ${q.when_full}`
+      : `  queue: disk in ${q.path}, ${q.max_bytes} bytes (memory stage ${q.memory_events} events), fsync every ${q.fsync_interval_ms} ms, when full: ${q.when_full}`);
     lines.push(`  batch: ${i.batch.max_events} events / ${i.batch.max_bytes} bytes / ${i.batch.linger_ms} ms`);
     for (const f of i.filters) lines.push(`  filter "${f.description}"${f.enabled ? '' : ' (disabled)'}: drops events where ${f.filters.map((c) => `${c.field} ${c.operator} ${JSON.stringify(c.value)}`).join(' and ')}`);
   }

@@ -30,7 +30,41 @@ export interface Offered {
 
 const RESUME_FRACTION = 0.9;
 
-export class BoundedQueue {
+/**
+ * What inputs, the runner and the daemon use of an intake's queue: the memory queue below, or the
+ * disk queue (disk-queue.ts), which keeps a BoundedQueue as its memory stage.
+ */
+export interface EventQueue {
+  /** Events waiting for delivery: waiting to be taken, or taken and not yet released. */
+  readonly pendingEvents: number;
+  readonly pendingBytes: number;
+  readonly closed: boolean;
+  /** At or above its limits: an input that can answer "later" (HTTP) should. */
+  readonly full: boolean;
+  /** Survives a restart: what is pending at shutdown is kept, not lost. */
+  readonly durable: boolean;
+  /** Every event offered so far is numbered below this. */
+  readonly nextSeq: number;
+  /** Every event numbered below this is delivered, or dropped with a counted reason. */
+  readonly settledBelow: number;
+  /**
+   * Every event numbered below this is safe: settled (memory queue), or written and fsynced (disk
+   * queue). File inputs move their checkpoints up to here.
+   */
+  readonly safeBelow: number;
+  offer(events: LogEvent[], bytes: number, canPause: boolean, alwaysWait?: boolean): Offered;
+  admit(events: LogEvent[], bytes: number): AdmitResult;
+  writable(): Promise<void>;
+  retryAfterSeconds(): number;
+  take(limits: BatchLimits, signal: AbortSignal): Promise<Batch | undefined>;
+  release(batch: Batch): void;
+  requeue(batches: readonly Batch[]): void;
+  settle(seq: number, count: number): void;
+  close(): void;
+}
+
+export class BoundedQueue implements EventQueue {
+  readonly durable = false;
   readonly #limits: QueueLimits;
   // A FIFO of chunks; `#head` indexes the first unread event of the first chunk. `#seqs[i]` is the
   // sequence number of the first event of `#chunks[i]`.
@@ -90,6 +124,12 @@ export class BoundedQueue {
   /** Every event numbered below this has been delivered or dropped with a counted reason. */
   get settledBelow(): number {
     return this.#settled.watermark;
+  }
+  get safeBelow(): number {
+    return this.#settled.watermark;
+  }
+  get full(): boolean {
+    return this.#full();
   }
   /** Events [seq, seq + count) were acknowledged by the output or dropped (counted). */
   settle(seq: number, count: number): void {
@@ -204,6 +244,15 @@ export class BoundedQueue {
     this.#events += events;
     this.#bytes += bytes;
     this.#wakeTaker();
+  }
+
+  /**
+   * Appends events already numbered from `seq` (the disk queue's memory stage: numbers come from
+   * its log), regardless of the limits: the caller keeps within them.
+   */
+  pushNumbered(events: LogEvent[], bytes: number, seq: number): void {
+    this.#nextSeq = seq;
+    this.#push(events, bytes);
   }
 
   #push(events: LogEvent[], bytes: number): void {

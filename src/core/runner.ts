@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { Batch } from './event.ts';
 import { AdaptiveConcurrency } from './adaptive-concurrency.ts';
 import { backoffDelay, sleep, type BackoffOptions } from './backoff.ts';
-import type { BatchLimits, BoundedQueue } from './queue.ts';
+import type { BatchLimits, EventQueue } from './queue.ts';
 import type { RelayError } from './errors.ts';
 import type { Sink } from '../sinks/sink.ts';
 import { RateLimiter } from '../telemetry/log.ts';
@@ -17,7 +17,7 @@ import type { DropReason, Metrics } from '../telemetry/metrics.ts';
 
 export interface RunnerOptions {
   readonly intake: string;
-  readonly queue: BoundedQueue;
+  readonly queue: EventQueue;
   readonly sink: Sink;
   readonly batch: BatchLimits;
   readonly backoff: BackoffOptions;

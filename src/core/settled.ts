@@ -6,9 +6,14 @@
 
 export class SettledTracker {
   /** Every event numbered below this is settled. */
-  #watermark = 0;
+  #watermark: number;
   /** Settled runs above the watermark: start -> end (exclusive). */
   readonly #runs = new Map<number, number>();
+
+  /** `start`: the number below which everything is settled already (a resumed disk queue). */
+  constructor(start = 0) {
+    this.#watermark = start;
+  }
 
   get watermark(): number {
     return this.#watermark;

@@ -4,7 +4,7 @@
 
 import { isAscii, isUtf8 } from 'node:buffer';
 import type { LogEvent } from '../core/event.ts';
-import type { BoundedQueue, OfferResult } from '../core/queue.ts';
+import type { EventQueue, OfferResult } from '../core/queue.ts';
 import type { FilterSet } from '../core/filters.ts';
 import { ROUTE_DROP, type Router } from '../core/router.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -14,7 +14,7 @@ import { fieldCache, headerlessEvent, parseSyslog, type HeaderDefaults } from '.
 /** One intake an input can feed: its queue, its filters, and the input's counters for it. */
 export interface Target {
   readonly intake: string;
-  readonly queue: BoundedQueue;
+  readonly queue: EventQueue;
   readonly filters: FilterSet;
 }
 
@@ -100,7 +100,7 @@ export class EventBuilder implements FrameSink {
   #invalid = 0;
   #truncated = 0;
   #tooLarge = 0;
-  readonly #slow = new Set<BoundedQueue>();
+  readonly #slow = new Set<EventQueue>();
 
   /**
    * `canPause`: the input can stop reading when told to slow down (TCP, files); `alwaysWait`: it

@@ -697,7 +697,7 @@ export class FileInput {
   // ---- Checkpoints ----
 
   #commit(t: Tracked): void {
-    const settled = this.#ctx.targets[0]?.queue.settledBelow ?? 0;
+    const settled = this.#ctx.targets[0]?.queue.safeBelow ?? 0;
     let i = 0;
     while (i < t.marks.length && (t.marks[i] as Mark).seq <= settled) {
       t.committed = (t.marks[i] as Mark).offset;

@@ -348,7 +348,7 @@ export class HttpReceiver {
 
   #checkRoom(t: HttpTarget): void {
     if (t.queue.closed) throw new HttpError(503, 'shutdown', 'intake-relay is shutting down.', { 'retry-after': '5' });
-    if (t.queue.pendingEvents >= t.queue.limits.maxEvents || t.queue.pendingBytes >= t.queue.limits.maxBytes) {
+    if (t.queue.full) {
       throw new HttpError(429, 'throttled', `The queue of intake "${t.intake}" is full: retry later.`, { 'retry-after': String(t.queue.retryAfterSeconds()) });
     }
   }

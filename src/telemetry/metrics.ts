@@ -3,7 +3,7 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-export type DropReason = 'queue_full' | 'too_large' | 'shutdown' | 'rejected' | 'retries_exhausted' | 'filtered';
+export type DropReason = 'queue_full' | 'too_large' | 'shutdown' | 'rejected' | 'retries_exhausted' | 'filtered' | 'corrupt';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -119,6 +119,51 @@ export class Metrics {
     name: 'intake_relay_file_errors_total',
     help: 'Errors of a file input: reason is the system error code (EACCES, EMFILE, ...) or checkpoint (the checkpoint file could not be written).',
     labelNames: ['intake', 'input', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly diskQueueBytes = new Gauge({
+    name: 'intake_relay_disk_queue_bytes',
+    help: 'Bytes of a disk queue\'s segment files.',
+    labelNames: ['intake'] as const,
+    registers: [this.registry],
+    collect: () => this.#runProbes(),
+  });
+  readonly diskQueueEvents = new Gauge({
+    name: 'intake_relay_disk_queue_events',
+    help: 'Events in a disk queue not delivered yet.',
+    labelNames: ['intake'] as const,
+    registers: [this.registry],
+    collect: () => this.#runProbes(),
+  });
+  readonly diskQueueOldestAge = new Gauge({
+    name: 'intake_relay_disk_queue_oldest_event_age_seconds',
+    help: 'Age of the oldest event in a disk queue not delivered yet (0 when empty).',
+    labelNames: ['intake'] as const,
+    registers: [this.registry],
+    collect: () => this.#runProbes(),
+  });
+  readonly diskQueueWritten = new Counter({
+    name: 'intake_relay_disk_queue_written_bytes_total',
+    help: 'Bytes appended to a disk queue.',
+    labelNames: ['intake'] as const,
+    registers: [this.registry],
+  });
+  readonly diskQueueSynced = new Counter({
+    name: 'intake_relay_disk_queue_fsynced_bytes_total',
+    help: 'Bytes of a disk queue made durable by fsync.',
+    labelNames: ['intake'] as const,
+    registers: [this.registry],
+  });
+  readonly diskQueueErrors = new Counter({
+    name: 'intake_relay_disk_queue_errors_total',
+    help: 'Failed writes to a disk queue, by system error code (ENOSPC: disk full); the queue counts as full meanwhile.',
+    labelNames: ['intake', 'code'] as const,
+    registers: [this.registry],
+  });
+  readonly diskQueueRecovered = new Counter({
+    name: 'intake_relay_disk_queue_recovered_events_total',
+    help: 'Events found in a disk queue at start (not delivered before the last stop), to be delivered now.',
+    labelNames: ['intake'] as const,
     registers: [this.registry],
   });
   readonly queueEvents = new Gauge({

@@ -158,7 +158,7 @@ intakes:
     const c = parseConfig(legacy, 'intakes.yaml', { REGION: 'FRA2', MEMORY_MESSAGES: '300000', CERTS_DIR: certs, ENDPOINT: 'relay.example:6514' });
     expect(c.format).toBe('official-intakes-yaml');
     expect(c.region).toBe('fra2');
-    expect(c.intakes.map((i) => [i.name, i.inputs[0]?.label, i.queue.max_events, i.output.type === 'syslog' ? i.output.host : '', i.output.type === 'syslog' ? i.output.port : 0])).toEqual([
+    expect(c.intakes.map((i) => [i.name, i.inputs[0]?.label, i.queue.type === 'memory' ? i.queue.max_events : 0, i.output.type === 'syslog' ? i.output.host : '', i.output.type === 'syslog' ? i.output.port : 0])).toEqual([
       ['Techno1', 'tcp/20516', 100000, 'relay.example', 6514],
       ['Techno2', 'udp/20517', 5000, 'relay.example', 6514],
       ['Techno3', 'tls/20518', 100000, 'relay.example', 6514],

@@ -1,0 +1,327 @@
+// The durable queue of an intake: every event offered is appended to a segment log on disk (with
+// a checksum per record) before it counts as accepted, and a bounded memory stage in front keeps
+// recent events ready for the output so that, while the output keeps up, nothing is read back.
+// When the memory stage is full, events stay on disk only ("spilled") and are read back in order
+// as it empties. A segment is deleted once every event in it is settled (acknowledged by the
+// output, or dropped with a counted reason); the settled watermark is saved beside the segments
+// (atomically, every second and at stop), so a restart resumes with what was not delivered.
+//
+// Disk full or unwritable: the queue counts as full (block: pausable inputs wait; the rest is
+// refused and counted), the events of pausable inputs are held in memory and written once the
+// disk takes them again; the error is reported through `onError` (a metric and a rate-limited log).
+
+import { open, rename } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Batch, LogEvent } from './event.ts';
+import { BoundedQueue, type AdmitResult, type BatchLimits, type EventQueue, type Offered, type WhenFull } from './queue.ts';
+import { SegmentLog, type RecoveryReport } from './segment-log.ts';
+import { SettledTracker } from './settled.ts';
+
+export interface DiskQueueOptions {
+  readonly dir: string;
+  readonly maxBytes: number;
+  readonly whenFull: WhenFull;
+  readonly memoryEvents: number;
+  readonly memoryBytes: number;
+  readonly segmentBytes: number;
+  readonly fsyncIntervalMs: number;
+}
+
+export interface DiskQueueHooks {
+  /** Writing failed (disk full, unwritable): the queue behaves as full until it works again. */
+  onError(err: NodeJS.ErrnoException): void;
+  /** Events found damaged on disk, skipped (counted as dropped, reason corrupt). */
+  onLost(events: number): void;
+  /** Bytes written to the log, and fsynced. */
+  onWrite(bytes: number): void;
+  onSync(bytes: number): void;
+}
+
+const RESUME_FRACTION = 0.9;
+const SETTLED_FILE = 'settled.json';
+
+export class DiskQueue implements EventQueue {
+  readonly durable = true;
+  readonly #o: DiskQueueOptions;
+  readonly #hooks: DiskQueueHooks;
+  readonly #log: SegmentLog;
+  readonly #mem: BoundedQueue;
+  readonly #settled: SettledTracker;
+  /** First event on disk only (not in the memory stage); every later one is too. */
+  #spill: number | undefined;
+  #pendingEvents = 0;
+  #pendingBytes = 0;
+  /** Events a failed write left in memory, in order, waiting for the disk. */
+  #unwritten: { events: LogEvent[]; bytes: number }[] = [];
+  #unwrittenEvents = 0;
+  #closed = false;
+  #writers: (() => void)[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #savedSettled = -1;
+  #saving: Promise<void> | undefined;
+  #syncedBytes = 0;
+  #writtenBytes = 0;
+  readonly recovery: RecoveryReport;
+  /** Events found on disk at start (not delivered before the last stop). */
+  readonly recovered: number;
+
+  constructor(options: DiskQueueOptions, hooks: DiskQueueHooks) {
+    this.#o = options;
+    this.#hooks = hooks;
+    const { log, report } = SegmentLog.open(options.dir, options.segmentBytes);
+    this.#log = log;
+    this.recovery = report;
+    const saved = readSettled(join(options.dir, SETTLED_FILE));
+    log.startAt(saved);
+    const from = Math.max(saved, log.firstSeq);
+    this.#settled = new SettledTracker(from);
+    this.#savedSettled = from;
+    this.recovered = Math.max(0, log.nextSeq - from);
+    this.#pendingEvents = this.recovered;
+    this.#pendingBytes = this.recovered > 0 ? log.bytes : 0;
+    this.#spill = this.recovered > 0 ? from : undefined;
+    this.#mem = new BoundedQueue({ maxEvents: options.memoryEvents, maxBytes: options.memoryBytes, whenFull: 'block' });
+    this.#mem.pushNumbered([], 0, from);
+    this.#log.deleteBelow(from);
+    this.#pump();
+    this.#timer = setInterval(() => this.#tick(), Math.max(10, Math.min(options.fsyncIntervalMs, 1000)));
+    this.#timer.unref();
+  }
+
+  get pendingEvents(): number {
+    return this.#pendingEvents + this.#unwrittenEvents;
+  }
+  get pendingBytes(): number {
+    return Math.max(0, this.#pendingBytes);
+  }
+  get closed(): boolean {
+    return this.#closed;
+  }
+  get full(): boolean {
+    return this.#unwritten.length > 0 || this.#log.bytes >= this.#o.maxBytes;
+  }
+  get nextSeq(): number {
+    return this.#log.nextSeq + this.#unwrittenEvents;
+  }
+  get settledBelow(): number {
+    return this.#settled.watermark;
+  }
+  get safeBelow(): number {
+    return Math.max(this.#settled.watermark, this.#log.durableBelow);
+  }
+  /** Bytes of the segments on disk. */
+  get diskBytes(): number {
+    return this.#log.bytes;
+  }
+  /** Events on disk not settled yet. */
+  get diskEvents(): number {
+    return this.#log.nextSeq - this.#settled.watermark;
+  }
+  get writtenBytes(): number {
+    return this.#writtenBytes;
+  }
+  /** Age (ms) of the oldest event not settled yet, as far as the segments tell; 0 when none. */
+  oldestAgeMs(now = Date.now()): number {
+    if (this.diskEvents <= 0) return 0;
+    const at = this.#log.firstAtOf(this.#settled.watermark);
+    return at > 0 ? Math.max(0, now - at) : 0;
+  }
+
+  offer(events: LogEvent[], bytes: number, canPause: boolean, alwaysWait = false): Offered {
+    if (this.#closed) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
+    const waits = (this.#o.whenFull === 'block' || alwaysWait) && canPause;
+    if (this.full && !waits) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
+    if (!this.#append(events, bytes) && !waits) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
+    return { result: waits && this.full ? 'slow_down' : 'ok', dropped: 0, droppedBytes: 0 };
+  }
+
+  admit(events: LogEvent[], bytes: number): AdmitResult {
+    if (this.#closed) return 'closed';
+    if (this.full) return 'full';
+    return this.#append(events, bytes) ? 'ok' : 'full';
+  }
+
+  /**
+   * Writes the events to the log; false if the disk refused them. A caller that waits keeps them:
+   * they are held in memory and written first once the disk works again.
+   */
+  #append(events: LogEvent[], bytes: number): boolean {
+    if (events.length === 0) return true;
+    if (this.#unwritten.length === 0) {
+      try {
+        const seq = this.#log.nextSeq;
+        this.#written(this.#log.append(events));
+        this.#accepted(events, bytes, seq);
+        return true;
+      } catch (err) {
+        this.#hooks.onError(err as NodeJS.ErrnoException);
+      }
+    }
+    this.#unwritten.push({ events, bytes });
+    this.#unwrittenEvents += events.length;
+    return false;
+  }
+
+  #written(n: number): void {
+    this.#writtenBytes += n;
+    this.#hooks.onWrite(n);
+  }
+
+  #accepted(events: LogEvent[], bytes: number, seq: number): void {
+    this.#pendingEvents += events.length;
+    this.#pendingBytes += bytes;
+    if (this.#spill === undefined && this.#mem.pendingEvents < this.#o.memoryEvents && this.#mem.pendingBytes < this.#o.memoryBytes) {
+      this.#mem.pushNumbered(events, bytes, seq);
+    } else {
+      this.#spill ??= seq;
+    }
+  }
+
+  /** Retries what a failed write left in memory. */
+  #flushUnwritten(): void {
+    while (this.#unwritten.length > 0) {
+      const u = this.#unwritten[0] as { events: LogEvent[]; bytes: number };
+      try {
+        const seq = this.#log.nextSeq;
+        this.#written(this.#log.append(u.events));
+        this.#unwritten.shift();
+        this.#unwrittenEvents -= u.events.length;
+        this.#accepted(u.events, u.bytes, seq);
+      } catch (err) {
+        this.#hooks.onError(err as NodeJS.ErrnoException);
+        return;
+      }
+    }
+    this.#wakeWriters();
+  }
+
+  /** Moves spilled events from disk into the memory stage while it has room. */
+  #pump(): void {
+    const mem = this.#mem;
+    while (this.#spill !== undefined) {
+      const room = this.#o.memoryEvents - mem.pendingEvents;
+      const roomBytes = this.#o.memoryBytes - mem.pendingBytes;
+      // Refill in large steps, not one event at a time.
+      if (room < this.#o.memoryEvents / 2 || roomBytes <= 0) return;
+      const r = this.#log.read(this.#spill, room, roomBytes);
+      if (r.lost > 0) {
+        this.#settled.settle(r.seq - r.lost, r.lost);
+        this.#pendingEvents -= r.lost;
+        this.#hooks.onLost(r.lost);
+      }
+      if (r.events.length > 0) mem.pushNumbered(r.events, r.bytes, r.seq);
+      const next = r.seq + r.events.length;
+      if (next >= this.#log.nextSeq) this.#spill = undefined;
+      else if (next === this.#spill && r.lost === 0) return; // nothing readable now
+      else this.#spill = next;
+    }
+  }
+
+  writable(): Promise<void> {
+    if (!this.full || this.#closed) return Promise.resolve();
+    return new Promise((resolve) => this.#writers.push(resolve));
+  }
+
+  #wakeWriters(): void {
+    if (this.#writers.length === 0) return;
+    if (this.#closed || (this.#unwritten.length === 0 && this.#log.bytes < this.#o.maxBytes * RESUME_FRACTION)) {
+      const ws = this.#writers;
+      this.#writers = [];
+      for (const w of ws) w();
+    }
+  }
+
+  retryAfterSeconds(): number {
+    return this.#mem.retryAfterSeconds();
+  }
+
+  take(limits: BatchLimits, signal: AbortSignal): Promise<Batch | undefined> {
+    return this.#mem.take(limits, signal);
+  }
+
+  release(batch: Batch): void {
+    this.#mem.release(batch);
+    this.#pendingEvents -= batch.events.length;
+    this.#pendingBytes -= batch.bytes;
+    // Recovered events were counted by their size on disk: square up once nothing is pending.
+    if (this.#pendingEvents <= 0) this.#pendingBytes = 0;
+    if (!this.#closed) this.#pump();
+  }
+
+  requeue(batches: readonly Batch[]): void {
+    this.#mem.requeue(batches);
+  }
+
+  settle(seq: number, count: number): void {
+    const before = this.#settled.watermark;
+    this.#settled.settle(seq, count);
+    if (this.#settled.watermark !== before && this.#log.deleteBelow(this.#settled.watermark) > 0) this.#wakeWriters();
+  }
+
+  /**
+   * No more offers. The memory stage is handed out (its events are on disk too); the rest stays on
+   * disk for the next start.
+   */
+  close(): void {
+    this.#closed = true;
+    this.#mem.close();
+    this.#wakeWriters();
+  }
+
+  /** After the output stopped: saves the settled watermark, fsyncs, closes the files. */
+  async finish(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#flushUnwritten();
+    await this.#log.sync();
+    await this.#saveSettled();
+    this.#log.close();
+  }
+
+  #tick(): void {
+    if (this.#unwritten.length > 0) this.#flushUnwritten();
+    const before = this.#log.durableBelow;
+    const written = this.#writtenBytes;
+    void this.#log.sync().then(() => {
+      if (this.#log.durableBelow !== before) {
+        this.#hooks.onSync(written - this.#syncedBytes);
+        this.#syncedBytes = written;
+      }
+    });
+    void this.#saveSettled();
+  }
+
+  #saveSettled(): Promise<void> {
+    this.#saving ??= (async () => {
+      const w = this.#settled.watermark;
+      try {
+        if (w === this.#savedSettled) return;
+        const file = join(this.#o.dir, SETTLED_FILE);
+        const fh = await open(`${file}.tmp`, 'w', 0o600);
+        try {
+          await fh.writeFile(JSON.stringify({ settled_below: w }));
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
+        await rename(`${file}.tmp`, file);
+        this.#savedSettled = w;
+      } catch (err) {
+        this.#hooks.onError(err as NodeJS.ErrnoException);
+      } finally {
+        this.#saving = undefined;
+      }
+    })();
+    return this.#saving;
+  }
+}
+
+function readSettled(file: string): number {
+  try {
+    const v = (JSON.parse(readFileSync(file, 'utf8')) as { settled_below?: unknown }).settled_below;
+    return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : 0;
+  } catch {
+    // Missing or damaged: everything on disk is sent again (duplicates, never a loss).
+    return 0;
+  }
+}

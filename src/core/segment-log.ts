@@ -1,0 +1,416 @@
+// The disk queue's storage: an append-only log of event records split into segment files named by
+// the number of their first event. Appends are whole chunks in one write (rolled back on error, so
+// a failed write leaves no partial record behind while running). Records carry a length and a
+// CRC-32; on open, every segment is checked: a torn tail (a crash mid-write) is cut off, and a
+// damaged part in the middle (a bit flip, a lost page) is copied aside into damaged/, counted with
+// the number of events it held (from the gap in the numbers), and removed, so that the rest is
+// delivered and the daemon never refuses to start or loops on it.
+
+import { closeSync, fstatSync, fsync, ftruncateSync, mkdirSync, openSync, readdirSync, readSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import type { LogEvent } from './event.ts';
+import { checkRecord, readRecord, recordSize, writeRecord } from './event-codec.ts';
+
+const SEGMENT_RE = /^(\d{16})\.seg$/;
+const READ_BYTES = 1024 * 1024;
+
+interface Segment {
+  readonly firstSeq: number;
+  readonly path: string;
+  size: number;
+  /** receivedAt of its first event (ms), for the oldest-event age. */
+  firstAt: number;
+}
+
+export interface RecoveryReport {
+  /** Events found on disk (numbered firstSeq to nextSeq, less the lost ones). */
+  readonly events: number;
+  readonly firstSeq: number;
+  readonly nextSeq: number;
+  /** Bytes cut off the end of the last segment (a write torn by a crash). */
+  readonly tornBytes: number;
+  /** Damaged parts set aside, and the events they held (as far as the numbering tells). */
+  readonly damaged: readonly { readonly file: string; readonly bytes: number; readonly events: number }[];
+}
+
+export interface ReadBatch {
+  readonly events: LogEvent[];
+  /** Sum of the events' frame sizes. */
+  readonly bytes: number;
+  /** Number of the first event. */
+  readonly seq: number;
+}
+
+export class SegmentLog {
+  readonly dir: string;
+  readonly #segmentBytes: number;
+  readonly #segments: Segment[] = [];
+  #nextSeq = 0;
+  #fd = -1;
+  #bytes = 0;
+  /** Appended and fsynced: every event numbered below is on stable storage. */
+  #durableBelow = 0;
+  #syncing: Promise<void> | undefined;
+  // The read cursor: the next record to read is event `#readSeq` at `#readOffset` of segment
+  // `#readSeg` (an index into #segments, kept valid when segments are deleted).
+  #readSeq = -1;
+  #readSegFirst = -1;
+  #readOffset = 0;
+  #readFd = -1;
+  #readFdSeg = -1;
+
+  private constructor(dir: string, segmentBytes: number) {
+    this.dir = dir;
+    this.#segmentBytes = segmentBytes;
+  }
+
+  /** Opens (creating) the log in `dir`, checking and repairing every segment. Throws only when the directory is unusable. */
+  static open(dir: string, segmentBytes: number): { log: SegmentLog; report: RecoveryReport } {
+    mkdirSync(dir, { recursive: true });
+    const log = new SegmentLog(dir, segmentBytes);
+    const report = log.#recover();
+    return { log, report };
+  }
+
+  get nextSeq(): number {
+    return this.#nextSeq;
+  }
+  /** Number of the first event still on disk. */
+  get firstSeq(): number {
+    return this.#segments[0]?.firstSeq ?? this.#nextSeq;
+  }
+  /** Bytes of all segments. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+  get segments(): number {
+    return this.#segments.length;
+  }
+  get durableBelow(): number {
+    return this.#durableBelow;
+  }
+  /** receivedAt of the first event of the segment holding event `seq` (0 when unknown). */
+  firstAtOf(seq: number): number {
+    const s = this.#segmentOf(seq);
+    return s ? s.firstAt : 0;
+  }
+
+  #recover(): RecoveryReport {
+    const files = readdirSync(this.dir).filter((f) => SEGMENT_RE.test(f)).sort();
+    let tornBytes = 0;
+    const damaged: { file: string; bytes: number; events: number }[] = [];
+    let events = 0;
+    let lastSeq = -1;
+    for (let i = 0; i < files.length; i++) {
+      const name = files[i] as string;
+      const path = join(this.dir, name);
+      const isLast = i === files.length - 1;
+      const buf = readWhole(path);
+      const keep: Buffer[] = [];
+      let firstSeq = -1;
+      let firstAt = 0;
+      let p = 0;
+      let changed = false;
+      while (p < buf.length) {
+        const r = checkRecord(buf, p, buf.length);
+        if (r.kind === 'record' && r.seq > lastSeq) {
+          if (firstSeq < 0) {
+            firstSeq = r.seq;
+            firstAt = r.receivedAt;
+          }
+          keep.push(buf.subarray(p, r.next));
+          lastSeq = r.seq;
+          events++;
+          p = r.next;
+          continue;
+        }
+        // Damage: find the next valid record after it.
+        const q = resync(buf, p + 1, lastSeq);
+        changed = true;
+        if (q < 0 && isLast && r.kind === 'short') {
+          tornBytes += buf.length - p;
+          break;
+        }
+        const end = q < 0 ? buf.length : q;
+        const aside = join(this.dir, 'damaged', `${name}-${p}.bin`);
+        mkdirSync(join(this.dir, 'damaged'), { recursive: true });
+        writeFileSync(aside, buf.subarray(p, end));
+        const nextSeq = q < 0 ? -1 : (checkRecord(buf, q, buf.length) as { seq: number }).seq;
+        damaged.push({ file: aside, bytes: end - p, events: nextSeq > lastSeq ? nextSeq - lastSeq - 1 : 0 });
+        p = end;
+      }
+      if (keep.length === 0) {
+        unlinkSync(path);
+        continue;
+      }
+      if (changed) {
+        // Rewrite the segment with its valid records only (atomically).
+        const tmp = `${path}.tmp`;
+        writeFileSync(tmp, Buffer.concat(keep));
+        renameSync(tmp, path);
+      }
+      const size = keep.reduce((n, b) => n + b.length, 0);
+      const seg: Segment = { firstSeq, path: join(this.dir, segmentName(firstSeq)), size, firstAt };
+      if (seg.path !== path) renameSync(path, seg.path); // a damaged head moved the first number
+      this.#segments.push(seg);
+      this.#bytes += size;
+    }
+    // Events lost in a damaged last part cannot be counted from a gap; the numbering goes on after the last valid one.
+    this.#nextSeq = lastSeq + 1;
+    this.#durableBelow = this.#nextSeq;
+    return { events, firstSeq: this.firstSeq, nextSeq: this.#nextSeq, tornBytes, damaged };
+  }
+
+  /** Continue numbering from `seq` (when the log is empty, from the saved watermark). */
+  startAt(seq: number): void {
+    if (this.#segments.length === 0 && seq > this.#nextSeq) {
+      this.#nextSeq = seq;
+      this.#durableBelow = seq;
+    }
+  }
+
+  /**
+   * Appends `events` numbered from nextSeq, in one write. On error, the segment is cut back to
+   * where it was and the error thrown: nothing was appended.
+   */
+  append(events: readonly LogEvent[]): number {
+    let size = 0;
+    for (const e of events) size += recordSize(e);
+    const out = Buffer.allocUnsafe(size);
+    let o = 0;
+    let seq = this.#nextSeq;
+    for (const e of events) o = writeRecord(out, o, e, seq++);
+    let seg = this.#segments[this.#segments.length - 1];
+    if (!seg || this.#fd < 0 || seg.size >= this.#segmentBytes) seg = this.#roll(events[0]?.receivedAt ?? Date.now());
+    const before = seg.size;
+    try {
+      let written = 0;
+      while (written < out.length) written += writeSync(this.#fd, out, written, out.length - written, null);
+    } catch (err) {
+      try {
+        ftruncateSync(this.#fd, before);
+      } catch {
+        // The next open's check cuts any partial record.
+      }
+      throw err;
+    }
+    seg.size += out.length;
+    this.#bytes += out.length;
+    this.#nextSeq = seq;
+    return out.length;
+  }
+
+  #roll(firstAt: number): Segment {
+    if (this.#fd >= 0) {
+      const fd = this.#fd;
+      fsync(fd, () => closeSync(fd));
+    }
+    const seg: Segment = { firstSeq: this.#nextSeq, path: join(this.dir, segmentName(this.#nextSeq)), size: 0, firstAt };
+    this.#fd = openSync(seg.path, 'a', 0o600);
+    const existing = fstatSync(this.#fd).size;
+    if (existing > 0) ftruncateSync(this.#fd, 0); // a leftover of a failed roll
+    this.#segments.push(seg);
+    return seg;
+  }
+
+  /** fsyncs what was appended; resolves once it is on stable storage. */
+  sync(): Promise<void> {
+    this.#syncing ??= new Promise<void>((resolve) => {
+      const upTo = this.#nextSeq;
+      const done = (): void => {
+        this.#syncing = undefined;
+        resolve();
+      };
+      if (this.#fd < 0 || upTo === this.#durableBelow) {
+        this.#durableBelow = upTo;
+        done();
+        return;
+      }
+      fsync(this.#fd, (err) => {
+        if (!err) this.#durableBelow = Math.max(this.#durableBelow, upTo);
+        done();
+      });
+    });
+    return this.#syncing;
+  }
+
+  /**
+   * Reads up to `maxEvents` / `maxBytes` events from number `seq` on. Sequential reads continue
+   * where the last one stopped; any other seq is found by scanning its segment. The events of one
+   * read are numbered consecutively from `seq` of the result: a read stops before a gap in the
+   * numbering, and the next one reports the gap as `lost` (events [seq - lost, seq) were in a part
+   * found damaged).
+   */
+  read(seq: number, maxEvents: number, maxBytes: number): ReadBatch & { readonly lost: number } {
+    if (seq !== this.#readSeq) this.#seek(seq);
+    const events: LogEvent[] = [];
+    let bytes = 0;
+    let lost = 0;
+    let first = -1;
+    outer: while (events.length < maxEvents && bytes < maxBytes) {
+      const seg = this.#segments.find((x) => x.firstSeq === this.#readSegFirst);
+      if (!seg) {
+        const s = this.#segmentOf(this.#readSeq) ?? this.#segments[0];
+        if (!s || s.firstSeq === this.#readSegFirst) break;
+        this.#readSegFirst = s.firstSeq;
+        this.#readOffset = 0;
+        continue;
+      }
+      if (this.#readOffset >= seg.size) {
+        const after = this.#segments[this.#segments.indexOf(seg) + 1];
+        if (!after) break; // the writer's segment: nothing more yet
+        this.#readSegFirst = after.firstSeq;
+        this.#readOffset = 0;
+        continue;
+      }
+      const fd = this.#readFdFor(seg);
+      const remaining = seg.size - this.#readOffset;
+      let buf = Buffer.allocUnsafe(Math.min(READ_BYTES, remaining));
+      let n = readSync(fd, buf, 0, buf.length, this.#readOffset);
+      if (n >= 8) {
+        const len = buf.readUInt32LE(0) + 8;
+        if (len > n && len <= remaining) {
+          // A record longer than one read.
+          buf = Buffer.allocUnsafe(len);
+          n = readSync(fd, buf, 0, len, this.#readOffset);
+        }
+      }
+      let p = 0;
+      while (p < n) {
+        const r = readRecord(buf, p, n);
+        if (r.kind === 'short') break;
+        if (r.kind === 'bad') {
+          // Damaged since the check at start: the rest of this segment is given up (the gap in the
+          // numbering is reported by the next read).
+          this.#readOffset = seg.size;
+          continue outer;
+        }
+        if (r.seq < this.#readSeq) {
+          p = r.next;
+          continue;
+        }
+        if (r.seq > this.#readSeq) {
+          if (events.length > 0) {
+            this.#readOffset += p;
+            break outer;
+          }
+          lost += r.seq - this.#readSeq;
+          this.#readSeq = r.seq;
+        }
+        if (first < 0) first = r.seq;
+        events.push(r.event);
+        bytes += r.event.end - r.event.start;
+        this.#readSeq++;
+        p = r.next;
+        if (events.length >= maxEvents || bytes >= maxBytes) break;
+      }
+      if (p === 0) {
+        // Not even one record: the segment's end does not hold a whole record.
+        this.#readOffset = seg.size;
+        continue;
+      }
+      this.#readOffset += p;
+    }
+    return { events, bytes, seq: first < 0 ? this.#readSeq : first, lost };
+  }
+
+  #seek(seq: number): void {
+    const seg = this.#segmentOf(seq) ?? this.#segments[0];
+    this.#readSeq = seq;
+    this.#readSegFirst = seg ? seg.firstSeq : -1;
+    this.#readOffset = 0;
+  }
+
+  #readFdFor(seg: Segment): number {
+    if (this.#readFdSeg !== seg.firstSeq) {
+      if (this.#readFd >= 0) closeSync(this.#readFd);
+      this.#readFd = openSync(seg.path, 'r');
+      this.#readFdSeg = seg.firstSeq;
+    }
+    return this.#readFd;
+  }
+
+  #segmentOf(seq: number): Segment | undefined {
+    let found: Segment | undefined;
+    for (const s of this.#segments) {
+      if (s.firstSeq <= seq) found = s;
+      else break;
+    }
+    return found;
+  }
+
+  /** Deletes the segments all of whose events are numbered below `seq`; returns the bytes freed. */
+  deleteBelow(seq: number): number {
+    let freed = 0;
+    while (this.#segments.length > 1) {
+      const next = this.#segments[1] as Segment;
+      if (next.firstSeq > seq) break;
+      const seg = this.#segments.shift() as Segment;
+      if (this.#readFdSeg === seg.firstSeq) {
+        closeSync(this.#readFd);
+        this.#readFd = -1;
+        this.#readFdSeg = -1;
+      }
+      try {
+        unlinkSync(seg.path);
+      } catch {
+        // Gone already; nothing to free.
+      }
+      this.#bytes -= seg.size;
+      freed += seg.size;
+    }
+    // The writer's segment, wholly settled and big enough: start a new one and delete it.
+    const last = this.#segments[0];
+    if (this.#segments.length === 1 && last && seq >= this.#nextSeq && last.size >= this.#segmentBytes) {
+      this.#roll(Date.now());
+      return freed + this.deleteBelow(seq);
+    }
+    return freed;
+  }
+
+  close(): void {
+    if (this.#fd >= 0) {
+      try {
+        // The last appends reach the disk before the process ends.
+        const fd = this.#fd;
+        this.#fd = -1;
+        closeSync(fd);
+      } catch {
+        // closing is best effort
+      }
+    }
+    if (this.#readFd >= 0) closeSync(this.#readFd);
+    this.#readFd = -1;
+    this.#readFdSeg = -1;
+  }
+}
+
+function segmentName(firstSeq: number): string {
+  return `${String(firstSeq).padStart(16, '0')}.seg`;
+}
+
+function readWhole(path: string): Buffer {
+  const fd = openSync(path, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    const buf = Buffer.allocUnsafe(size);
+    let n = 0;
+    while (n < size) {
+      const r = readSync(fd, buf, n, size - n, n);
+      if (r === 0) break;
+      n += r;
+    }
+    return buf.subarray(0, n);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Offset of the next valid record after damage (numbered after `lastSeq`), or -1. */
+function resync(buf: Buffer, from: number, lastSeq: number): number {
+  for (let q = from; q + 8 <= buf.length; q++) {
+    const r = checkRecord(buf, q, buf.length);
+    if (r.kind === 'record' && r.seq > lastSeq) return q;
+  }
+  return -1;
+}
