@@ -202,14 +202,25 @@ export class SegmentLog {
 
   #roll(firstAt: number): Segment {
     if (this.#fd >= 0) {
+      // The finished segment is fsynced and closed in the background.
       const fd = this.#fd;
-      fsync(fd, () => closeSync(fd));
+      const upTo = this.#nextSeq;
+      this.#fd = -1;
+      fsync(fd, (err) => {
+        if (!err) this.#durableBelow = Math.max(this.#durableBelow, upTo);
+        try {
+          closeSync(fd);
+        } catch {
+          // already closed
+        }
+      });
     }
-    const seg: Segment = { firstSeq: this.#nextSeq, path: join(this.dir, segmentName(this.#nextSeq)), size: 0, firstAt };
+    const last = this.#segments[this.#segments.length - 1];
+    const reuse = last && last.size === 0 && last.firstSeq === this.#nextSeq;
+    const seg: Segment = reuse ? last : { firstSeq: this.#nextSeq, path: join(this.dir, segmentName(this.#nextSeq)), size: 0, firstAt };
     this.#fd = openSync(seg.path, 'a', 0o600);
-    const existing = fstatSync(this.#fd).size;
-    if (existing > 0) ftruncateSync(this.#fd, 0); // a leftover of a failed roll
-    this.#segments.push(seg);
+    if (fstatSync(this.#fd).size > 0) ftruncateSync(this.#fd, 0); // a leftover of a failed write
+    if (!reuse) this.#segments.push(seg);
     return seg;
   }
 
@@ -222,7 +233,7 @@ export class SegmentLog {
         resolve();
       };
       if (this.#fd < 0 || upTo === this.#durableBelow) {
-        this.#durableBelow = upTo;
+        // Nothing open to sync (a finished segment syncs on its own when it is rolled).
         done();
         return;
       }
