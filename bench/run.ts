@@ -1,4 +1,4 @@
-// `npm run bench [-- tcp|udp|file|http|http-gzip|http-in|routing]`: the relay as a separate process pinned to core 1 (taskset), the load
+// `npm run bench [-- tcp|udp|file|disk|disk-outage|http|http-gzip|http-in|http-in-disk|routing]`: the relay as a separate process pinned to core 1 (taskset), the load
 // and the receiver on core 0, all on loopback. Prints events/s, relay CPU seconds and peak RSS, and
 // checks that every event arrived. Figures are for reading, never asserted by tests.
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -106,7 +106,7 @@ const TEN_ROUTES = `    routes:
     default: drop
 `;
 
-async function startRelay(receiver: Receiver, output: OutputYaml = syslogOutput, httpPort = 0, routed = false, file = ''): Promise<Relay> {
+async function startRelay(receiver: Receiver, output: OutputYaml = syslogOutput, httpPort = 0, routed = false, file = '', queue = ''): Promise<Relay> {
   const dir = mkdtempSync(join(tmpdir(), 'relay-bench-'));
   writeFileSync(join(dir, 'ca.pem'), receiver.ca);
   const [tcpPort, udpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
@@ -129,7 +129,7 @@ intakes:
       - type: file
         paths: [${file}]
         new_files_from: beginning` : ''}
-${output(receiver, join(dir, 'ca.pem'))}${routed ? `listeners:
+${output(receiver, join(dir, 'ca.pem'))}${queue ? `    queue: ${queue}\n` : ''}${routed ? `listeners:
   - type: tcp
     name: shared
     address: 127.0.0.1
@@ -139,6 +139,7 @@ ${TEN_ROUTES}` : ''}${httpPort ? `listeners:
     name: api
     address: 127.0.0.1
     port: ${httpPort}
+    respond_when: ${queue ? 'auto' : 'queued'}
 ` : ''}`,
   );
   const cmd = pinned ? 'taskset' : process.execPath;
@@ -270,10 +271,10 @@ async function finish(relay: Relay, receiver: Receiver, done: { frames: number; 
   return { rate: n / secs, cpuShare: (100 * cpu) / secs, rssMb: rss, line };
 }
 
-async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputYaml = syslogOutput, routed = false, apps = 1): Promise<RunFigures> {
+async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputYaml = syslogOutput, routed = false, apps = 1, queue = ''): Promise<RunFigures> {
   const n = 1_000_000;
   const receiver = await startReceiver(receiverScript);
-  const relay = await startRelay(receiver, output, 0, routed);
+  const relay = await startRelay(receiver, output, 0, routed, '', queue);
   const memory = sampleMemory(relay);
   const data = lines(n, 200, apps);
   const cpu0 = relay.cpuSeconds();
@@ -359,13 +360,14 @@ async function udpScenario(): Promise<RunFigures> {
 
 console.log(`intake-relay bench on node ${process.version}; ${pinned ? 'relay pinned to core 1, load and receiver to core 0' : 'taskset unavailable: not pinned'}`);
 /** HTTP in (the intake API over keep-alive, 1,000 events per request) -> TLS out. */
-async function httpInScenario(): Promise<RunFigures> {
+/** `queue`: the intake's queue (a disk queue answers once events are on disk); none: a memory queue answering once queued. */
+async function httpInScenario(queue = ''): Promise<RunFigures> {
   const requests = 1000;
   const perRequest = 1000;
   const n = requests * perRequest;
   const receiver = await startReceiver();
   const port = await freePort();
-  const relay = await startRelay(receiver, syslogOutput, port);
+  const relay = await startRelay(receiver, syslogOutput, port, false, '', queue);
   await waitListening(port);
   const { Pool } = await import('undici');
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 4, pipelining: 1 });
@@ -431,6 +433,52 @@ async function fileScenario(): Promise<RunFigures> {
   return figures;
 }
 
+/**
+ * An intake outage with the disk queue: the receiver goes down, `n` events (200 B) are sent and
+ * pile up on disk, then it comes back and the backlog drains. Peak RSS is sampled during both.
+ */
+async function outageScenario(n = 5_000_000): Promise<RunFigures> {
+  const receiver = await startReceiver();
+  const relay = await startRelay(receiver, syslogOutput, 0, false, '', '{ type: disk, max_bytes: 4294967296 }');
+  const tell = (m: string): Promise<void> => new Promise((resolve) => {
+    receiver.proc.once('message', () => resolve());
+    receiver.proc.send(m);
+  });
+  await tell('down');
+  const data = lines(1_000_000);
+  const cpu0 = relay.cpuSeconds();
+  const t0 = performance.now();
+  await new Promise<void>((resolve, reject) => {
+    const s = net.connect(relay.tcpPort, '127.0.0.1', async () => {
+      for (let k = 0; k < n / 1_000_000; k++) {
+        for (let off = 0; off < data.length; off += 1 << 20) {
+          if (!s.write(data.subarray(off, off + (1 << 20)))) await new Promise((r) => s.once('drain', r));
+        }
+      }
+      s.end(resolve);
+    });
+    s.on('error', reject);
+  });
+  // Wait until the relay has everything on disk.
+  while ((await metric(relay, 'intake_relay_events_received_total')) < n) await new Promise((r) => setTimeout(r, 100));
+  const inSecs = (performance.now() - t0) / 1000;
+  const onDisk = await metric(relay, 'intake_relay_disk_queue_bytes');
+  const rssIn = relay.peakRssMb();
+  const cpuIn = relay.cpuSeconds() - cpu0;
+  await tell('up');
+  const t1 = performance.now();
+  const done = await waitFrames(receiver, n, 600_000);
+  const outSecs = (done.at - t1) / 1000;
+  const cpu = relay.cpuSeconds() - cpu0 - cpuIn;
+  const rss = relay.peakRssMb();
+  return finish(relay, receiver, done, n, outSecs, cpu, rss,
+    `${n.toLocaleString('en')} events (200 B) taken in during the outage in ${inSecs.toFixed(1)} s (${Math.round(n / inSecs).toLocaleString('en')}/s), ` +
+      `${(onDisk / 2 ** 30).toFixed(2)} GiB on disk, peak RSS ${rssIn.toFixed(0)} MB; backlog delivered after the intake came back in ${outSecs.toFixed(1)} s = ` +
+      `${Math.round(n / outSecs).toLocaleString('en')} events/s; peak RSS over the whole run ${rss.toFixed(0)} MB; relay CPU ${cpuIn.toFixed(1)} s taking in, ${cpu.toFixed(1)} s draining; ` +
+      `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}`,
+  );
+}
+
 // Never leave a receiver or relay behind, whatever ends this process.
 const children = new Set<ChildProcess>();
 process.on('exit', () => {
@@ -448,7 +496,10 @@ if (want('routing')) {
     await repeat(`tcp -> tls, shared listener with 10 routes, ${apps} app names`, runs, () => tcpScenario('bench/receiver.ts', syslogOutput, true, apps));
   }
 }
+if (want('disk')) await repeat('tcp -> tls through the disk queue (1,000,000 x 200 B, one connection)', runs, () => tcpScenario('bench/receiver.ts', syslogOutput, false, 1, '{ type: disk }'));
+if (want('disk-outage')) await repeat('disk queue through an intake outage (5,000,000 x 200 B pile up, then drain)', Math.min(runs, 1), () => outageScenario());
 if (want('file')) await repeat('file -> tls (1,000,000 lines x 200 B appended as fast as possible)', runs, fileScenario);
-if (want('http-in')) await repeat('http /jsons in (1,000 x 1,000 events, keep-alive) -> tls', runs, httpInScenario);
+if (want('http-in')) await repeat('http /jsons in (1,000 x 1,000 events, keep-alive, respond_when: queued) -> tls', runs, () => httpInScenario());
+if (want('http-in-disk')) await repeat('http /jsons in (1,000 x 1,000 events, keep-alive) -> disk queue -> tls', runs, () => httpInScenario('{ type: disk }'));
 if (want('http')) await repeat('tcp -> https /jsons (1,000,000 x 200 B)', runs, () => tcpScenario('bench/http-receiver.ts', httpOutput(false)));
 if (want('http-gzip')) await repeat('tcp -> https /jsons, gzip (1,000,000 x 200 B)', runs, () => tcpScenario('bench/http-receiver.ts', httpOutput(true)));

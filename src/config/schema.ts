@@ -150,7 +150,7 @@ const whenFull = z.enum(['block', 'drop_newest']).default('block')
   .describe('block: TCP and file inputs stop reading until there is room (UDP still drops, counted); drop_newest: refuse new events (counted). File inputs always wait.');
 
 const memoryQueue = z.strictObject({
-  type: z.literal('memory').default('memory').describe('memory: events wait in memory (lost if the process is killed); disk: on disk, kept across restarts and crashes.'),
+  type: z.literal('memory').default('memory').describe('Events wait in memory (the default): fast, but lost if the process is killed. See type: disk.'),
   max_events: positive.default(100_000).describe('Most events queued for this intake.'),
   max_bytes: positive.default(64 * MiB).describe('Most bytes of events queued for this intake.'),
   when_full: whenFull,
@@ -238,6 +238,9 @@ const httpListener = z.strictObject({
   headers_timeout_ms: positive.default(10_000).describe('Time allowed to receive the request headers (slow clients are cut off).'),
   request_timeout_ms: positive.default(60_000).describe('Time allowed to receive a whole request.'),
   keep_alive_timeout_ms: positive.default(5_000).describe('How long an idle keep-alive connection stays open.'),
+  respond_when: z.enum(['auto', 'queued']).default('auto')
+    .describe('auto: answer 200 once the events are safe: in the intake\'s disk queue, or, with a memory queue, delivered to the intake (slower: a syslog output acknowledges after resend_window_ms). queued: answer as soon as they are queued in memory (faster; lost if the relay dies).'),
+  delivery_timeout_ms: positive.default(30_000).describe('respond_when: auto with a memory queue: longest wait for delivery before answering 503 (the client retries; the events may then arrive twice).'),
 });
 
 export const listenerSchema = z.discriminatedUnion('type', [udpListener, tcpListener, httpListener]);

@@ -14,7 +14,7 @@ import { open, rename } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Batch, LogEvent } from './event.ts';
-import { BoundedQueue, type AdmitResult, type BatchLimits, type EventQueue, type Offered, type WhenFull } from './queue.ts';
+import { BoundedQueue, wakeSettled, type AdmitResult, type BatchLimits, type EventQueue, type Offered, type SettledWaiter, type WhenFull } from './queue.ts';
 import { SegmentLog, type RecoveryReport } from './segment-log.ts';
 import { SettledTracker } from './settled.ts';
 
@@ -57,6 +57,7 @@ export class DiskQueue implements EventQueue {
   #unwrittenEvents = 0;
   #closed = false;
   #writers: (() => void)[] = [];
+  #settledWaiters: SettledWaiter[] = [];
   #timer: NodeJS.Timeout | undefined;
   #savedSettled = -1;
   #saving: Promise<void> | undefined;
@@ -253,9 +254,15 @@ export class DiskQueue implements EventQueue {
     this.#mem.requeue(batches);
   }
 
+  untilSettled(seq: number): Promise<void> {
+    if (this.#settled.watermark >= seq) return Promise.resolve();
+    return new Promise((resolve) => this.#settledWaiters.push({ seq, resolve }));
+  }
+
   settle(seq: number, count: number): void {
     const before = this.#settled.watermark;
     this.#settled.settle(seq, count);
+    if (this.#settledWaiters.length > 0) this.#settledWaiters = wakeSettled(this.#settledWaiters, this.#settled.watermark);
     if (this.#settled.watermark !== before && this.#log.deleteBelow(this.#settled.watermark) > 0) this.#wakeWriters();
   }
 

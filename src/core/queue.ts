@@ -30,6 +30,21 @@ export interface Offered {
 
 const RESUME_FRACTION = 0.9;
 
+export interface SettledWaiter {
+  readonly seq: number;
+  readonly resolve: () => void;
+}
+
+/** Resolves the waiters whose events are all settled; returns the others. */
+export function wakeSettled(waiters: SettledWaiter[], watermark: number): SettledWaiter[] {
+  const rest: SettledWaiter[] = [];
+  for (const w of waiters) {
+    if (w.seq <= watermark) w.resolve();
+    else rest.push(w);
+  }
+  return rest;
+}
+
 /**
  * What inputs, the runner and the daemon use of an intake's queue: the memory queue below, or the
  * disk queue (disk-queue.ts), which keeps a BoundedQueue as its memory stage.
@@ -60,6 +75,8 @@ export interface EventQueue {
   release(batch: Batch): void;
   requeue(batches: readonly Batch[]): void;
   settle(seq: number, count: number): void;
+  /** Resolves once every event numbered below `seq` is settled. */
+  untilSettled(seq: number): Promise<void>;
   close(): void;
 }
 
@@ -74,6 +91,7 @@ export class BoundedQueue implements EventQueue {
   /** Number the next event taken in gets. */
   #nextSeq = 0;
   readonly #settled = new SettledTracker();
+  #settledWaiters: SettledWaiter[] = [];
   #events = 0;
   #bytes = 0;
   // Taken by the runner and not yet accepted by the sink: still counted against the limits.
@@ -134,6 +152,12 @@ export class BoundedQueue implements EventQueue {
   /** Events [seq, seq + count) were acknowledged by the output or dropped (counted). */
   settle(seq: number, count: number): void {
     this.#settled.settle(seq, count);
+    if (this.#settledWaiters.length > 0) this.#settledWaiters = wakeSettled(this.#settledWaiters, this.#settled.watermark);
+  }
+
+  untilSettled(seq: number): Promise<void> {
+    if (this.#settled.watermark >= seq) return Promise.resolve();
+    return new Promise((resolve) => this.#settledWaiters.push({ seq, resolve }));
   }
 
   #full(): boolean {

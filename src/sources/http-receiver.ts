@@ -30,7 +30,7 @@ export interface HttpTarget extends Target {
 type Reason =
   | 'invalid_json' | 'path_not_found' | 'not_a_list' | 'body_too_large' | 'too_many_events' | 'unsupported_encoding'
   | 'unsupported_media_type' | 'method_not_allowed' | 'not_found' | 'unauthorized' | 'throttled' | 'shutdown' | 'bad_request'
-  | 'slow_client';
+  | 'slow_client' | 'not_delivered';
 
 class HttpError extends Error {
   readonly status: number;
@@ -139,7 +139,7 @@ export class HttpReceiver {
       if (route) {
         this.#authorizeRoute(req, route.token);
         const events = route.format === 'ndjson' ? this.#ndjson(body, sender) : this.#lines(body, sender);
-        this.#accept(res, url, route.target, events, false);
+        await this.#accept(res, url, route.target, events, false);
         return;
       }
       await this.#intakeApi(req, res, url, body, sender);
@@ -217,25 +217,25 @@ export class HttpReceiver {
   async #intakeApi(req: http.IncomingMessage, res: http.ServerResponse, url: URL, body: Buffer, sender: string): Promise<void> {
     const path = url.pathname;
     if (path === '/plain') {
-      this.#accept(res, url, this.#target(this.#requestKey(req, url)), this.#fromStrings([body.toString('utf8')], sender), true);
+      await this.#accept(res, url, this.#target(this.#requestKey(req, url)), this.#fromStrings([body.toString('utf8')], sender), true);
       return;
     }
     if (path === '/plain/batch') {
-      this.#accept(res, url, this.#target(this.#requestKey(req, url)), this.#lines(body, sender), false);
+      await this.#accept(res, url, this.#target(this.#requestKey(req, url)), this.#lines(body, sender), false);
       return;
     }
     const doc = parseJson(body);
     if (path === '/jsons') {
       const target = this.#target(this.#requestKey(req, url));
       const list = select(doc, url.searchParams.get('path'));
-      this.#accept(res, url, target, this.#fromStrings(list.map(eventText), sender), false);
+      await this.#accept(res, url, target, this.#fromStrings(list.map(eventText), sender), false);
       return;
     }
     if (path === '/batch') {
       const o = doc as { intake_key?: unknown; jsons?: unknown };
       if (typeof o !== 'object' || o === null || !Array.isArray(o.jsons)) throw new HttpError(400, 'not_a_list', 'Expected {"intake_key": "...", "jsons": [...]}.');
       const target = this.#target(typeof o.intake_key === 'string' ? o.intake_key : this.#requestKey(req, url));
-      this.#accept(res, url, target, this.#fromStrings(o.jsons.map(eventText), sender), false);
+      await this.#accept(res, url, target, this.#fromStrings(o.jsons.map(eventText), sender), false);
       return;
     }
     // /array: [{"intake_key", "json"}], possibly for several intakes; unknown keys refused per event.
@@ -260,7 +260,12 @@ export class HttpReceiver {
     const batches = [...groups].map(([t, strings]) => ({ t, built: this.#fromStrings(strings, sender) }));
     for (const { t } of batches) this.#checkRoom(t);
     let accepted = 0;
-    for (const { t, built } of batches) accepted += this.#admit(t, built);
+    const ends: [HttpTarget, number][] = [];
+    for (const { t, built } of batches) {
+      accepted += this.#admit(t, built);
+      ends.push([t, t.queue.nextSeq]);
+    }
+    await this.#settled(ends);
     if (refused.length > 0) this.#count('unauthorized');
     this.#answer(res, url, accepted, refused.concat(batches.flatMap(({ built }) => built.refused)), false);
   }
@@ -381,10 +386,28 @@ export class HttpReceiver {
     return events.length;
   }
 
-  #accept(res: http.ServerResponse, url: URL, t: HttpTarget, b: Built, single: boolean): void {
+  async #accept(res: http.ServerResponse, url: URL, t: HttpTarget, b: Built, single: boolean): Promise<void> {
     this.#checkRoom(t);
     const accepted = this.#admit(t, b);
+    await this.#settled([[t, t.queue.nextSeq]]);
     this.#answer(res, url, accepted, b.refused, single);
+  }
+
+  /**
+   * The answer waits until the request's events are safe: in a disk queue (written when admitted),
+   * or, with a memory queue, delivered (respond_when: auto). respond_when: queued answers at once.
+   */
+  async #settled(ends: readonly [HttpTarget, number][]): Promise<void> {
+    if (this.#l.respond_when === 'queued') return;
+    const waits = ends.filter(([t]) => !t.queue.durable).map(([t, end]) => t.queue.untilSettled(end));
+    if (waits.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), this.#l.delivery_timeout_ms)));
+    const r = await Promise.race([Promise.all(waits), timeout]);
+    clearTimeout(timer);
+    if (r === 'timeout') {
+      throw new HttpError(503, 'not_delivered', `The events were queued but not delivered to the intake within ${this.#l.delivery_timeout_ms} ms: retry (they may arrive twice).`, { 'retry-after': '10' });
+    }
   }
 
   /** The success answer: status_code= honoured; counts and relay-side ids like the intake's. */

@@ -209,3 +209,34 @@ describe('HTTP input: backpressure', () => {
     await vi.waitFor(async () => expect(await books(relay!, 'a')).toMatchObject({ received: 5_000, sent: 5_000, dropped: 0, balanced: true }));
   });
 });
+
+describe('HTTP input: when the answer comes (respond_when)', () => {
+  it('auto with a memory queue: 200 only once the events reached the intake; 503 not_delivered after delivery_timeout_ms', async () => {
+    const { base, intake } = await setup('    delivery_timeout_ms: 600');
+    const r = await post(`${base}/jsons`, JSON.stringify(['delivered first', 'then answered']), { authorization: basic(KEY_A) });
+    expect(r.status).toBe(200);
+    // Acknowledged by the output before the answer: the intake has them already.
+    expect(intake.received.map((m) => m.message)).toEqual(['delivered first', 'then answered']);
+    await intake.stop();
+    const down = await post(`${base}/jsons`, JSON.stringify(['intake down']), { authorization: basic(KEY_A) });
+    expect(down).toMatchObject({ status: 503, json: { reason: 'not_delivered' } });
+    expect(down.headers['retry-after']).toBe('10');
+    // The events stay queued and go once the intake is back.
+    const back = await startTestIntake(intake.port);
+    await vi.waitFor(() => expect(back.received.map((m) => m.message)).toEqual(['intake down']), { timeout: 5_000 });
+    await back.stop();
+  });
+
+  it('queued, or a disk queue: 200 at once, even with the intake down', async () => {
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'http-respond-'));
+    relay = await startRelay(yaml(port, '    respond_when: queued', `    queue: { type: disk, path: ${dir}/a }`).replace('intakes:', `data_dir: ${dir}\nintakes:`));
+    const base = `http://127.0.0.1:${relay.daemon.listenerPort('api')}`;
+    // Intake a has a disk queue: safe once written there.
+    expect((await post(`${base}/jsons`, JSON.stringify(['to disk']), { authorization: basic(KEY_A) })).status).toBe(200);
+    // Intake b has a memory queue, and the listener says queued.
+    expect((await post(`${base}/jsons`, JSON.stringify(['to memory']), { authorization: basic(KEY_B) })).status).toBe(200);
+    expect(await books(relay, 'a')).toMatchObject({ received: 1, queued: 1, balanced: true });
+    expect(await books(relay, 'b')).toMatchObject({ received: 1, queued: 1, balanced: true });
+  });
+});
