@@ -40,5 +40,10 @@ describe('deploy examples', () => {
     const sidecar = readFileSync(new URL('../../deploy/sidecar.yaml', import.meta.url), 'utf8');
     const c = parseConfig(sidecar, 'deploy/sidecar.yaml', { INTAKE_KEY: 'AbC123' });
     expect(c.intakes[0]!.inputs.every((i) => i.type === 'file' || i.address === '127.0.0.1')).toBe(true);
+    const collector = parseConfig(readFileSync(new URL('../../deploy/collector.yaml', import.meta.url), 'utf8'), 'deploy/collector.yaml', { FIREWALL_KEY: 'AbC123', PROXY_KEY: 'DeF456' });
+    expect(collector.intakes.map((i) => [i.queue.type, i.queue.type === 'disk' ? i.queue.path : ''])).toEqual([
+      ['disk', '/var/lib/intake-relay/queues/firewalls'],
+      ['disk', '/var/lib/intake-relay/queues/proxies'],
+    ]);
   });
 });
