@@ -70,7 +70,9 @@ export class DiskQueue implements EventQueue {
   constructor(options: DiskQueueOptions, hooks: DiskQueueHooks) {
     this.#o = options;
     this.#hooks = hooks;
-    const { log, report } = SegmentLog.open(options.dir, options.segmentBytes);
+    // Several segments fit in max_bytes, so that deleting delivered ones frees room.
+    const segmentBytes = Math.min(options.segmentBytes, Math.max(64 * 1024, Math.floor(options.maxBytes / 8)));
+    const { log, report } = SegmentLog.open(options.dir, segmentBytes);
     this.#log = log;
     this.recovery = report;
     const saved = readSettled(join(options.dir, SETTLED_FILE));
@@ -263,7 +265,9 @@ export class DiskQueue implements EventQueue {
     const before = this.#settled.watermark;
     this.#settled.settle(seq, count);
     if (this.#settledWaiters.length > 0) this.#settledWaiters = wakeSettled(this.#settledWaiters, this.#settled.watermark);
-    if (this.#settled.watermark !== before && this.#log.deleteBelow(this.#settled.watermark) > 0) this.#wakeWriters();
+    // When full, the writer's segment is let go as soon as all of it is delivered, however small.
+    const force = this.#log.bytes >= this.#o.maxBytes * RESUME_FRACTION;
+    if (this.#settled.watermark !== before && this.#log.deleteBelow(this.#settled.watermark, force) > 0) this.#wakeWriters();
   }
 
   /**

@@ -350,8 +350,11 @@ export class SegmentLog {
     return found;
   }
 
-  /** Deletes the segments all of whose events are numbered below `seq`; returns the bytes freed. */
-  deleteBelow(seq: number): number {
+  /**
+   * Deletes the segments all of whose events are numbered below `seq`; returns the bytes freed.
+   * The writer's own segment goes too once all of it is below `seq` and it is full, or `force`.
+   */
+  deleteBelow(seq: number, force = false): number {
     let freed = 0;
     while (this.#segments.length > 1) {
       const next = this.#segments[1] as Segment;
@@ -372,7 +375,7 @@ export class SegmentLog {
     }
     // The writer's segment, wholly settled and big enough: start a new one and delete it.
     const last = this.#segments[0];
-    if (this.#segments.length === 1 && last && seq >= this.#nextSeq && last.size >= this.#segmentBytes) {
+    if (this.#segments.length === 1 && last && seq >= this.#nextSeq && last.size > 0 && (force || last.size >= this.#segmentBytes)) {
       this.#roll(Date.now());
       return freed + this.deleteBelow(seq);
     }

@@ -142,7 +142,7 @@ describe('disk queue', () => {
     await relay.stop();
     // Restart with a limit below what is on disk: it starts, is full until drained, loses nothing.
     intake = await startTestIntake(port);
-    relay = await startRelay(diskYaml(port, dir2, ', max_bytes: 65536, when_full: drop_newest'));
+    relay = await startRelay(diskYaml(port, dir2, ', max_bytes: 65536, when_full: drop_newest').replace('segment_bytes: 65536', 'segment_bytes: 67108864'));
     await vi.waitFor(() => expect(intake!.received.length).toBe(kept), { timeout: 20_000 });
     expect(intake.received.map((r) => r.message)).toEqual(messages('d', 0, kept));
     // Once delivered (acknowledged), the segments go and there is room again.
