@@ -69,15 +69,12 @@ export function checkRecord(buf: Buffer, at: number, end: number): { readonly ki
 
 /** Reads the record at `buf[at]` (up to `end`). The event keeps referring to `buf`. */
 export function readRecord(buf: Buffer, at: number, end: number): ReadResult {
-  if (end - at < RECORD_HEADER) return { kind: 'short' };
-  const len = buf.readUInt32LE(at);
-  if (len < FIXED + 5 || len > MAX_PAYLOAD) return { kind: 'bad' };
+  const c = checkRecord(buf, at, end);
+  if (c.kind !== 'record') return c;
+  const { seq, receivedAt } = c;
   const p = at + RECORD_HEADER;
-  if (p + len > end) return { kind: 'short' };
-  if (crc32(buf.subarray(p, p + len)) !== buf.readUInt32LE(at + 4)) return { kind: 'bad' };
+  const len = c.next - p;
   let o = p;
-  const seq = buf.readDoubleLE(o);
-  const receivedAt = buf.readDoubleLE(o + 8);
   const pri = buf[o + 16] as number;
   const format = FORMATS[buf[o + 17] as number] ?? 0;
   const rel = [buf.readUInt32LE(o + 18), buf.readUInt32LE(o + 22), buf.readUInt32LE(o + 26), buf.readUInt32LE(o + 30), buf.readUInt32LE(o + 34)];

@@ -1,7 +1,7 @@
 // The disk queue against a TLS intake on loopback: long outages, restarts, kill -9 (the relay as
 // its own process), damaged segments, a full queue, an unwritable disk. Every test checks that
 // each event arrived (at least once; exactly once where nothing was cut) and the books.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { books, startRelay, type RunningRelay } from '../helpers/relay.ts';
 import { freePort, sendTcp, startTestIntake, type TestIntake } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
+import { counts, exited, runRelayProcess, type RelayProcess } from '../helpers/process.ts';
 
 let relay: RunningRelay | undefined;
 let intake: TestIntake | undefined;
@@ -21,6 +22,13 @@ afterEach(async () => {
   intake = undefined;
 });
 
+/** The relay as its own process, killed after the test whatever happens. */
+function run(configFile: string, prefix: string[] = []): RelayProcess {
+  const r = runRelayProcess(configFile, prefix);
+  children.push(r.proc);
+  return r;
+}
+
 const tmp = (): string => mkdtempSync(join(tmpdir(), 'disk-queue-'));
 const frames = (tag: string, from: number, to: number): string => {
   let s = '';
@@ -29,11 +37,6 @@ const frames = (tag: string, from: number, to: number): string => {
 };
 const messages = (tag: string, from: number, to: number): string[] => frames(tag, from, to).split('\n').slice(0, -1).map((l) => l.slice(l.indexOf('app: ') + 5));
 
-function counts(t: TestIntake): Map<string, number> {
-  const m = new Map<string, number>();
-  for (const r of t.received) m.set(r.message, (m.get(r.message) ?? 0) + 1);
-  return m;
-}
 
 function diskYaml(port: number, dir: string, queue = '', extra = ''): string {
   return relayYaml({
@@ -153,20 +156,6 @@ describe('disk queue', () => {
 });
 
 // The relay as its own process, for kill -9.
-const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
-
-function runRelay(configFile: string): { proc: ChildProcess; output: () => string } {
-  const proc = spawn(process.execPath, [MAIN, 'run', '-c', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(proc);
-  let out = '';
-  proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  return { proc, output: () => out };
-}
-
-function exited(p: ChildProcess): Promise<void> {
-  return p.exitCode !== null || p.signalCode !== null ? Promise.resolve() : new Promise((r) => p.once('exit', () => r()));
-}
 
 describe('disk queue, kill -9', () => {
   it.each([
@@ -179,7 +168,7 @@ describe('disk queue, kill -9', () => {
     const config = join(dir, 'relay.yaml');
     writeFileSync(config, diskYaml(port, dir, ', fsync_interval_ms: 100').replace('port: 0, name: in', `port: ${tcp}, name: in`).replace('log_level: debug', 'log_level: info'));
     if (intakeUp) intake = await startTestIntake(port);
-    let r = runRelay(config);
+    let r = run(config);
     await vi.waitFor(() => expect(r.output()).toContain('intake-relay started'), { timeout: 15_000 });
     const total = 30_000;
     let sent = 0;
@@ -194,7 +183,7 @@ describe('disk queue, kill -9', () => {
     await exited(r.proc);
     const before = intake?.received.length ?? 0;
     if (!intakeUp) intake = await startTestIntake(port);
-    r = runRelay(config);
+    r = run(config);
     await vi.waitFor(() => expect(r.output()).toContain('intake-relay started'), { timeout: 15_000 });
     while (sent < total) {
       await sendTcp(tcp, frames('k', sent, sent + 1_000));
@@ -225,13 +214,8 @@ describe('disk queue, unwritable', () => {
       .replace('log_level: debug', 'log_level: info'));
     // As root, drop the capabilities that bypass file permissions, as a service user would lack them.
     const prefix = process.getuid?.() === 0 ? ['setpriv', '--inh-caps=-all', '--bounding-set=-dac_override,-dac_read_search,-fowner'] : [];
-    const [cmd, ...args] = [...prefix, process.execPath, MAIN, 'run', '-c', config];
-    const proc = spawn(cmd as string, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    children.push(proc);
-    let out = '';
-    proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-    proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-    await vi.waitFor(() => expect(out).toContain('intake-relay started'), { timeout: 15_000 });
+    const { proc, output } = run(config, prefix);
+    await vi.waitFor(() => expect(output()).toContain('intake-relay started'), { timeout: 15_000 });
     const scrape = async (name: string): Promise<number> => {
       const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
       return text.split('\n').filter((l) => l.startsWith(name)).reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
@@ -243,7 +227,7 @@ describe('disk queue, unwritable', () => {
     // More than one segment's worth: the next segment cannot be created.
     const sending = sendTcp(tcp, frames('w', 200, 3_000));
     await vi.waitFor(async () => expect(await scrape('intake_relay_disk_queue_errors_total{intake="t",code="EACCES"}')).toBeGreaterThan(0), { timeout: 10_000 });
-    expect(out).toContain('Disk queue: cannot write');
+    expect(output()).toContain('Disk queue: cannot write');
     expect(await scrape('intake_relay_events_dropped_total')).toBe(0);
     chmodSync(qdir, 0o755);
     intake = await startTestIntake(port);

@@ -3,7 +3,7 @@
 // inode reuse, restarts with checkpoints, kill -9, long and partial lines, multiline, and an
 // unreadable directory. Every test checks each line arrived (exactly once where the design says
 // so) and the books: received = sent + dropped + queued + unacknowledged.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, chmodSync, closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, statSync, truncateSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { appendFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { books, startRelay, TEST_KEY, type RunningRelay } from '../helpers/relay.ts';
 import { freePort, startTestIntake, type TestIntake } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
+import { counts, exited, runRelayProcess, type RelayProcess } from '../helpers/process.ts';
 
 let relay: RunningRelay | undefined;
 let intake: TestIntake | undefined;
@@ -24,6 +25,13 @@ afterEach(async () => {
   intake = undefined;
 });
 
+/** The relay as its own process, killed after the test whatever happens. */
+function run(configFile: string, prefix: string[] = []): RelayProcess {
+  const r = runRelayProcess(configFile, prefix);
+  children.push(r.proc);
+  return r;
+}
+
 const tmp = (): string => mkdtempSync(join(tmpdir(), 'file-input-'));
 const lines = (tag: string, from: number, to: number): string => {
   let s = '';
@@ -32,12 +40,6 @@ const lines = (tag: string, from: number, to: number): string => {
 };
 const expected = (tag: string, from: number, to: number): string[] => lines(tag, from, to).split('\n').slice(0, -1);
 
-/** How many times each message arrived. */
-function counts(t: TestIntake): Map<string, number> {
-  const m = new Map<string, number>();
-  for (const r of t.received) m.set(r.message, (m.get(r.message) ?? 0) + 1);
-  return m;
-}
 
 function fileYaml(port: number, dir: string, input: string, extra = ''): string {
   return relayYaml({ intakePort: port, extra: `data_dir: ${dir}/state\nshutdown_timeout_ms: 3000\n${extra}`, inputs: `      - { type: file, ${input} }` });
@@ -267,21 +269,6 @@ describe('file input', () => {
 });
 
 // The relay as its own process, for kill -9 and for dropped file-access capabilities.
-const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
-
-function runRelay(configFile: string, prefix: string[] = []): { proc: ChildProcess; output: () => string } {
-  const [cmd, ...args] = [...prefix, process.execPath, MAIN, 'run', '-c', configFile];
-  const proc = spawn(cmd as string, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(proc);
-  let out = '';
-  proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  return { proc, output: () => out };
-}
-
-function exited(p: ChildProcess): Promise<void> {
-  return p.exitCode !== null || p.signalCode !== null ? Promise.resolve() : new Promise((r) => p.once('exit', () => r()));
-}
 
 describe('file input at scale', () => {
   it('hundreds of files with fewer file descriptors than files: idle ones are closed and reopened when they grow', async () => {
@@ -345,7 +332,7 @@ describe('file input, the relay as a process', () => {
     intake = await startTestIntake();
     const config = join(dir, 'relay.yaml');
     writeFileSync(config, fileYaml(intake.port, dir, `paths: ["${file}"]`).replace('log_level: debug', 'log_level: info'));
-    let relayProc = runRelay(config);
+    let relayProc = run(config);
     await vi.waitFor(() => expect(relayProc.output()).toContain('intake-relay started'), { timeout: 15_000 });
     const total = 60_000;
     let written = 0;
@@ -362,7 +349,7 @@ describe('file input, the relay as a process', () => {
     await exited(relayProc.proc);
     const beforeKill = intake.received.length;
     while (written < total) writeSome(5_000);
-    relayProc = runRelay(config);
+    relayProc = run(config);
     await vi.waitFor(() => expect(counts(intake!).size).toBe(total), { timeout: 30_000, interval: 50 });
     const c = counts(intake);
     for (const l of expected('k', 0, total)) expect(c.get(l), l).toBeGreaterThanOrEqual(1);
@@ -387,7 +374,7 @@ describe('file input, the relay as a process', () => {
     writeFileSync(config, fileYaml(intake.port, dir, `paths: ["${dir}/*/*.log"]`).replace('log_level: debug', 'log_level: info'));
     // As root, drop the capabilities that bypass file permissions, as a service user would lack them.
     const prefix = process.getuid?.() === 0 ? ['setpriv', '--inh-caps=-all', '--bounding-set=-dac_override,-dac_read_search'] : [];
-    const r = runRelay(config, prefix);
+    const r = run(config, prefix);
     await vi.waitFor(() => expect(r.output()).toContain('intake-relay started'), { timeout: 15_000 });
     appendFileSync(join(dir, 'open', 'a.log'), lines('open', 0, 100));
     await waitFor(intake, 100);
