@@ -2,7 +2,7 @@
 // and exit codes. The only place that calls process.exit.
 //   0 ok · 1 runtime failure · 64 usage error · 78 configuration error (sysexits EX_CONFIG)
 
-import { readFileSync } from 'node:fs';
+import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, EX_CONFIG, loadConfig, type Config } from './config/load.ts';
 import { effectiveYaml, summarize } from './config/summary.ts';
@@ -20,7 +20,9 @@ const DEFAULT_CONFIG = process.env.INTAKE_RELAY_CONFIG ?? '/etc/intake-relay/int
 const HELP = `intake-relay: forwards syslog to a security platform's intake over TLS.
 
 Usage:
-  intake-relay run      [-c FILE]        run the daemon
+  intake-relay run      [-c FILE] [--watch-config]
+                                         run the daemon; SIGHUP (or, with --watch-config, a change of
+                                         the file) reloads the configuration
   intake-relay validate [-c FILE] [--print]
                                          check a configuration; print a summary, or with --print the
                                          effective configuration as YAML (keys redacted)
@@ -70,6 +72,7 @@ async function main(argv: string[]): Promise<number> {
         'api-url': { type: 'string' },
         'dry-run': { type: 'boolean' },
         print: { type: 'boolean' },
+        'watch-config': { type: 'boolean' },
       },
     });
   } catch (err) {
@@ -91,7 +94,7 @@ async function main(argv: string[]): Promise<number> {
     case 'validate':
       return validate(file, values.print === true);
     case 'run':
-      return run(file);
+      return run(file, values['watch-config'] === true);
     case 'emulate':
       return emulate(values);
     case 'check':
@@ -130,7 +133,7 @@ function validate(file: string, print: boolean): number {
   return 0;
 }
 
-async function run(file: string): Promise<number> {
+async function run(file: string, watchConfig: boolean): Promise<number> {
   const config = loadOrReport(file);
   if (!config) return EX_CONFIG;
   const log = createLogger(config.log_level);
@@ -147,10 +150,32 @@ async function run(file: string): Promise<number> {
     log.flush();
     return 1;
   }
+  // SIGHUP (and, with --watch-config, a change of the file) reloads: an invalid file is refused
+  // and the running configuration stays.
+  const reload = (why: string): void => {
+    let next: Config;
+    try {
+      next = loadConfig(file);
+    } catch (err) {
+      const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
+      log.error({ trigger: why, problems }, 'Reload refused: the new configuration is invalid; the running one stays.');
+      return;
+    }
+    log.info({ trigger: why }, 'Reloading the configuration.');
+    void daemon.reload(next).catch((err: unknown) => log.error({ err }, 'Reload failed.'));
+  };
+  process.on('SIGHUP', () => reload('SIGHUP'));
+  if (watchConfig) {
+    // Polling the file's status follows editors that replace it and Kubernetes' symlink swaps.
+    watchFile(file, { interval: 1000, persistent: false }, (cur, prev) => {
+      if (cur.mtimeMs !== prev.mtimeMs || cur.ino !== prev.ino || cur.size !== prev.size) reload('file changed');
+    });
+  }
   const signalled = await new Promise<string>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));
   });
+  if (watchConfig) unwatchFile(file);
   // A second signal while draining exits at once.
   const force = (): void => {
     log.warn('Second signal: exiting without waiting for the queues to drain.');

@@ -43,7 +43,7 @@ const SETTLED_FILE = 'settled.json';
 
 export class DiskQueue implements EventQueue {
   readonly durable = true;
-  readonly #o: DiskQueueOptions;
+  #o: DiskQueueOptions;
   readonly #hooks: DiskQueueHooks;
   readonly #log: SegmentLog;
   readonly #mem: BoundedQueue;
@@ -274,6 +274,12 @@ export class DiskQueue implements EventQueue {
    * No more offers. The memory stage is handed out (its events are on disk too); the rest stays on
    * disk for the next start.
    */
+  /** New limits (a reload): what is on disk stays; waiting writers resume if there is room now. */
+  setLimits(maxBytes: number, whenFull: WhenFull): void {
+    this.#o = { ...this.#o, maxBytes, whenFull };
+    this.#wakeWriters();
+  }
+
   close(): void {
     this.#closed = true;
     this.#mem.close();

@@ -82,7 +82,7 @@ export interface EventQueue {
 
 export class BoundedQueue implements EventQueue {
   readonly durable = false;
-  readonly #limits: QueueLimits;
+  #limits: QueueLimits;
   // A FIFO of chunks; `#head` indexes the first unread event of the first chunk. `#seqs[i]` is the
   // sequence number of the first event of `#chunks[i]`.
   #chunks: LogEvent[][] = [];
@@ -111,6 +111,12 @@ export class BoundedQueue implements EventQueue {
 
   get limits(): QueueLimits {
     return this.#limits;
+  }
+
+  /** New limits (a reload): queued events stay; waiting writers resume if there is room now. */
+  setLimits(limits: QueueLimits): void {
+    this.#limits = limits;
+    this.#maybeWakeWriters();
   }
 
   /** Events waiting to be taken. */

@@ -112,6 +112,8 @@ export class SinkRunner {
       },
       wrote: (bytes) => this.#m.bytes.inc(bytes),
     });
+    // Writes handed over by a previous sink (a reload) go out first, even if nothing new comes.
+    if (sink.unacknowledged > 0) this.#needFlush = true;
     this.#loop = this.#run();
   }
 
@@ -255,6 +257,21 @@ export class SinkRunner {
     this.#state = 'stopped';
     this.#m.connected.set(0);
     return this.#o.queue.pendingEvents + unconfirmed;
+  }
+
+  /**
+   * For a reload that replaces the output: stops taking batches at once; sends in flight end
+   * (their batches go back to the queue unless written), and the queue stays open for the next
+   * runner. The sink is left to the caller (handed over, or stopped).
+   */
+  async detach(): Promise<void> {
+    this.#abort.abort();
+    await this.#loop;
+    this.#state = 'stopped';
+  }
+
+  get sink(): Sink {
+    return this.#o.sink;
   }
 }
 

@@ -60,4 +60,11 @@ export interface Sink {
   readonly unacknowledged: number;
   /** Close cleanly; returns how many events could not be confirmed as delivered. Idempotent, safe before start. */
   stop(deadline: AbortSignal): Promise<number>;
+  /**
+   * For a reload: gives up the connection and returns what was written but not acknowledged, for
+   * the next sink of the same kind to write again (adopt); afterwards this sink is stopped.
+   */
+  handOver?(): unknown;
+  /** Takes what another sink of the same kind handed over: written again first on connecting. */
+  adopt?(state: unknown): void;
 }

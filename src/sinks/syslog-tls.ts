@@ -217,6 +217,26 @@ export class SyslogTlsSink implements Sink {
     this.#events?.connectionLost(error, events);
   }
 
+  handOver(): Written[] {
+    this.#stopped = true;
+    if (this.#timer) clearInterval(this.#timer);
+    const socket = this.#socket;
+    this.#socket = undefined;
+    socket?.destroy();
+    const pending = [...this.#resend, ...this.#window];
+    this.#resend = [];
+    this.#window = [];
+    this.#windowBytes = 0;
+    this.#unacked = 0;
+    return pending;
+  }
+
+  adopt(state: unknown): void {
+    const written = state as Written[];
+    for (const w of written) this.#unacked += w.events;
+    this.#resend.push(...written);
+  }
+
   async stop(deadline: AbortSignal): Promise<number> {
     if (!this.#stopped) {
       this.#stopped = true;

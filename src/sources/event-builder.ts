@@ -11,11 +11,14 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import type { FrameSink } from './framing.ts';
 import { fieldCache, headerlessEvent, parseSyslog, type HeaderDefaults } from './syslog-parse.ts';
 
-/** One intake an input can feed: its queue, its filters, and the input's counters for it. */
+/**
+ * One intake an input can feed: its queue and its filters. A reload changes the filters (and a
+ * queue's limits) in place, so running inputs see them at once.
+ */
 export interface Target {
   readonly intake: string;
   readonly queue: EventQueue;
-  readonly filters: FilterSet;
+  filters: FilterSet;
 }
 
 export interface InputContext {
@@ -23,10 +26,10 @@ export interface InputContext {
   readonly input: string;
   readonly metrics: Metrics;
   readonly defaults: HeaderDefaults;
-  /** The intakes this input feeds; a plain input has one. */
-  readonly targets: readonly Target[];
+  /** The intakes this input feeds; a plain input has one. A reload may replace them (shared listeners). */
+  targets: readonly Target[];
   /** Picks the target of each event on a shared listener; absent: everything goes to targets[0]. */
-  readonly router?: Router;
+  router?: Router;
 }
 
 /** The intake a plain input belongs to, for labels and messages; '' for a shared listener. */
@@ -69,8 +72,14 @@ export function inputCounters(ctx: InputContext) {
   // Repairs and oversize drops happen before routing: they are counted under the first intake for
   // a plain input, and under the listener for a shared one.
   const owner = ownerIntake(ctx);
+  const perIntake = new Map<string, ReturnType<typeof targetCounters>>();
   return {
-    targets: ctx.targets.map((t) => targetCounters(m, t.intake, input)),
+    /** Counters for the intake a target feeds (made on first use: targets may change on reload). */
+    target(intake: string) {
+      let c = perIntake.get(intake);
+      if (!c) perIntake.set(intake, (c = targetCounters(m, intake, input)));
+      return c;
+    },
     invalidUtf8: m.eventsModified.labels({ intake: owner, input, reason: 'invalid_utf8' }),
     truncated: m.eventsModified.labels({ intake: owner, input, reason: 'truncated' }),
     tooLarge: ctx.router ? m.routeDropped.labels({ listener: input, reason: 'too_large' }) : m.eventsDropped.labels({ intake: owner, stage: 'input', reason: 'too_large' }),
@@ -212,7 +221,7 @@ export class EventBuilder implements FrameSink {
   /** Filters, counts and offers one target's events (`bytes`: their total size). */
   #offer(t: number, all: LogEvent[], bytes: number): OfferResult {
     const target = this.#ctx.targets[t] as Target;
-    const c = this.#c.targets[t] as InputCounters['targets'][number];
+    const c = this.#c.target(target.intake);
     c.received.inc(all.length);
     c.bytes.inc(bytes);
     let events = all;

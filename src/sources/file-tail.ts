@@ -123,7 +123,7 @@ export class FileInput {
       errors: (reason: string) => m.fileErrors.inc({ ...labels, reason }),
     };
     const gauges = { tracked: m.filesTracked.labels(labels), open: m.filesOpen.labels(labels), unread: m.fileUnreadBytes.labels(labels) };
-    m.addProbe(() => {
+    this.dispose = m.addProbe(() => {
       let open = 0;
       let unread = 0;
       for (const t of this.#tracked.values()) {
@@ -135,6 +135,9 @@ export class FileInput {
       gauges.unread.set(unread);
     });
   }
+
+  /** Stops reporting its gauges (the input is gone). */
+  readonly dispose: () => void;
 
   /** Files followed now, by path (for tests and /status). */
   get files(): string[] {

@@ -57,30 +57,37 @@ export class HttpReceiver {
   readonly #log: Logger;
   readonly #limiter = new RateLimiter();
   readonly #defaults: HeaderDefaults;
-  readonly #routes: Map<string, { target: HttpTarget; format: 'ndjson' | 'lines'; token: Buffer | undefined }>;
+  #routes = new Map<string, { target: HttpTarget; format: 'ndjson' | 'lines'; token: Buffer | undefined }>();
   #server: http.Server | undefined;
 
   constructor(listener: ResolvedHttpListener, targets: readonly HttpTarget[], metrics: Metrics, log: Logger) {
     this.#l = listener;
     this.#metrics = metrics;
     this.#log = log;
-    const served = listener.intakes?.map((n) => n.toLowerCase());
-    for (const t of targets) {
-      this.#byName.set(t.intake.toLowerCase(), t);
-      if (t.intakeKey && (!served || served.includes(t.intake.toLowerCase()))) this.#byKey.set(t.intakeKey, t);
-    }
-    this.#routes = new Map(
-      listener.paths.map((r) => [
-        r.path,
-        { target: this.#byName.get(r.intake.toLowerCase()) as HttpTarget, format: r.format, token: r.bearer_token ? Buffer.from(r.bearer_token) : undefined },
-      ]),
-    );
+    this.retarget(targets);
     const d = listener.defaults;
     this.#defaults = { pri: d.facility * 8 + d.severity, hostname: d.hostname ?? '', appName: d.app_name ?? '', procId: d.procid ?? '' };
   }
 
   get label(): string {
     return this.#l.label;
+  }
+
+  /** The intakes it serves (at start, and when a reload adds, removes or changes intakes). */
+  retarget(targets: readonly HttpTarget[]): void {
+    const served = this.#l.intakes?.map((n) => n.toLowerCase());
+    this.#byKey.clear();
+    this.#byName.clear();
+    for (const t of targets) {
+      this.#byName.set(t.intake.toLowerCase(), t);
+      if (t.intakeKey && (!served || served.includes(t.intake.toLowerCase()))) this.#byKey.set(t.intakeKey, t);
+    }
+    this.#routes = new Map(
+      this.#l.paths.map((r) => [
+        r.path,
+        { target: this.#byName.get(r.intake.toLowerCase()) as HttpTarget, format: r.format, token: r.bearer_token ? Buffer.from(r.bearer_token) : undefined },
+      ]),
+    );
   }
 
   get port(): number {

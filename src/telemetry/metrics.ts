@@ -13,8 +13,13 @@ export class Metrics {
    * `probe` sets metrics read from live state (queue depth, kernel counters). Every probed metric
    * runs all probes when collected, so each reads fresh values whatever the order of collection.
    */
-  addProbe(probe: () => void): void {
+  addProbe(probe: () => void): () => void {
     this.#probes.push(probe);
+    // Removes the probe (what it watched is gone: a reload removed an intake or an input).
+    return () => {
+      const i = this.#probes.indexOf(probe);
+      if (i >= 0) this.#probes.splice(i, 1);
+    };
   }
 
   #runProbes(): void {
