@@ -206,7 +206,8 @@ export class Daemon implements HealthSource {
     });
   }
 
-  #build(intake: ResolvedIntake): Pipeline {
+  /** An intake's pipeline; its inputs are made too unless `withInputs` is false (a reload makes them later). */
+  #build(intake: ResolvedIntake, withInputs = true): Pipeline {
     const m = this.metrics;
     const queue = intake.queue.type === 'disk' ? this.#diskQueue(intake) : new BoundedQueue({ maxEvents: intake.queue.max_events, maxBytes: intake.queue.max_bytes, whenFull: intake.queue.when_full });
     const runner = this.#output(intake, queue);
@@ -224,7 +225,7 @@ export class Daemon implements HealthSource {
         gauges.unacked.set(p.sink.unacknowledged);
       }),
     };
-    p.inputs = intake.inputs.map((input) => this.#input(intake, input, target));
+    if (withInputs) p.inputs = intake.inputs.map((input) => this.#input(intake, input, target));
     return p;
   }
 
@@ -435,7 +436,7 @@ export class Daemon implements HealthSource {
       const p = this.#pipelines.find((x) => x.intake.name.toLowerCase() === n.name.toLowerCase());
       if (!p) {
         try {
-          const np = this.#build(n);
+          const np = this.#build(n, false);
           await np.runner.start();
           pipelines.push(np);
           report.added.push(n.name);
@@ -544,8 +545,13 @@ export class Daemon implements HealthSource {
     const sink = runner.sink;
     await p.runner.detach();
     const old = p.sink;
-    if (old.type === sink.type && old.handOver && sink.adopt) sink.adopt(old.handOver());
-    else {
+    if (old.type === sink.type && old.handOver && sink.adopt) {
+      // Closed as at a stop (no duplicates when the intake confirms); what it cannot confirm is
+      // written again by the new output, first, and counted as resent.
+      const { state, events } = await old.handOver(AbortSignal.timeout(Math.min(5_000, n.output.type === 'syslog' ? n.output.resend_window_ms + 1_000 : 1_000)));
+      sink.adopt(state);
+      if (events > 0) this.metrics.eventsResent.inc({ intake: n.name, output: sink.type }, events);
+    } else {
       // It finishes its own writes (syslog: until the intake closes its side); what it cannot
       // confirm is counted, as at a shutdown.
       const name = p.intake.name;

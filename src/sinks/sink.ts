@@ -61,10 +61,11 @@ export interface Sink {
   /** Close cleanly; returns how many events could not be confirmed as delivered. Idempotent, safe before start. */
   stop(deadline: AbortSignal): Promise<number>;
   /**
-   * For a reload: gives up the connection and returns what was written but not acknowledged, for
-   * the next sink of the same kind to write again (adopt); afterwards this sink is stopped.
+   * For a reload: closes the connection as at a stop (what the intake confirms by closing its side
+   * counts as delivered) and returns what is still unacknowledged, for the next sink of the same
+   * kind to write again (adopt); afterwards this sink is stopped.
    */
-  handOver?(): unknown;
+  handOver?(deadline: AbortSignal): Promise<{ readonly state: unknown; readonly events: number }>;
   /** Takes what another sink of the same kind handed over: written again first on connecting. */
   adopt?(state: unknown): void;
 }

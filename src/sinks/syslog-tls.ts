@@ -217,18 +217,14 @@ export class SyslogTlsSink implements Sink {
     this.#events?.connectionLost(error, events);
   }
 
-  handOver(): Written[] {
-    this.#stopped = true;
-    if (this.#timer) clearInterval(this.#timer);
-    const socket = this.#socket;
-    this.#socket = undefined;
-    socket?.destroy();
+  async handOver(deadline: AbortSignal): Promise<{ state: Written[]; events: number }> {
+    const events = await this.stop(deadline);
     const pending = [...this.#resend, ...this.#window];
     this.#resend = [];
     this.#window = [];
     this.#windowBytes = 0;
     this.#unacked = 0;
-    return pending;
+    return { state: pending, events };
   }
 
   adopt(state: unknown): void {

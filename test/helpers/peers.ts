@@ -3,6 +3,7 @@
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import dgram from 'node:dgram';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,15 +16,29 @@ export function requirePeer(what: string, ok: boolean): void {
   if (!ok) throw new Error(`${what} is not installed: run scripts/install-test-peers.sh (as .ci/run does).`);
 }
 
-/** A free TCP port on loopback (for peers that cannot listen on port 0 and tell us). */
+/**
+ * A free TCP and UDP port on loopback (for peers that cannot listen on port 0 and tell us). Picked
+ * at random below the kernel's ephemeral range (32768+), so that sockets other tests bind to port
+ * 0 meanwhile never take it, and checked free for both protocols.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if ((await bindable(port, 'tcp')) && (await bindable(port, 'udp'))) return port;
+  }
+}
+
+function bindable(port: number, proto: 'tcp' | 'udp'): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (proto === 'udp') {
+      const u = dgram.createSocket('udp4');
+      u.once('error', () => resolve(false));
+      u.bind(port, '127.0.0.1', () => u.close(() => resolve(true)));
+      return;
+    }
     const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
 }
 

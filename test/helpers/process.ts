@@ -11,9 +11,9 @@ export interface RelayProcess {
   output(): string;
 }
 
-/** `intake-relay run -c configFile`, optionally under a wrapper command (`prefix`, e.g. setpriv). */
-export function runRelayProcess(configFile: string, prefix: string[] = []): RelayProcess {
-  const [cmd, ...args] = [...prefix, process.execPath, MAIN, 'run', '-c', configFile];
+/** `intake-relay run -c configFile [extra...]`, optionally under a wrapper command (`prefix`, e.g. setpriv). */
+export function runRelayProcess(configFile: string, prefix: string[] = [], extra: string[] = []): RelayProcess {
+  const [cmd, ...args] = [...prefix, process.execPath, MAIN, 'run', '-c', configFile, ...extra];
   const proc = spawn(cmd as string, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));

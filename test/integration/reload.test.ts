@@ -1,0 +1,172 @@
+// Reloading the configuration of a running relay: intakes added, removed and changed under load,
+// nothing lost, and the inputs and listeners that did not change stay open (their connections
+// too). Then the process: SIGHUP with an invalid file keeps the running configuration; a valid one
+// applies; --watch-config reloads on a change of the file.
+import net from 'node:net';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { parseConfig } from '../../src/config/load.ts';
+import { books, startRelay, TLS, type RunningRelay } from '../helpers/relay.ts';
+import { freePort, sendTcp, startTestIntake, type TestIntake } from '../helpers/peers.ts';
+import { counts, exited, runRelayProcess, type RelayProcess } from '../helpers/process.ts';
+
+const KEYS = { a: 'AAAAaaaa00001111222233334444aaaa', b: 'BBBBbbbb00001111222233334444bbbb', c: 'CCCCcccc00001111222233334444cccc' };
+
+let relay: RunningRelay | undefined;
+let intake: TestIntake | undefined;
+const procs: RelayProcess[] = [];
+afterEach(async () => {
+  await relay?.stop();
+  relay = undefined;
+  for (const p of procs.splice(0)) p.proc.kill('SIGKILL');
+  await intake?.stop();
+  intake = undefined;
+});
+
+interface Ports {
+  intake: number;
+  a: number;
+  b: number;
+  c: number;
+  shared: number;
+}
+
+function intakeYaml(name: keyof typeof KEYS, port: number, intakePort: number, extra = '', resendMs = 200): string {
+  return `  - name: ${name}
+    intake_key: ${KEYS[name]}
+    inputs: [{ type: tcp, name: in-${name}, address: 127.0.0.1, port: ${port} }]
+    output: { type: syslog, host: 127.0.0.1, port: ${intakePort}, server_name: localhost, ca_file: ${TLS}ca.crt, resend_window_ms: ${resendMs}, backoff: { initial_ms: 50, max_ms: 200 } }
+${extra ? `${extra}\n` : ''}`;
+}
+
+function configYaml(intakes: string, p: Ports, extra = ''): string {
+  return `log_level: info
+metrics: { enabled: false }
+shutdown_timeout_ms: 3000
+${extra}
+intakes:
+${intakes}
+listeners:
+  - type: tcp
+    name: shared
+    address: 127.0.0.1
+    port: ${p.shared}
+    routes: [{ match: { app_name: ra }, intake: a }]
+    default: drop
+`;
+}
+
+/** A connection that sends `tag` events until stopped; fails the test if the relay closes it. */
+function steadySender(port: number, app: string, tag: string) {
+  const socket = net.connect(port, '127.0.0.1');
+  let n = 0;
+  let closedByPeer = false;
+  let running = true;
+  socket.on('close', () => (closedByPeer = running));
+  socket.on('error', () => (closedByPeer = running));
+  const timer = setInterval(() => {
+    let chunk = '';
+    for (let i = 0; i < 50; i++) chunk += `<14>Nov 23 10:00:00 host ${app}: ${tag} ${n++}\n`;
+    socket.write(chunk);
+  }, 5);
+  return {
+    get sent() {
+      return n;
+    },
+    get closedByPeer() {
+      return closedByPeer;
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        running = false;
+        clearInterval(timer);
+        socket.end(() => resolve());
+      }),
+  };
+}
+
+const byKey = (t: TestIntake, key: string): string[] => t.received.filter((m) => m.intakeKey === key).map((m) => m.message);
+
+describe('reload', () => {
+  it('adds, removes and changes intakes under load: nothing lost, unchanged inputs and listeners stay open', async () => {
+    intake = await startTestIntake();
+    const p: Ports = { intake: intake.port, a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };
+    const v1 = configYaml(intakeYaml('b', p.b, p.intake) + intakeYaml('a', p.a, p.intake), p);
+    relay = await startRelay(v1);
+    const onA = steadySender(p.a, 'app', 'a');
+    const onShared = steadySender(p.shared, 'ra', 'shared');
+    await sendTcp(p.b, Array.from({ length: 500 }, (_, i) => `<14>Nov 23 10:00:00 host app: b ${i}\n`).join(''));
+    await vi.waitFor(() => expect(byKey(intake!, KEYS.b).length).toBe(500));
+    await vi.waitFor(() => expect(onA.sent).toBeGreaterThan(2_000));
+
+    // v2: b removed; c added; a's output changed (a new runner and sink take over its queue) and a
+    // filter added; the shared listener unchanged (a moves from index 1 to 0 behind it).
+    const v2 = configYaml(
+      intakeYaml('a', p.a, p.intake, `    filters: [{ description: drop noise, filters: [{ field: app_name, operator: "==", value: noise }] }]`, 300) + intakeYaml('c', p.c, p.intake),
+      p,
+    );
+    const report = await relay.daemon.reload(parseConfig(v2, 'v2.yaml', {}));
+    expect(report).toMatchObject({ added: ['c'], removed: ['b'], changed: ['a'], restarted: [], failed: [], notApplied: [] });
+    expect(relay.daemon.inputPort('a', 'in-a')).toBe(p.a);
+    await vi.waitFor(() => expect(onA.sent).toBeGreaterThan(4_000));
+    await sendTcp(p.c, '<14>Nov 23 10:00:00 host app: c 0\n<14>Nov 23 10:00:00 host noise: filtered\n');
+    await sendTcp(p.a, '<14>Nov 23 10:00:00 host noise: filtered on a\n');
+    await Promise.all([onA.stop(), onShared.stop()]);
+    expect(onA.closedByPeer).toBe(false);
+    expect(onShared.closedByPeer).toBe(false);
+    // The b input is closed.
+    await expect(sendTcp(p.b, 'x\n')).rejects.toThrow(/ECONNREFUSED/);
+
+    const a = () => byKey(intake!, KEYS.a);
+    await vi.waitFor(() => expect(new Set(a()).size).toBe(onA.sent + onShared.sent), { timeout: 10_000 });
+    const c = counts(intake);
+    for (let i = 0; i < onA.sent; i++) expect(c.get(`a ${i}`), `a ${i}`).toBeGreaterThanOrEqual(1);
+    for (let i = 0; i < onShared.sent; i++) expect(c.get(`shared ${i}`), `shared ${i}`).toBeGreaterThanOrEqual(1);
+    expect(a()).not.toContain('filtered on a');
+    // A duplicate is only possible for writes handed from the old output to the new one, and is counted.
+    const resent = await relay.metric('intake_relay_events_resent_total', { intake: 'a' });
+    expect(a().length - new Set(a()).size).toBeLessThanOrEqual(resent);
+    expect(byKey(intake, KEYS.c)).toEqual(['c 0', 'filtered']);
+    await vi.waitFor(async () => expect(await books(relay!, 'a')).toMatchObject({ queued: 0, unacked: 0, balanced: true }));
+    expect(await books(relay, 'b')).toMatchObject({ received: 500, sent: 500, dropped: 0 });
+  });
+
+  it('the process: SIGHUP with an invalid file keeps the running configuration; a valid one applies; --watch-config follows the file', async () => {
+    intake = await startTestIntake();
+    const p: Ports = { intake: intake.port, a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };
+    const dir = mkdtempSync(join(tmpdir(), 'reload-'));
+    const file = join(dir, 'relay.yaml');
+    writeFileSync(file, configYaml(intakeYaml('a', p.a, p.intake), p));
+    const r = runRelayProcess(file, []);
+    procs.push(r);
+    await vi.waitFor(() => expect(r.output()).toContain('intake-relay started'), { timeout: 15_000 });
+    writeFileSync(file, `${configYaml(intakeYaml('a', p.a, p.intake), p)}bogus_key: 1\n`);
+    r.proc.kill('SIGHUP');
+    await vi.waitFor(() => expect(r.output()).toContain('Reload refused: the new configuration is invalid'));
+    expect(r.output()).toMatch(/relay\.yaml:\d+:\d+: bogus_key: unknown key/);
+    await sendTcp(p.a, '<14>Nov 23 10:00:00 host app: still running\n');
+    await vi.waitFor(() => expect(byKey(intake!, KEYS.a)).toEqual(['still running']));
+
+    writeFileSync(file, configYaml(intakeYaml('a', p.a, p.intake) + intakeYaml('b', p.b, p.intake), p));
+    r.proc.kill('SIGHUP');
+    await vi.waitFor(() => expect(r.output()).toContain('Configuration reloaded'));
+    await sendTcp(p.b, '<14>Nov 23 10:00:00 host app: b after reload\n');
+    await vi.waitFor(() => expect(byKey(intake!, KEYS.b)).toEqual(['b after reload']));
+    r.proc.kill('SIGTERM');
+    await exited(r.proc);
+
+    const watched = runRelayProcess(file, [], ['--watch-config']);
+    procs.push(watched);
+    await vi.waitFor(() => expect(watched.output()).toContain('intake-relay started'), { timeout: 15_000 });
+    writeFileSync(file, configYaml(intakeYaml('a', p.a, p.intake) + intakeYaml('c', p.c, p.intake), p));
+    await vi.waitFor(() => expect(watched.output()).toContain('"trigger":"file changed"'), { timeout: 10_000 });
+    await vi.waitFor(() => expect(watched.output()).toContain('Configuration reloaded'), { timeout: 10_000 });
+    await sendTcp(p.c, '<14>Nov 23 10:00:00 host app: c after watch\n');
+    await vi.waitFor(() => expect(byKey(intake!, KEYS.c)).toEqual(['c after watch']));
+    watched.proc.kill('SIGTERM');
+    await exited(watched.proc);
+    expect(watched.output() + r.output()).not.toContain(KEYS.a);
+  }, 60_000);
+});
