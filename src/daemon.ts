@@ -26,6 +26,7 @@ import { HttpReceiver, type HttpTarget } from './sources/http-receiver.ts';
 import { TcpSyslogInput } from './sources/tcp-syslog.ts';
 import { UdpSyslogInput } from './sources/udp-syslog.ts';
 import { OpsServer, type HealthSource, type IntakeHealth } from './telemetry/http-server.ts';
+import { ForwarderStats } from './telemetry/forwarder-stats.ts';
 import { Metrics } from './telemetry/metrics.ts';
 
 interface Input {
@@ -94,6 +95,7 @@ export class Daemon implements HealthSource {
   #reloading: Promise<unknown> = Promise.resolve();
   #emulator: IntakeEmulator | undefined;
   #ops: OpsServer | undefined;
+  #stats: ForwarderStats | undefined;
   #phase: HealthSource['phase'] = 'starting';
   #stopping: Promise<StopReport> | undefined;
 
@@ -150,6 +152,7 @@ export class Daemon implements HealthSource {
         this.#ops = new OpsServer(this.metrics.registry, this);
         await this.#ops.start(cfg.metrics.address, cfg.metrics.port);
       }
+      this.#startStats(cfg);
     } catch (err) {
       await this.stop();
       throw err;
@@ -186,6 +189,22 @@ export class Daemon implements HealthSource {
       { intakes: cfg.intakes.filter((i) => i.toEmulator).map((i) => i.name), emulator: `127.0.0.1:${this.#emulator.port}` },
       'No intake key set: forwarding to the local intake emulator. Set the key (e.g. INTAKE_KEY) to forward to the platform.',
     );
+  }
+
+  /** Forwarder statistics to the intake `stats.intake` names, if set. */
+  #startStats(cfg: Config): void {
+    this.#stats?.stop();
+    this.#stats = undefined;
+    if (!cfg.stats) return;
+    const view = {
+      intakes: () => this.#pipelines.map((p) => ({
+        name: p.intake.name,
+        queue: p.queue,
+        inputs: p.inputs.map((i) => ({ label: i.label, type: p.intake.inputs.find((c) => c.label === i.label)?.type ?? '', port: i.port })),
+      })),
+    };
+    this.#stats = new ForwarderStats(this.metrics, view, cfg.stats.intake, cfg.stats.interval_ms);
+    this.#stats.start();
   }
 
   /** The output of an intake: a sink and the runner that feeds it from `queue`. */
@@ -507,6 +526,7 @@ export class Daemon implements HealthSource {
     }
     // Settings a reload leaves as they were.
     this.#config = { ...next, metrics: old.metrics, emulator: old.emulator, dataDir: old.dataDir };
+    if (json(old.stats) !== json(next.stats)) this.#startStats(next);
     const level = report.failed.length > 0 ? 'error' : report.notApplied.length > 0 ? 'warn' : 'info';
     const { added, removed: gone, changed, restarted, notApplied, failed } = report;
     this.#log[level](
@@ -596,6 +616,7 @@ export class Daemon implements HealthSource {
     const wasRunning = this.#phase === 'running';
     this.#phase = 'draining';
     const deadline = AbortSignal.timeout(this.config.shutdown_timeout_ms);
+    this.#stats?.stop();
     if (wasRunning) this.#log.info({ timeout_ms: this.config.shutdown_timeout_ms }, 'Stopping: inputs closed, draining queues.');
     await Promise.all([
       ...this.#pipelines.flatMap((p) => p.inputs.map((i) => i.stop().catch(() => {}))),

@@ -39,17 +39,20 @@ export function convertLegacy(legacy: z.infer<typeof legacySchema>, env: NodeJS.
   const warnings: string[] = [];
   const certsDir = env.CERTS_DIR ?? '/certs';
   const indexMap: number[] = [];
+  let stats: string | undefined;
   const forwarded = legacy.intakes.filter((e, i) => {
     if (e.stats) {
-      warnings.push(`intake "${e.name}": "stats: true" (forwarder statistics) is not supported yet; this entry is skipped.`);
-      return false;
+      // The forwarder's statistics go to this entry's intake; it has no input of its own.
+      if (stats === undefined) stats = e.name;
+      else warnings.push(`intake "${e.name}": a second "stats: true" entry; statistics go to "${stats}" only.`);
     }
     if (e.debug) warnings.push(`intake "${e.name}": "debug" is ignored (it would print intake keys); use log_level: debug.`);
     indexMap.push(i);
     return true;
   });
   const memory = env.MEMORY_MESSAGES ? Number(env.MEMORY_MESSAGES) : undefined;
-  const perIntake = memory && Number.isFinite(memory) && forwarded.length > 0 ? Math.max(1, Math.floor(memory / forwarded.length)) : undefined;
+  const receiving = forwarded.filter((e) => !e.stats).length;
+  const perIntake = memory && Number.isFinite(memory) && receiving > 0 ? Math.max(1, Math.floor(memory / receiving)) : undefined;
   const intakes = forwarded.map((e) => {
     const input: Record<string, unknown> = { type: e.protocol === 'udp' ? 'udp' : 'tcp', port: e.port };
     if (e.protocol === 'tls') {
@@ -59,11 +62,12 @@ export function convertLegacy(legacy: z.infer<typeof legacySchema>, env: NodeJS.
     return {
       name: e.name,
       intake_key: e.intake_key,
-      inputs: e.port === undefined && e.protocol === undefined ? [] : [input],
+      inputs: e.stats || (e.port === undefined && e.protocol === undefined) ? [] : [input],
       ...(maxEvents ? { queue: { max_events: maxEvents } } : {}),
     };
   });
   const native: Record<string, unknown> = { intakes };
+  if (stats !== undefined) native.stats = { intake: stats };
   // An invalid REGION is reported by the loader, naming the variable.
   if (env.REGION && env.REGION.toLowerCase() in REGIONS) native.region = env.REGION;
   if (env.ENDPOINT) {

@@ -318,7 +318,11 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
     return { ...l, label, tlsFiles: tlsOf(l.tls, [...p, 'tls']) };
   });
 
+  if (cfg.stats && !intakes.some((i) => i.name.toLowerCase() === cfg.stats?.intake.toLowerCase())) {
+    problems.push(`${place(['stats', 'intake'])}: no intake is named "${cfg.stats.intake}"`);
+  }
   for (const intake of intakes) {
+    if (intake.name.toLowerCase() === cfg.stats?.intake.toLowerCase()) continue;
     if (intake.inputs.length === 0 && feedingListeners(listeners, intake.name).length === 0 && format === 'native') {
       warnings.push(`intake "${intake.name}" has no inputs.`);
     }

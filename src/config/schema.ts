@@ -321,6 +321,13 @@ export const configSchema = z.strictObject({
     })
     .prefault({})
     .describe('The local intake emulator, for trying intake-relay out without an intake key.'),
+  stats: z
+    .strictObject({
+      intake: z.string().min(1).describe('The intake (by name) that receives the records: one created in the platform with the "forwarder logs" format.'),
+      interval_ms: z.int().min(1_000).default(300_000).describe('How often a report is sent (the official forwarder: every 5 minutes).'),
+    })
+    .optional()
+    .describe('Periodic forwarder statistics in the record shapes of the official forwarder (rsyslog impstats JSON), so its dashboards and alert rules keep working.'),
   intakes: z.array(intakeSchema).min(1, 'at least one intake is needed').describe('The intakes events are forwarded to, each with its key, inputs and output.'),
   listeners: z.array(listenerSchema).default([]).describe('Inputs shared by several intakes: syslog listeners with routes, and the HTTP receiver.'),
 });

@@ -56,6 +56,7 @@ export function summarize(cfg: Config): string {
     });
     lines.push(`  otherwise -> ${l.default === 'drop' ? 'drop (counted)' : `intake "${l.default}"`}`);
   }
+  if (cfg.stats) lines.push(`forwarder statistics: every ${cfg.stats.interval_ms / 1000} s to intake "${cfg.stats.intake}"`);
   lines.push(cfg.metrics.enabled ? `metrics: http://${cfg.metrics.address}:${cfg.metrics.port}/metrics` : 'metrics: disabled');
   for (const w of cfg.warnings) lines.push(`warning: ${w}`);
   return lines.join('\n');

@@ -162,8 +162,11 @@ intakes:
       ['Techno1', 'tcp/20516', 100000, 'relay.example', 6514],
       ['Techno2', 'udp/20517', 5000, 'relay.example', 6514],
       ['Techno3', 'tls/20518', 100000, 'relay.example', 6514],
+      ['Monitoring', undefined, 100000, 'relay.example', 6514],
     ]);
-    expect(c.warnings[0]).toMatch(/Monitoring.*not supported yet/);
+    // The "stats: true" entry receives the forwarder's statistics.
+    expect(c.stats).toEqual({ intake: 'Monitoring', interval_ms: 300_000 });
+    expect(c.warnings).toEqual([]);
   });
 
   it('reports an unknown REGION instead of falling back to fra1, and a bad key at its line', () => {
