@@ -72,7 +72,7 @@ ${out(refusing, `${TLS}ca.crt`)}
     expect(section('refusing')).toMatch(/FAILED tcp: Connection to localhost:\d+ refused/);
   });
 
-  it('with an API key, calls GET /v1/me and explains 401', async () => {
+  it('with an API key, calls GET /v1/me and explains 401, 403 and 429', async () => {
     let answer = 200;
     const seen: (string | undefined)[] = [];
     const api = http.createServer((req, res) => {
@@ -92,7 +92,15 @@ ${out(refusing, `${TLS}ca.crt`)}
     const bad = await cli(['check', '-c', join(dir, 'r.yaml'), '--api-key', API_KEY]);
     expect(bad.code).toBe(1);
     expect(bad.out).toContain('FAILED api key: HTTP 401: the API key is missing, expired or invalid');
-    expect(ok.out + bad.out).not.toContain(API_KEY);
+    answer = 403;
+    const forbidden = await cli(['check', '-c', join(dir, 'r.yaml'), '--api-key', API_KEY]);
+    expect(forbidden.code).toBe(1);
+    expect(forbidden.out).toContain('FAILED api key: HTTP 403: the key lacks a permission');
+    answer = 429;
+    const limited = await cli(['check', '-c', join(dir, 'r.yaml'), '--api-key', API_KEY]);
+    expect(limited.code).toBe(1);
+    expect(limited.out).toContain('FAILED api key: HTTP 429: rate limited');
+    expect(ok.out + bad.out + forbidden.out + limited.out).not.toContain(API_KEY);
   });
 });
 
