@@ -42,7 +42,9 @@ export interface SelfSigned {
 export function selfSignedCertificate(commonName = 'intake-relay emulator', days = 30, validFrom?: number, validTo?: number): SelfSigned {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const serial = randomBytes(16);
-  serial[0] = (serial[0] as number) & 0x7f;
+  // DER INTEGER: positive (top bit clear) and minimal (first byte not 0): OpenSSL refuses a
+  // leading zero byte as "illegal padding", which 1 serial in 256 would otherwise have.
+  serial[0] = ((serial[0] as number) & 0x7f) | 0x01;
   const name = seq(set(seq(oid('2.5.4.3'), tlv(0x0c, Buffer.from(commonName, 'utf8')))));
   const now = Date.now();
   const san = seq(
