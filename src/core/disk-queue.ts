@@ -121,9 +121,6 @@ export class DiskQueue implements EventQueue {
   get diskEvents(): number {
     return this.#log.nextSeq - this.#settled.watermark;
   }
-  get writtenBytes(): number {
-    return this.#writtenBytes;
-  }
   /** Age (ms) of the oldest event not settled yet, as far as the segments tell; 0 when none. */
   oldestAgeMs(now = Date.now()): number {
     if (this.diskEvents <= 0) return 0;

@@ -109,10 +109,6 @@ export class BoundedQueue implements EventQueue {
     this.#limits = limits;
   }
 
-  get limits(): QueueLimits {
-    return this.#limits;
-  }
-
   /** New limits (a reload): queued events stay; waiting writers resume if there is room now. */
   setLimits(limits: QueueLimits): void {
     this.#limits = limits;

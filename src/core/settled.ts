@@ -19,11 +19,6 @@ export class SettledTracker {
     return this.#watermark;
   }
 
-  /** Runs waiting for a gap below them to close (for tests and metrics). */
-  get pendingRuns(): number {
-    return this.#runs.size;
-  }
-
   settle(seq: number, count: number): void {
     if (count <= 0) return;
     const end = seq + count;

@@ -34,7 +34,7 @@ export function globBase(pattern: string): { base: string; depth: number } {
 }
 
 /** A file is excluded by a pattern with "/" matching its path, or one without matching its base name. */
-export function excluded(path: string, exclude: readonly string[]): boolean {
+function excluded(path: string, exclude: readonly string[]): boolean {
   for (const x of exclude) {
     if (x.includes('/') ? matchesGlob(path, x) : matchesGlob(basename(path), x)) return true;
   }
