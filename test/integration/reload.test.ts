@@ -128,7 +128,7 @@ describe('reload', () => {
     // A duplicate is only possible for writes handed from the old output to the new one, and is counted.
     const resent = await relay.metric('intake_relay_events_resent_total', { intake: 'a' });
     expect(a().length - new Set(a()).size).toBeLessThanOrEqual(resent);
-    expect(byKey(intake, KEYS.c)).toEqual(['c 0', 'filtered']);
+    await vi.waitFor(() => expect(byKey(intake!, KEYS.c)).toEqual(['c 0', 'filtered']));
     await vi.waitFor(async () => expect(await books(relay!, 'a')).toMatchObject({ queued: 0, unacked: 0, balanced: true }));
     expect(await books(relay, 'b')).toMatchObject({ received: 500, sent: 500, dropped: 0 });
   });
