@@ -64,6 +64,8 @@ interface Tracked {
   group: Group | undefined;
   /** Dropping the rest of an oversized line (oversize: drop) up to its newline. */
   discarding: boolean;
+  /** The line being read was already split (and counted) before its newline came. */
+  splitting: boolean;
   fp: string;
   fpLen: number;
   marks: Mark[];
@@ -308,8 +310,10 @@ export class FileInput {
         t.discarding = true;
         return;
       }
-      // Forward whole pieces now; the remainder (under the limit) waits for the newline.
-      this.#m.split.inc();
+      // Forward whole pieces now; the remainder (under the limit) waits for the newline. The line
+      // is counted once, however many reads it spans.
+      if (!t.splitting) this.#m.split.inc();
+      t.splitting = true;
       while (view.length - s > max) {
         const e = cut(view, s, max);
         this.#emit(t, view, s, e);
@@ -323,13 +327,15 @@ export class FileInput {
   /** One complete line buf[s, e) at file offset `at`: oversize handling, then multiline grouping. */
   #line(t: Tracked, buf: Buffer, s: number, e: number, at: number, now: number): void {
     const max = this.#cfg.max_line_bytes;
+    const continued = t.splitting;
+    t.splitting = false;
     if (e - s > max) {
       if (this.#cfg.oversize === 'drop') {
         this.#c.tooLarge.inc();
         this.#c.tooLargeReceived?.inc();
         return;
       }
-      this.#m.split.inc();
+      if (!continued) this.#m.split.inc();
       this.#flushGroup(t);
       while (e - s > max) {
         const c = cut(buf, s, max);
@@ -400,10 +406,7 @@ export class FileInput {
     const cfg = this.#cfg;
     let emitted = false;
     if (t.tail && cfg.partial_line_timeout_ms > 0 && now - t.tailAt >= cfg.partial_line_timeout_ms) {
-      const tail = t.tail;
-      t.tail = undefined;
-      t.builder.begin(tail, '');
-      this.#line(t, tail, 0, tail.length, t.offset - tail.length, now);
+      this.#flushTail(t, t.tail, now);
       emitted = true;
     }
     if (t.group && now - t.group.lastAt >= (cfg.multiline?.timeout_ms ?? 0)) {
@@ -416,16 +419,19 @@ export class FileInput {
     if (t.goneAt > 0 && now - Math.max(t.goneAt, t.lastGrowAt) >= cfg.rotate_wait_ms) {
       // Rotated away or deleted, read to its end, and quiet for rotate_wait_ms: let it go. What
       // still waits for a newline is forwarded first.
-      if (t.tail) {
-        const tail = t.tail;
-        t.tail = undefined;
-        t.builder.begin(tail, '');
-        this.#line(t, tail, 0, tail.length, t.offset - tail.length, now);
-      }
+      if (t.tail) this.#flushTail(t, t.tail, now);
       if (t.group) this.#flushGroup(t);
       await this.#offer(t);
       await this.#close(t);
     }
+  }
+
+  /** Forwards a line that never got its newline as it is (without a CR that waited for its LF). */
+  #flushTail(t: Tracked, tail: Buffer, now: number): void {
+    t.tail = undefined;
+    t.builder.begin(tail, '');
+    const end = tail.length > 0 && tail[tail.length - 1] === CR ? tail.length - 1 : tail.length;
+    this.#line(t, tail, 0, end, t.offset - tail.length, now);
   }
 
   /**
@@ -575,7 +581,7 @@ export class FileInput {
       procId: '',
     };
     const t: Tracked = {
-      key, path, fh: undefined, offset, size, tail: undefined, tailAt: now, group: undefined, discarding: false,
+      key, path, fh: undefined, offset, size, tail: undefined, tailAt: now, group: undefined, discarding: false, splitting: false,
       fp: '', fpLen: 0, marks: [], committed: offset, goneAt: 0, deleted: false, lastGrowAt: now, lastActiveAt: now,
       builder: new EventBuilder({ ...this.#ctx, defaults }, this.#c, true, cfg.syslog_header === 'keep', true),
     };

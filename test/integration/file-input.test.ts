@@ -220,6 +220,20 @@ describe('file input', () => {
     await balanced(relay);
   });
 
+  it('a line longer than several reads is split into pieces that add up to it, and counted once', async () => {
+    const dir = tmp();
+    intake = await startTestIntake();
+    relay = await startRelay(fileYaml(intake.port, dir, `paths: ["${dir}/big.log"], new_files_from: beginning`));
+    const line = 'L'.repeat(1_500_000);
+    writeFileSync(join(dir, 'big.log'), `${line}\nafter\n`);
+    await vi.waitFor(() => expect(intake!.received.at(-1)?.message).toBe('after'), { timeout: 10_000 });
+    const pieces = intake.received.slice(0, -1).map((r) => r.message);
+    expect(pieces.join('')).toBe(line);
+    expect(pieces.every((p) => p.length <= 256_000)).toBe(true);
+    expect(await relay.metric('intake_relay_events_modified_total', { reason: 'split' })).toBe(1);
+    await balanced(relay);
+  });
+
   it('multiline: stack traces become one event each; latin1 files are converted; invalid UTF-8 is repaired; syslog_header: keep keeps a line\'s own header', async () => {
     const dir = tmp();
     intake = await startTestIntake();
