@@ -92,6 +92,8 @@ export class Daemon implements HealthSource {
   #shared: SharedListener[] = [];
   /** Removed intakes' queues draining, and outputs let go by a reload finishing, in the background. */
   readonly #retiring = new Set<Promise<unknown>>();
+  /** Disk queues of removed intakes still draining, by directory: a queue re-added there waits for them. */
+  readonly #drainingDisks = new Map<string, Promise<unknown>>();
   #reloading: Promise<unknown> = Promise.resolve();
   #emulator: IntakeEmulator | undefined;
   #ops: OpsServer | undefined;
@@ -449,12 +451,28 @@ export class Daemon implements HealthSource {
     }
     this.#listeners = httpKept;
 
-    // 2. Intakes: add, change in place, or let go (their queues drain in the background).
+    // 2. Intakes: let go (their queues drain in the background), add, or change in place.
+    for (const p of removed) {
+      report.removed.push(p.intake.name);
+      this.metrics.configInfo.remove({ intake: p.intake.name, output: p.sink.type });
+      const drained = this.#drain(p, deadline()).then(() => p.dispose());
+      this.#background(drained);
+      const q = p.intake.queue;
+      if (q.type === 'disk') {
+        const done = drained.catch(() => {}).finally(() => {
+          if (this.#drainingDisks.get(q.path) === done) this.#drainingDisks.delete(q.path);
+        });
+        this.#drainingDisks.set(q.path, done);
+      }
+    }
+
     const pipelines: Pipeline[] = [];
     for (const n of next.intakes) {
       const p = this.#pipelines.find((x) => x.intake.name.toLowerCase() === n.name.toLowerCase());
       if (!p) {
         try {
+          // Never two queues on one directory: wait for a removed intake's queue there to finish.
+          if (n.queue.type === 'disk') await this.#drainingDisks.get(n.queue.path);
           const np = this.#build(n, false);
           await np.runner.start();
           pipelines.push(np);
@@ -480,12 +498,6 @@ export class Daemon implements HealthSource {
       pipelines.push(p);
     }
     this.#pipelines = pipelines;
-    for (const p of removed) {
-      report.removed.push(p.intake.name);
-      this.metrics.configInfo.remove({ intake: p.intake.name, output: p.sink.type });
-      this.#background(this.#drain(p, deadline()).then(() => p.dispose()));
-    }
-
     // 3. Open what is new, and point kept listeners at the current intakes.
     const started = async (what: string, start: () => Promise<void>): Promise<boolean> => {
       try {

@@ -133,6 +133,23 @@ describe('reload', () => {
     expect(await books(relay, 'b')).toMatchObject({ received: 500, sent: 500, dropped: 0 });
   });
 
+  it('an intake with a disk queue removed and added again: its queue is handed from the old to the new, nothing lost', async () => {
+    const p: Ports = { intake: await freePort(), a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };
+    const dir = mkdtempSync(join(tmpdir(), 'reload-disk-'));
+    const withB = configYaml(intakeYaml('a', p.a, p.intake) + intakeYaml('b', p.b, p.intake, `    queue: { type: disk, path: ${dir}/b }`), p, 'shutdown_timeout_ms: 500');
+    const withoutB = configYaml(intakeYaml('a', p.a, p.intake), p, 'shutdown_timeout_ms: 500');
+    relay = await startRelay(withB.replace('shutdown_timeout_ms: 3000\n', ''));
+    await sendTcp(p.b, Array.from({ length: 1_000 }, (_, i) => `<14>Nov 23 10:00:00 host app: d ${i}\n`).join(''));
+    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_disk_queue_events', { intake: 'b' })).toBe(1_000));
+    // Removed (the intake is down: its queue keeps the events), then at once added again.
+    await relay.daemon.reload(parseConfig(withoutB.replace('shutdown_timeout_ms: 3000\n', ''), 'v2.yaml', {}));
+    const back = await relay.daemon.reload(parseConfig(withB.replace('shutdown_timeout_ms: 3000\n', ''), 'v3.yaml', {}));
+    expect(back).toMatchObject({ added: ['b'], failed: [] });
+    intake = await startTestIntake(p.intake);
+    await vi.waitFor(() => expect(byKey(intake!, KEYS.b).length).toBe(1_000), { timeout: 10_000 });
+    expect(byKey(intake, KEYS.b)).toEqual(Array.from({ length: 1_000 }, (_, i) => `d ${i}`));
+  });
+
   it('the process: SIGHUP with an invalid file keeps the running configuration; a valid one applies; --watch-config follows the file', async () => {
     intake = await startTestIntake();
     const p: Ports = { intake: intake.port, a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };
