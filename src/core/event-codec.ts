@@ -16,8 +16,11 @@ export const MAX_PAYLOAD = 1024 * 1024;
 
 const FORMATS = [0, 3164, 5424] as const;
 
+const MAX_FIELD = 255;
+const fieldLength = (s: string): number => Math.min(MAX_FIELD, s.length);
+
 function fieldBytes(e: LogEvent): number {
-  return 5 + e.sender.length + e.hostname.length + e.appName.length + e.procId.length + e.msgId.length;
+  return 5 + fieldLength(e.sender) + fieldLength(e.hostname) + fieldLength(e.appName) + fieldLength(e.procId) + fieldLength(e.msgId);
 }
 
 /** Bytes the record of `e` takes on disk. */
@@ -39,7 +42,7 @@ export function writeRecord(out: Buffer, at: number, e: LogEvent, seq: number): 
   o = out.writeUInt32LE(e.tsStart - e.start, o);
   o = out.writeUInt32LE(e.tsEnd - e.start, o);
   for (const s of [e.sender, e.hostname, e.appName, e.procId, e.msgId]) {
-    const n = Math.min(255, s.length);
+    const n = fieldLength(s);
     out[o++] = n;
     o += out.write(s, o, n, 'latin1');
   }
