@@ -10,6 +10,7 @@ import { request } from 'undici';
 import type { Config, ResolvedIntake } from './config/load.ts';
 import { REGIONS } from './config/regions.ts';
 import { classifyConnectError } from './core/errors.ts';
+import { PeerTextRedactor } from './core/peer-text.ts';
 
 export interface Step {
   readonly what: string;
@@ -108,23 +109,37 @@ export async function checkEndpoint(ep: Endpoint, timeoutMs = 10_000): Promise<S
   return steps;
 }
 
-/** GET /v1/me with the API key, the spec's errors explained. */
+/** The user GET /v1/me names, or undefined when the answer is not that JSON. */
+function emailOf(text: string): string | undefined {
+  try {
+    const me: unknown = JSON.parse(text);
+    if (typeof me !== 'object' || me === null) return undefined;
+    return 'email' in me && typeof me.email === 'string' ? me.email : 'unknown';
+  } catch {
+    return undefined;
+  }
+}
+
+/** GET /v1/me with the API key, the spec's errors explained. What the API says is printed redacted. */
 export async function checkApiKey(baseUrl: string, apiKey: string): Promise<Step> {
+  const peer = new PeerTextRedactor([apiKey]);
   try {
     const res = await request(`${baseUrl.replace(/\/+$/, '')}/v1/me`, { headers: { authorization: `Bearer ${apiKey}` }, signal: AbortSignal.timeout(15_000) });
     const text = await res.body.text();
     if (res.statusCode === 200) {
-      const me = JSON.parse(text) as { email?: string };
-      return { what: 'api key', ok: true, detail: `valid (user ${me.email ?? 'unknown'})` };
+      const email = emailOf(text);
+      if (email === undefined) return { what: 'api key', ok: false, detail: `HTTP 200, but not the answer of GET /v1/me (is api_url the REST API?): ${peer.clean(text)}` };
+      return { what: 'api key', ok: true, detail: `valid (user ${peer.clean(email)})` };
     }
     const why: Record<number, string> = {
       401: 'HTTP 401: the API key is missing, expired or invalid. Check that it was copied whole and has not expired.',
       403: 'HTTP 403: the key lacks a permission this endpoint needs (GET /v1/me needs none: is it a key for this region?).',
       429: 'HTTP 429: rate limited. Wait a little, and leave more time between requests.',
     };
-    return { what: 'api key', ok: false, detail: why[res.statusCode] ?? `HTTP ${res.statusCode}` };
+    const body = peer.clean(text);
+    return { what: 'api key', ok: false, detail: why[res.statusCode] ?? `HTTP ${res.statusCode}${body ? `: ${body}` : ''}` };
   } catch (err) {
-    return { what: 'api key', ok: false, detail: `cannot reach ${baseUrl}: ${(err as Error).message}` };
+    return { what: 'api key', ok: false, detail: `cannot reach ${baseUrl}: ${peer.clean(err instanceof Error ? err.message : String(err), 600)}` };
   }
 }
 

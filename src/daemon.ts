@@ -25,7 +25,7 @@ import { FileInput } from './sources/file-tail.ts';
 import { HttpReceiver, type HttpTarget } from './sources/http-receiver.ts';
 import { TcpSyslogInput } from './sources/tcp-syslog.ts';
 import { UdpSyslogInput } from './sources/udp-syslog.ts';
-import { OpsServer, type HealthSource, type IntakeHealth } from './telemetry/http-server.ts';
+import { OpsServer, type HealthSource, type IntakeHealth, type ListenerHealth } from './telemetry/http-server.ts';
 import { ForwarderStats } from './telemetry/forwarder-stats.ts';
 import { Metrics } from './telemetry/metrics.ts';
 
@@ -445,7 +445,8 @@ export class Daemon implements HealthSource {
       const cfg = old.listeners.find((l) => l.label === r.label);
       if (cfg && listenerKeys.get(r.label) === json(cfg)) httpKept.push(r);
       else {
-        await r.stop().catch(() => {});
+        // Its port is free at once; the requests in flight on it are answered in the background.
+        this.#background(r.stop());
         if (listenerKeys.has(r.label)) report.restarted.push(r.label);
       }
     }
@@ -597,6 +598,10 @@ export class Daemon implements HealthSource {
     p.sink = sink;
   }
 
+  listenerHealth(): ListenerHealth[] {
+    return this.#listeners.map((l) => l.health());
+  }
+
   health(): IntakeHealth[] {
     const now = Date.now();
     const stallMs = this.config.metrics.stall_timeout_ms;
@@ -632,7 +637,7 @@ export class Daemon implements HealthSource {
     if (wasRunning) this.#log.info({ timeout_ms: this.config.shutdown_timeout_ms }, 'Stopping: inputs closed, draining queues.');
     await Promise.all([
       ...this.#pipelines.flatMap((p) => p.inputs.map((i) => i.stop().catch(() => {}))),
-      ...this.#listeners.map((l) => l.stop().catch(() => {})),
+      ...this.#listeners.map((l) => l.stop(this.config.shutdown_timeout_ms / 2).catch(() => {})),
       ...this.#shared.map((l) => l.input.stop().catch(() => {})),
     ]);
     await this.#reloading.catch(() => {});

@@ -6,6 +6,7 @@
 import { request } from 'undici';
 import type { Config } from './config/load.ts';
 import { REGIONS } from './config/regions.ts';
+import { PeerTextRedactor } from './core/peer-text.ts';
 import { parseRetryAfter } from './sinks/http-json.ts';
 
 export const RULES_PATH = '/v1/sic/conf/intakes/optimization_rules/';
@@ -19,8 +20,8 @@ export interface PushOutcome {
   readonly detail: string;
 }
 
-function explain(status: number, text: string): string {
-  const body = text.slice(0, 200).replace(/\s+/g, ' ');
+function explain(status: number, text: string, peer: PeerTextRedactor): string {
+  const body = peer.clean(text);
   if (status === 401) return 'HTTP 401: the API key is missing, expired or invalid. Check that it was copied whole and has not expired.';
   if (status === 403) return 'HTTP 403: the API key lacks the permission SIC_WRITE_CONF_INTAKES. Add it to the key, or use a key that has it.';
   if (status === 429) return 'HTTP 429: rate limited by the API, still after waiting. Wait a while and run the command again.';
@@ -34,6 +35,8 @@ export async function pushRules(
 ): Promise<PushOutcome[]> {
   const base = (options.apiUrl ?? cfg.endpoints.api_url ?? REGIONS[cfg.region].apiBase).replace(/\/+$/, '');
   const url = `${base}${RULES_PATH}`;
+  // The API (or a proxy before it) may echo the Authorization header in an error body.
+  const peer = new PeerTextRedactor([apiKey]);
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const out: PushOutcome[] = [];
   const intakes = cfg.intakes.filter((i) => !options.intake || i.name.toLowerCase() === options.intake.toLowerCase());
@@ -74,9 +77,9 @@ export async function pushRules(
             continue;
           }
           const ok = res.statusCode >= 200 && res.statusCode < 300;
-          outcome = { intake: intake.name, rule: rule.description, ok, detail: ok ? `created (HTTP ${res.statusCode})` : explain(res.statusCode, text) };
+          outcome = { intake: intake.name, rule: rule.description, ok, detail: ok ? `created (HTTP ${res.statusCode})` : explain(res.statusCode, text, peer) };
         } catch (err) {
-          outcome = { intake: intake.name, rule: rule.description, ok: false, detail: `cannot reach ${base}: ${(err as Error).message}` };
+          outcome = { intake: intake.name, rule: rule.description, ok: false, detail: `cannot reach ${base}: ${peer.clean(err instanceof Error ? err.message : String(err), 600)}` };
         }
       }
       out.push(outcome);

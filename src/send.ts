@@ -5,6 +5,7 @@
 import { hostname } from 'node:os';
 import type { Config } from './config/load.ts';
 import type { Batch } from './core/event.ts';
+import { PeerTextRedactor } from './core/peer-text.ts';
 import { buildSink } from './sinks/build.ts';
 import { headerlessEvent } from './sources/syslog-parse.ts';
 import { Metrics } from './telemetry/metrics.ts';
@@ -41,8 +42,10 @@ export async function sendTest(cfg: Config, intakeName: string, messages: readon
   const result = await sink.send(batch, AbortSignal.timeout(timeoutMs));
   const unconfirmed = await sink.stop(AbortSignal.timeout(timeoutMs));
   const where = intake.output.type === 'http' ? intake.output.endpoint : `${intake.output.host}:${intake.output.port}`;
-  if (result.status !== 'sent') return { ok: false, detail: `not delivered to ${where}: ${result.error.message}` };
-  if (lost) return { ok: false, detail: `written to ${where}, then the connection was lost: ${lost}` };
+  // The outputs redact what the intake said; this covers any error text that did not pass there.
+  const peer = new PeerTextRedactor([intake.intakeKey]);
+  if (result.status !== 'sent') return { ok: false, detail: `not delivered to ${where}: ${peer.clean(result.error.message, 600)}` };
+  if (lost) return { ok: false, detail: `written to ${where}, then the connection was lost: ${peer.clean(lost, 600)}` };
   if (acked < events.length || unconfirmed > 0) {
     return { ok: false, detail: `written to ${where}, but the intake did not confirm (it did not close its side of the connection within ${timeoutMs} ms)` };
   }

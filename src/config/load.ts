@@ -1,16 +1,18 @@
 // Loads a configuration file: YAML with positions, ${ENV} substitution, the native schema or the
 // official forwarder's intakes.yaml, cross-field checks, secrets and certificates read from their
 // files. Every problem is collected and reported at once as "file:line:col: path: message"; the
-// result is frozen. Nothing here ever prints an intake key.
+// result is frozen. Every failure is a ConfigError, and nothing it or a warning says carries a
+// secret: problems echo no parser's text, and pass through a scrubber of every secret known.
 
-import { readFileSync } from 'node:fs';
 import { resolve as resolvePath, dirname, join } from 'node:path';
-import { LineCounter, isMap, isScalar, parseDocument, visit, type Document, type Node, type Scalar } from 'yaml';
+import { isMap, isScalar, visit, type Document, type Node, type Scalar } from 'yaml';
 import type { ZodError } from 'zod';
 import { compileRoutes } from '../core/router.ts';
 import { configSchema, type DiskQueueConfig, type FileInputConfig, type HttpListenerConfig, type SyslogListenerConfig, type HttpOutputConfig, type IntakeConfig, type InputConfig, type RawConfig, type SyslogOutputConfig } from './schema.ts';
 import { REGIONS, type Region } from './regions.ts';
 import { convertLegacy, legacySchema, looksLegacy } from './legacy.ts';
+import { SecretScrubber, isSecretField } from './redact.ts';
+import { MAX_CONFIG_BYTES, readBounded, readYaml, yamlValue } from './yaml-source.ts';
 
 export const EX_CONFIG = 78;
 
@@ -84,36 +86,55 @@ export interface Config extends Omit<RawConfig, 'intakes' | 'region' | 'listener
 }
 
 const KEY_RE = /^[A-Za-z0-9]+$/;
+const MAX_PROBLEMS = 100;
+const KEY_NAME_RE = /^[A-Za-z_][A-Za-z0-9_-]{0,31}$/;
+/** Certificates, CA bundles and key files: far below this; a device such as /dev/zero is cut off. */
+const MAX_REFERENCED_BYTES = 16 * 1024 * 1024;
 const ENV_RE = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
+const READ_ERRORS: Record<string, string> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EISDIR: 'it is a directory',
+  EFBIG: `larger than ${MAX_CONFIG_BYTES / 1024 / 1024} MiB, not a configuration file`,
+};
+
 export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): Config {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(file, 'utf8');
+    bytes = readBounded(file, MAX_CONFIG_BYTES);
   } catch (err) {
-    throw new ConfigError(file, [`cannot read the file: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
+    const code = errorCode(err);
+    throw new ConfigError(file, [`${file}: cannot read the file (${READ_ERRORS[code] ? `${code}: ${READ_ERRORS[code]}` : code})`]);
   }
-  return parseConfig(text, file, env);
+  return parseConfig(bytes, file, env);
 }
 
-export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv = process.env): Config {
-  const problems: string[] = [];
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
-  const at = (node: Node | undefined | null): string => {
-    const offset = node?.range?.[0];
-    if (offset === undefined) return `${file}`;
-    const { line, col } = lineCounter.linePos(offset);
-    return `${file}:${line}:${col}`;
-  };
-  for (const e of doc.errors) {
-    const { line, col } = lineCounter.linePos(e.pos[0]);
-    problems.push(`${file}:${line}:${col}: YAML: ${e.message.split('\n')[0]}`);
+/** Parses a configuration file's content (bytes are checked to be UTF-8); `file` names it in problems. */
+export function parseConfig(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv = process.env): Config {
+  const secrets = new SecretScrubber(env);
+  // The file name is the operator's own argument, left as it is.
+  const clean = (p: string): string => (p.startsWith(file) ? file + secrets.scrub(p.slice(file.length)) : secrets.scrub(p));
+  try {
+    return parse(input, file, env, secrets, clean);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigError(file, err.problems.map(clean));
+    // A loader bug met by this file: still a configuration error, and no message that may quote it.
+    throw new ConfigError(file, [`${file}: the configuration could not be loaded (internal error: ${err instanceof Error ? err.name : typeof err})`]);
   }
-  if (problems.length > 0) throw new ConfigError(file, problems);
+}
+
+function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv, secrets: SecretScrubber, clean: (p: string) => string): Config {
+  const problems: string[] = [];
+  const source = readYaml(input, file);
+  if (!source.ok) throw new ConfigError(file, source.problems);
+  const { doc, at } = source;
 
   substituteEnv(doc, env, (node, path, msg) => problems.push(`${at(node)}: ${formatPath(path)}: ${msg}`));
-  const raw: unknown = doc.toJS() ?? {};
+  collectSecrets(doc, secrets);
+  const js = yamlValue(doc, file, at);
+  if (!js.ok) throw new ConfigError(file, js.problems);
+  const raw: unknown = js.value;
   const base = dirname(resolvePath(file));
   const locateKey = (path: readonly PropertyKey[]): string => {
     // An unknown key is reported where the key itself is written.
@@ -141,7 +162,8 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
     format = 'official-intakes-yaml';
     const legacy = legacySchema.safeParse(raw);
     if (!legacy.success) {
-      reportZod(legacy.error, problems, locate, locateKey, (p) => [...p]);
+      const more = reportZod(legacy.error, problems, locate, locateKey, (p) => [...p]);
+      if (more > 0) problems.push(`${file}: ${more} more problems after these`);
       throw new ConfigError(file, problems);
     }
     const converted = convertLegacy(legacy.data, env);
@@ -149,13 +171,14 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
     mapPath = converted.pathMap;
     warnings.push(...converted.warnings);
     if (env.REGION && !(env.REGION.toLowerCase() in REGIONS)) {
-      problems.push(`environment REGION: unknown region "${env.REGION}": expected one of ${Object.keys(REGIONS).join(', ')}`);
+      problems.push(`${file}: environment REGION: unknown region "${env.REGION}": expected one of ${Object.keys(REGIONS).join(', ')}`);
     }
   }
 
   const parsed = configSchema.safeParse(native);
   if (!parsed.success) {
-    reportZod(parsed.error, problems, (p) => locate(mapPath(p)), (p) => locateKey(mapPath(p)), mapPath);
+    const more = reportZod(parsed.error, problems, (p) => locate(mapPath(p)), (p) => locateKey(mapPath(p)), mapPath);
+    if (more > 0) problems.push(`${file}: ${more} more problems after these`);
     throw new ConfigError(file, problems);
   }
   const cfg = parsed.data;
@@ -185,9 +208,9 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
 
   const readFile = (path: string, where: PropertyKey[], what: string): Buffer | undefined => {
     try {
-      return readFileSync(resolvePath(base, path));
+      return readBounded(resolvePath(base, path), MAX_REFERENCED_BYTES);
     } catch (err) {
-      problems.push(`${place(where)}: cannot read ${what} "${path}": ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+      problems.push(`${place(where)}: cannot read ${what} "${path}": ${errorCode(err)}`);
       return undefined;
     }
   };
@@ -204,6 +227,7 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
     } else if (intake.intake_key_file !== undefined) {
       const buf = readFile(intake.intake_key_file, ['intakes', i, 'intake_key_file'], 'intake_key_file');
       intakeKey = buf ? buf.toString('utf8').trim() : '';
+      secrets.add(intakeKey);
       keySource = `file ${intake.intake_key_file}`;
       if (buf && intakeKey === '') problems.push(`${place(['intakes', i, 'intake_key_file'])}: the file "${intake.intake_key_file}" is empty`);
     } else if (hasKey) {
@@ -329,7 +353,21 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   }
 
   if (problems.length > 0) throw new ConfigError(file, problems);
-  return deepFreeze({ ...cfg, region, file, format, dataDir, intakes, listeners, warnings });
+  return deepFreeze({ ...cfg, region, file, format, dataDir, intakes, listeners, warnings: warnings.map(clean) });
+}
+
+/** Values of secret fields (intake_key, bearer_token, ...), after ${VAR} substitution. */
+function collectSecrets(doc: Document, secrets: SecretScrubber): void {
+  visit(doc, {
+    Pair(_key, pair) {
+      if (isScalar(pair.key) && isSecretField(pair.key.value) && isScalar(pair.value) && typeof pair.value.value === 'string') secrets.add(pair.value.value);
+    },
+  });
+}
+
+function errorCode(err: unknown): string {
+  const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
+  return typeof code === 'string' ? code : 'unreadable';
 }
 
 /** A name as part of a file name: letters, digits, . _ - kept, anything else %-escaped. */
@@ -368,20 +406,30 @@ function reportZod(
   locate: (p: PropertyKey[]) => string,
   locateKey: (p: PropertyKey[]) => string,
   mapPath: (p: readonly PropertyKey[]) => PropertyKey[],
-): void {
+): number {
+  // Locating a key scans its mapping: a flood of unknown keys is reported in part, in linear time.
+  let omitted = 0;
+  const add = (problem: () => string): void => {
+    if (problems.length < MAX_PROBLEMS) problems.push(problem());
+    else omitted++;
+  };
   for (const issue of error.issues) {
     const path = [...issue.path];
     let message = issue.message;
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
         const p = [...path, key];
-        problems.push(`${locateKey(p)}: ${formatPath(mapPath(p))}: unknown key "${key}"`);
+        // A mangled line can make a value (a key, a token) into a key name: only names shaped like ours are echoed.
+        add(() => (KEY_NAME_RE.test(key)
+          ? `${locateKey(p)}: ${formatPath(mapPath(p))}: unknown key "${key}"`
+          : `${locateKey(p)}: ${formatPath(mapPath(path)) || '(top level)'}: an unknown key (not shown: it looks like a value, not a key name)`));
       }
       continue;
     }
     if (issue.code === 'invalid_union' && 'discriminator' in issue) message = `${message} (${String(issue.discriminator)} must be one of the known types)`;
-    problems.push(`${locate(path)}: ${formatPath(mapPath(path)) || '(top level)'}: ${message}`);
+    add(() => `${locate(path)}: ${formatPath(mapPath(path)) || '(top level)'}: ${message}`);
   }
+  return omitted;
 }
 
 export function formatPath(path: readonly PropertyKey[]): string {

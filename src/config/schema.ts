@@ -116,8 +116,12 @@ const syslogOutput = z.strictObject({
   client_key_file: z.string().min(1).optional().describe('PEM private key of client_cert_file.'),
   timestamp: z.enum(['received', 'source']).default('received').describe('TIMESTAMP written: reception time, or the source\'s own when it has one.'),
   connect_timeout_ms: positive.default(10_000).describe('Time allowed for TCP connect plus TLS handshake.'),
-  resend_window_ms: z.int().min(0).default(2_000).describe('A batch counts as delivered once written this long ago on a connection still up; if the connection fails first it is written again.'),
-  resend_window_bytes: positive.default(8 * MiB).describe('Most bytes kept for resending; older writes beyond it count as delivered.'),
+  resend_window_ms: z.int().min(100).default(1_000)
+    .describe('Longest a batch waits for the intake to confirm it. Syslog has no acknowledgement, so the intake confirms by reading on (see resend_window_bytes) or by closing its side after the relay closes its own: a batch not confirmed within this time gets such a close, and the next batch opens a new connection at once.'),
+  resend_window_bytes: z.union([positive, z.literal('auto')]).default('auto')
+    .describe('A batch counts as delivered once this many bytes written after it have been taken by the kernel on the same connection: more than this host\'s TCP send buffer and the intake\'s receive buffer can hold unread, so the intake has read the batch. auto: net.ipv4.tcp_wmem max + net.ipv4.tcp_rmem max (this host\'s, standing in for the intake\'s) + 1 MiB. Smaller values hold less memory but may count as delivered what a stalled intake never read.'),
+  write_timeout_ms: positive.default(30_000)
+    .describe('A connection that takes no data for this long while the relay has data for it, or does not answer a close, has failed: it is dropped and what it held is written again.'),
   backoff: backoff.prefault({}),
 });
 
@@ -230,6 +234,10 @@ const httpListener = z.strictObject({
   paths: z.array(httpPath).default([]).describe('Extra paths, each feeding one intake with newline-delimited events.'),
   max_body_bytes: z.int().min(1024).max(1024 * MiB).default(10 * MiB).describe('Largest request body as received (compressed or not); larger gets 413.'),
   max_decompressed_bytes: z.int().min(1024).max(4096 * MiB).default(50 * MiB).describe('Largest body after gzip decompression; a gzip bomb gets 413 without being inflated past it.'),
+  max_inflight_bytes: z.int().min(64 * 1024).max(16384 * MiB).default(64 * MiB)
+    .describe('Memory all requests in flight on this listener share: bodies as received, as inflated, and JSON being parsed (about its size plus 24 bytes per value). A request that does not fit now gets 429 with Retry-After (before its body is read when its Content-Length says so) and /readyz turns 503; one that could not fit alone gets 413. The default fits a body at both max_body_bytes and max_decompressed_bytes alone, or six of the intake\'s 10 MiB bodies at once.'),
+  max_depth: z.int().min(1).max(1000).default(128)
+    .describe('Deepest nesting of lists and objects in a JSON body (the body\'s own list or object counts); deeper gets 400 too_deep. 128 is what serde_json, and so Vector, accepts.'),
   max_events_per_request: positive.default(100_000).describe('Most events in one request; more gets 413.'),
   max_message_bytes: listener.max_message_bytes,
   oversize: listener.oversize,
@@ -239,7 +247,7 @@ const httpListener = z.strictObject({
   request_timeout_ms: positive.default(60_000).describe('Time allowed to receive a whole request.'),
   keep_alive_timeout_ms: positive.default(5_000).describe('How long an idle keep-alive connection stays open.'),
   respond_when: z.enum(['auto', 'queued']).default('auto')
-    .describe('auto: answer 200 once the events are safe: in the intake\'s disk queue, or, with a memory queue, delivered to the intake (slower: a syslog output acknowledges after resend_window_ms). queued: answer as soon as they are queued in memory (faster; lost if the relay dies).'),
+    .describe('auto: answer 200 once the events are safe: in the intake\'s disk queue, or, with a memory queue, delivered to the intake (slower: a syslog output confirms within resend_window_ms). queued: answer as soon as they are queued in memory (faster; lost if the relay dies).'),
   delivery_timeout_ms: positive.default(30_000).describe('respond_when: auto with a memory queue: longest wait for delivery before answering 503 (the client retries; the events may then arrive twice).'),
 });
 

@@ -17,6 +17,7 @@ import type { Batch, LogEvent } from './event.ts';
 import { BoundedQueue, wakeSettled, type AdmitResult, type BatchLimits, type EventQueue, type Offered, type SettledWaiter, type WhenFull } from './queue.ts';
 import { SegmentLog, type RecoveryReport } from './segment-log.ts';
 import { SettledTracker } from './settled.ts';
+import { SingleFlight } from './single-flight.ts';
 
 export interface DiskQueueOptions {
   readonly dir: string;
@@ -60,7 +61,7 @@ export class DiskQueue implements EventQueue {
   #settledWaiters: SettledWaiter[] = [];
   #timer: NodeJS.Timeout | undefined;
   #savedSettled = -1;
-  #saving: Promise<void> | undefined;
+  readonly #saving = new SingleFlight();
   #syncedBytes = 0;
   #writtenBytes = 0;
   readonly recovery: RecoveryReport;
@@ -287,8 +288,8 @@ export class DiskQueue implements EventQueue {
   async finish(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#flushUnwritten();
-    await this.#log.sync();
-    await this.#saveSettled();
+    await this.#log.sync(true);
+    await this.#saveSettled(true);
     this.#log.close();
   }
 
@@ -305,11 +306,12 @@ export class DiskQueue implements EventQueue {
     void this.#saveSettled();
   }
 
-  #saveSettled(): Promise<void> {
-    this.#saving ??= (async () => {
+  /** `fresh`: a save that starts after this call (at stop), not one already in flight. */
+  #saveSettled(fresh = false): Promise<void> {
+    return this.#saving[fresh ? 'runFresh' : 'run'](async () => {
       const w = this.#settled.watermark;
+      if (w === this.#savedSettled) return;
       try {
-        if (w === this.#savedSettled) return;
         const file = join(this.#o.dir, SETTLED_FILE);
         const fh = await open(`${file}.tmp`, 'w', 0o600);
         try {
@@ -322,11 +324,8 @@ export class DiskQueue implements EventQueue {
         this.#savedSettled = w;
       } catch (err) {
         this.#hooks.onError(err as NodeJS.ErrnoException);
-      } finally {
-        this.#saving = undefined;
       }
-    })();
-    return this.#saving;
+    });
   }
 }
 

@@ -95,12 +95,21 @@ export class SinkRunner {
         this.#m.sent.inc(n);
         this.#lastAckAt = Date.now();
         this.#m.lastDelivery.set(this.#lastAckAt / 1000);
+        // Only the intake's confirmation proves a connection sound: a connect or a write does not.
+        this.#failures = 0;
       },
       connectionLost: (error, events) => {
         this.#m.connected.set(0);
         this.#state = 'retrying';
-        if (events > 0) this.#m.resent.inc(events);
-        this.#logError(error, 'Output connection lost; unacknowledged events will be written again.');
+        this.#o.metrics.outputErrors.inc({ intake, output: sink.type, code: error.code });
+        if (events > 0) {
+          this.#m.resent.inc(events);
+          // The next connection waits its backoff: an intake that takes a little and drops the
+          // connection, again and again, must not get the whole window rewritten in a tight loop.
+          this.#failures++;
+          this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + backoffDelay(this.#failures, this.#o.backoff));
+        }
+        this.#logError(error, 'Output connection lost; unconfirmed events will be written again.', { events });
         this.#needFlush = true;
         this.#kick.abort();
       },
@@ -173,7 +182,6 @@ export class SinkRunner {
       this.#adapt(rttMs, result.status === 'retryable' && (result.pauseAll === true || result.unknownOutcome === true));
       if (result.status === 'sent') {
         if (batch.events.length > 0) this.#m.batchEvents.observe(batch.events.length);
-        this.#failures = 0;
         if (this.#keyRejected) {
           this.#o.log.info({ intake, output: sink.type }, 'The intake accepts the key again.');
           this.#keyRejected = false;

@@ -10,6 +10,7 @@ import { closeSync, fstatSync, fsync, ftruncateSync, mkdirSync, openSync, readdi
 import { join } from 'node:path';
 import type { LogEvent } from './event.ts';
 import { checkRecord, readRecord, recordSize, writeRecord } from './event-codec.ts';
+import { SingleFlight } from './single-flight.ts';
 
 const SEGMENT_RE = /^(\d{16})\.seg$/;
 const READ_BYTES = 1024 * 1024;
@@ -50,7 +51,7 @@ export class SegmentLog {
   #bytes = 0;
   /** Appended and fsynced: every event numbered below is on stable storage. */
   #durableBelow = 0;
-  #syncing: Promise<void> | undefined;
+  readonly #syncing = new SingleFlight();
   // The read cursor: the next record to read is event `#readSeq` at `#readOffset` of segment
   // `#readSeg` (an index into #segments, kept valid when segments are deleted).
   #readSeq = -1;
@@ -224,25 +225,23 @@ export class SegmentLog {
     return seg;
   }
 
-  /** fsyncs what was appended; resolves once it is on stable storage. */
-  sync(): Promise<void> {
-    this.#syncing ??= new Promise<void>((resolve) => {
-      const upTo = this.#nextSeq;
-      const done = (): void => {
-        this.#syncing = undefined;
-        resolve();
-      };
-      if (this.#fd < 0 || upTo === this.#durableBelow) {
-        // Nothing open to sync (a finished segment syncs on its own when it is rolled).
-        done();
-        return;
-      }
-      fsync(this.#fd, (err) => {
-        if (!err) this.#durableBelow = Math.max(this.#durableBelow, upTo);
-        done();
-      });
-    });
-    return this.#syncing;
+  /**
+   * fsyncs what was appended; resolves once it is on stable storage. `fresh`: covers everything
+   * appended before this call (a sync already in flight may not).
+   */
+  sync(fresh = false): Promise<void> {
+    return this.#syncing[fresh ? 'runFresh' : 'run'](
+      () =>
+        new Promise<void>((resolve) => {
+          const upTo = this.#nextSeq;
+          // Nothing open to sync (a finished segment syncs on its own when it is rolled).
+          if (this.#fd < 0 || upTo === this.#durableBelow) return resolve();
+          fsync(this.#fd, (err) => {
+            if (!err) this.#durableBelow = Math.max(this.#durableBelow, upTo);
+            resolve();
+          });
+        }),
+    );
   }
 
   /**

@@ -33,6 +33,8 @@ export interface EmulatorOptions {
   /** Check 1 frame in N in full (the rest: framing only). Default 1 (every frame). */
   readonly checkEvery?: number;
   readonly onMessage?: (m: ReceivedMessage) => void;
+  /** Every frame's bytes as read, without the octet count (a view: copy it to keep it). */
+  readonly onFrame?: (frame: Buffer) => void;
   /** A framing error: the connection is closed, as the intake would. */
   readonly onProtocolError?: (msg: string) => void;
 }
@@ -151,6 +153,7 @@ export class IntakeEmulator {
         }
         if (j + 1 + n > buf.length) break;
         this.frames++;
+        this.#o.onFrame?.(buf.subarray(j + 1, j + 1 + n));
         if (this.frames % every === 0) {
           const m = checkMessage(buf.toString('utf8', j + 1, j + 1 + n));
           if (m.problems.length > 0) this.invalid++;

@@ -7,6 +7,7 @@ import { HttpJsonSink } from './http-json.ts';
 import { Rfc5424Formatter } from './rfc5424.ts';
 import type { Sink } from './sink.ts';
 import { SyslogTlsSink } from './syslog-tls.ts';
+import { unreadCapacityBytes } from './tcp-buffers.ts';
 
 /** Key used towards the emulator for intakes that have none (emulator.when: no_intake_key). */
 export const EMULATOR_DEMO_KEY = 'emulatorDemoKey0000000000000000';
@@ -16,7 +17,7 @@ export function buildSink(intake: ResolvedIntake, metrics: Metrics, emulator?: {
   if (emulator) {
     return new SyslogTlsSink({
       host: '127.0.0.1', port: emulator.port, serverName: 'localhost', ca: Buffer.from(emulator.ca), cert: undefined, key: undefined,
-      connectTimeoutMs: 10_000, resendWindowMs: 2_000, resendWindowBytes: 8 * 1024 * 1024,
+      connectTimeoutMs: 10_000, confirmAfterMs: 2_000, proofBytes: unreadCapacityBytes(), writeTimeoutMs: 30_000,
       formatter: new Rfc5424Formatter(EMULATOR_DEMO_KEY, 'received'),
     });
   }
@@ -48,8 +49,9 @@ export function buildSink(intake: ResolvedIntake, metrics: Metrics, emulator?: {
     cert: o.clientCertPem,
     key: o.clientKeyPem,
     connectTimeoutMs: o.connect_timeout_ms,
-    resendWindowMs: o.resend_window_ms,
-    resendWindowBytes: o.resend_window_bytes,
+    confirmAfterMs: o.resend_window_ms,
+    proofBytes: o.resend_window_bytes === 'auto' ? unreadCapacityBytes() : o.resend_window_bytes,
+    writeTimeoutMs: o.write_timeout_ms,
     formatter: new Rfc5424Formatter(intake.intakeKey, o.timestamp),
   });
 }

@@ -10,10 +10,13 @@ import { gzip as gzipCb, constants as zlib } from 'node:zlib';
 import { Agent, EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from 'undici';
 import type { Batch, LogEvent } from '../core/event.ts';
 import { RelayError, classifyConnectError } from '../core/errors.ts';
+import { PeerTextRedactor } from '../core/peer-text.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { Concurrency, SendResult, Sink, SinkEvents } from './sink.ts';
 
 const gzip = promisify(gzipCb);
+/** Of an answer's body, what is read: an error page's head explains it; the rest is not kept. */
+const ANSWER_READ_BYTES = 16 * 1024;
 
 export interface HttpJsonOptions {
   readonly intake: string;
@@ -42,6 +45,8 @@ export class HttpJsonSink implements Sink {
   readonly concurrency: Concurrency;
   readonly #o: HttpJsonOptions;
   readonly #auth: string;
+  /** What the intake or a proxy says goes into errors (logs, /status) only through this. */
+  readonly #peerText: PeerTextRedactor;
   readonly #m;
   #dispatcher: Dispatcher | undefined;
   #events: SinkEvents | undefined;
@@ -52,6 +57,7 @@ export class HttpJsonSink implements Sink {
     this.#o = o;
     this.concurrency = o.concurrency;
     this.#auth = `Basic ${Buffer.from(`:${o.intakeKey}`).toString('base64')}`;
+    this.#peerText = new PeerTextRedactor([o.intakeKey, ...proxyCredentials(o.proxy)]);
     const m = o.metrics;
     this.#m = {
       c2: m.httpRequests.labels({ intake: o.intake, status_class: '2xx' }),
@@ -122,8 +128,8 @@ export class HttpJsonSink implements Sink {
         signal: AbortSignal.any([signal, AbortSignal.timeout(o.requestTimeoutMs)]),
       });
       sentBody = true;
-      // Always read the answer to its end, or the connection leaks.
-      const text = await res.body.text().catch(() => '');
+      // Read the answer to its end, or the connection leaks; one too long to keep closes it.
+      const text = await readHead(res.body, ANSWER_READ_BYTES).catch(() => '');
       this.#m.duration.observe((performance.now() - started) / 1000);
       this.#events?.wrote(body.length);
       this.#m.body.inc(json.length);
@@ -134,7 +140,7 @@ export class HttpJsonSink implements Sink {
       const timeout = isTimeout(err);
       const error = timeout
         ? new RelayError('ERELAY_HTTP_TIMEOUT', `No complete answer from ${o.url.host} within the timeouts.`, { cause: err })
-        : classifyConnectError(err, o.url.hostname, Number(o.url.port || 443));
+        : this.#redacted(classifyConnectError(err, o.url.hostname, Number(o.url.port || 443)));
       // Whether the intake processed the request is unknown once the body may have gone out.
       return { status: 'retryable', error, unknownOutcome: timeout || sentBody || isReset(err) };
     } finally {
@@ -155,7 +161,7 @@ export class HttpJsonSink implements Sink {
       return { status: 'sent' };
     }
     (status >= 500 ? m.c5 : status >= 400 ? m.c4 : m.cOther).inc();
-    const detail = text.slice(0, 200).replace(/\s+/g, ' ');
+    const detail = this.#peerText.clean(text);
     const error = (msg: string, code: 'ERELAY_HTTP_STATUS' | 'ERELAY_KEY_REJECTED' = 'ERELAY_HTTP_STATUS'): RelayError =>
       new RelayError(code, `${msg} (HTTP ${status} from ${o.url.host}${detail ? `: ${detail}` : ''}).`);
     if (status === 401 || status === 403) {
@@ -176,6 +182,12 @@ export class HttpJsonSink implements Sink {
     return { status: 'retryable', error: error('Unexpected answer from the intake') };
   }
 
+  /** A socket's or a proxy's error message may quote what the peer said. */
+  #redacted(e: RelayError): RelayError {
+    const message = this.#peerText.clean(e.message, 600);
+    return message === e.message ? e : new RelayError(e.code, message, { cause: e.cause });
+  }
+
   async stop(): Promise<number> {
     const d = this.#dispatcher;
     this.#dispatcher = undefined;
@@ -191,6 +203,43 @@ export function parseRetryAfter(v: string | string[] | undefined, now = Date.now
   const ms = /^\d+$/.test(s.trim()) ? Number(s.trim()) * 1000 : Date.parse(s) - now;
   if (!Number.isFinite(ms)) return undefined;
   return Math.min(3_600_000, Math.max(0, ms));
+}
+
+/** The password, and user:password, of a proxy URL (config or environment): a proxy may echo them. */
+function proxyCredentials(proxy: string): string[] {
+  const urls = proxy === 'env' ? [process.env.HTTPS_PROXY, process.env.https_proxy, process.env.HTTP_PROXY, process.env.http_proxy] : [proxy];
+  const out: string[] = [];
+  for (const u of urls) {
+    if (!u || !URL.canParse(u)) continue;
+    const { username, password } = new URL(u);
+    if (password) out.push(password, decoded(password), `${decoded(username)}:${decoded(password)}`);
+  }
+  return out;
+}
+
+/** A malformed %-escape is kept as written: a proxy URL must not make the output fail to build. */
+function decoded(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+/** At most `max` bytes of a body as text; a longer body is destroyed (the connection with it). */
+async function readHead(body: Dispatcher.ResponseData['body'], max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const chunk of body) {
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    chunks.push(b);
+    n += b.length;
+    if (n >= max) {
+      body.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(chunks).toString('utf8', 0, Math.min(n, max));
 }
 
 function isTimeout(err: unknown): boolean {

@@ -41,7 +41,8 @@ export class Rfc5424Formatter {
   #timestamp(e: LogEvent): string {
     if (this.#mode === 'source' && e.tsEnd > e.tsStart) {
       const ts = timestampText(e);
-      if (RFC3339.test(ts)) return ts; // RFC 5424, or an ISO timestamp in a BSD line
+      const valid = rfc5424Timestamp(ts); // RFC 5424, or an ISO timestamp in a BSD line
+      if (valid) return valid;
       if (e.format === 3164) {
         const converted = bsdToRfc3339(ts, e.receivedAt);
         if (converted) return converted;
@@ -95,7 +96,24 @@ export class Rfc5424Formatter {
   }
 }
 
-const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)$/;
+const RFC3339 = /^(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/;
+
+/**
+ * `ts` as an RFC 5424 TIMESTAMP (§6.2.3: RFC 3339, upper-case T and Z, no leap second, at most 6
+ * fraction digits: longer fractions are cut), or undefined when it is not a real date and time.
+ */
+export function rfc5424Timestamp(ts: string): string | undefined {
+  const m = RFC3339.exec(ts);
+  if (!m) return undefined;
+  const year = Number(m[1]);
+  const month = Number(m[2]);
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const days = month === 2 ? (leap ? 29 : 28) : month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+  if (Number(m[3]) > days) return undefined;
+  const frac = m[4];
+  // "YYYY-MM-DDThh:mm:ss" is 19 characters; the fraction (with its dot) follows.
+  return frac !== undefined && frac.length > 7 ? ts.slice(0, 26) + ts.slice(19 + frac.length) : ts;
+}
 
 function digits(n: number): number {
   return n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : n < 10_000 ? 4 : n < 100_000 ? 5 : n < 1_000_000 ? 6 : String(n).length;

@@ -1,14 +1,25 @@
-// Syslog over TLS to the intake (RFC 5425): one connection, whole batches per write, socket
-// backpressure honoured. The wire has no acknowledgement, so each batch's bytes stay in a resend
-// window: a batch is acknowledged once it has been written for `resendWindowMs` on a connection
-// that is still up. If the connection fails first, the window's bytes are written again, first
-// thing, on the next connection (at-least-once; duplicates bounded by the window and counted).
-// The window holds Buffers and counts, never event objects, so it costs the GC nothing.
+// Syslog over TLS to the intake (RFC 5425): whole batches per write, socket backpressure honoured.
+// The wire has no acknowledgement (bytes written are not bytes received), so a batch is
+// acknowledged only on evidence that the intake read it:
+// - volume: `proofBytes` more bytes were taken by the kernel after it on the same connection. They
+//   cannot all sit in this host's send buffer and the intake's receive buffer (tcp-buffers.ts), so
+//   the intake has read past the batch (TCP delivers in order);
+// - a clean close: we close our side after the batch, and the intake closes its own once it has
+//   read to the end (a peer that closes with unread data resets instead). A batch that volume has
+//   not proven within `confirmAfterMs` gets this: a new connection is opened, new batches go to
+//   it, and the old one is closed. What a new connection starts with (written again after a
+//   failure) is confirmed this way as soon as it is written, so that a second failure soon after
+//   does not send it a third time.
+// A connection that takes no bytes for `writeTimeoutMs` while it has some to write, or does not
+// answer a close within that time, has failed. What a failed connection held is written again,
+// first thing, on the next one (at-least-once; duplicates are counted as resent). Batches are kept
+// as the Buffers written, never as events, so the wait costs the GC nothing.
 
 import { isIP } from 'node:net';
 import tls from 'node:tls';
 import type { Batch } from '../core/event.ts';
 import { RelayError, classifyConnectError } from '../core/errors.ts';
+import { BufferPool } from './buffer-pool.ts';
 import type { Rfc5424Formatter } from './rfc5424.ts';
 import type { SendResult, Sink, SinkEvents } from './sink.ts';
 
@@ -21,74 +32,108 @@ export interface SyslogTlsOptions {
   readonly cert: Buffer | undefined;
   readonly key: Buffer | undefined;
   readonly connectTimeoutMs: number;
-  readonly resendWindowMs: number;
-  readonly resendWindowBytes: number;
+  /** Longest a batch waits for proof before the connection is closed to get it. */
+  readonly confirmAfterMs: number;
+  /** Bytes taken by the kernel after a batch that prove the intake read it. */
+  readonly proofBytes: number;
+  /** A connection that takes nothing, or does not answer a close, for this long has failed. */
+  readonly writeTimeoutMs: number;
   readonly formatter: Rfc5424Formatter;
 }
 
+/** Bytes left in Node's socket buffer before send() waits for it to drain. */
 const MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
+/** Unconfirmed bytes beyond the proof distance before new batches wait (a connection that keeps failing). */
+const HEADROOM_BYTES = 8 * 1024 * 1024;
+const MiB = 1024 * 1024;
 
 interface Written {
   readonly buf: Buffer;
   /** The batch's events: [seq, seq + events). */
   readonly seq: number;
   readonly events: number;
-  at: number;
-  /** The socket has handed these bytes to the kernel: the buffer may be reused once retired. */
-  flushed: boolean;
+  /** When it was written on its connection. */
+  readonly at: number;
+  /** Bytes the kernel had taken on this connection once this batch was in; -1 until then. */
+  end: number;
 }
 
-/**
- * Batch buffers for reuse, by power-of-two size. A batch buffer lives until the resend window
- * lets it go; allocating a fresh one per batch made V8 hold tens of MB of dead off-heap memory
- * between major collections.
- */
-class BufferPool {
-  readonly #free = new Map<number, Buffer[]>();
-  #bytes = 0;
-  readonly #maxBytes: number;
+/** A FIFO with O(1) shift (a low-rate stream keeps many one-event batches waiting). */
+class Fifo<T> {
+  #items: T[] = [];
+  #head = 0;
 
-  constructor(maxBytes: number) {
-    this.#maxBytes = maxBytes;
+  get length(): number {
+    return this.#items.length - this.#head;
   }
-
-  take(size: number): Buffer {
-    const cls = sizeClass(size);
-    const b = this.#free.get(cls)?.pop();
-    if (b) this.#bytes -= b.length;
-    return (b ?? Buffer.allocUnsafeSlow(cls)).subarray(0, size);
+  peek(): T | undefined {
+    return this.#items[this.#head];
   }
-
-  give(buf: Buffer): void {
-    const whole = Buffer.from(buf.buffer, buf.byteOffset, buf.buffer.byteLength - buf.byteOffset);
-    if (whole.length !== sizeClass(whole.length) || this.#bytes + whole.length > this.#maxBytes) return;
-    let list = this.#free.get(whole.length);
-    if (!list) this.#free.set(whole.length, (list = []));
-    list.push(whole);
-    this.#bytes += whole.length;
+  push(item: T): void {
+    this.#items.push(item);
+  }
+  shift(): T | undefined {
+    const item = this.#items[this.#head];
+    if (item === undefined) return undefined;
+    this.#head++;
+    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+    return item;
+  }
+  /** Empties the FIFO; returns what it held, oldest first. */
+  drain(): T[] {
+    const rest = this.#items.slice(this.#head);
+    this.#items = [];
+    this.#head = 0;
+    return rest;
   }
 }
 
-function sizeClass(n: number): number {
-  return Math.max(64 * 1024, 2 ** Math.ceil(Math.log2(n)));
+class Connection {
+  readonly socket: tls.TLSSocket;
+  /** Written on this connection and not yet proven, oldest first. */
+  readonly window = new Fifo<Written>();
+  written = 0;
+  lastWriteAt = 0;
+  /** Bytes the kernel has taken on this connection. */
+  taken = 0;
+  /** Last time the kernel took bytes (or the connection opened, or its close began). */
+  progressAt = Date.now();
+  closing = false;
+  peerClosed = false;
+  done = false;
+  /** It carries what a failed connection held: close it for confirmation once that is written. */
+  confirmSoon = false;
+
+  constructor(socket: tls.TLSSocket) {
+    this.socket = socket;
+  }
 }
 
 export class SyslogTlsSink implements Sink {
   readonly type = 'syslog';
-  /** One connection, written in order. */
+  /** One connection written in order. */
   readonly concurrency = { fixed: 1 } as const;
   readonly #o: SyslogTlsOptions;
   #events: SinkEvents | undefined;
-  #socket: tls.TLSSocket | undefined;
-  /** Written on the current connection, not yet acknowledged; oldest first. */
-  #window: Written[] = [];
-  #windowBytes = 0;
-  /** Written on a connection that failed: to be written again first on the next one. */
+  /** The connection new batches go to. */
+  #current: Connection | undefined;
+  /** Connections closed by us, waiting for the intake to close its side. */
+  readonly #closing = new Set<Connection>();
+  /** What failed connections held: written again first on the next send. */
   #resend: Written[] = [];
   #unacked = 0;
+  #unackedBytes = 0;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
-  readonly #pool = new BufferPool(16 * 1024 * 1024);
+  #stopping: Promise<number> | undefined;
+  /** A connection being opened to take over from the current one (make before break). */
+  #replacing = false;
+  readonly #abort = new AbortController();
+  #closingSettled: (() => void) | undefined;
+  readonly #pool = new BufferPool(16 * MiB);
   readonly #alloc = (n: number): Buffer => this.#pool.take(n);
 
   constructor(options: SyslogTlsOptions) {
@@ -101,65 +146,176 @@ export class SyslogTlsSink implements Sink {
 
   async start(events: SinkEvents): Promise<void> {
     this.#events = events;
-    // Acknowledge aged writes even when no new batch comes to trigger it.
-    this.#timer = setInterval(() => this.#retire(Date.now()), Math.max(50, Math.min(1000, this.#o.resendWindowMs / 4)));
+    const o = this.#o;
+    const every = Math.max(20, Math.min(100, o.confirmAfterMs / 4, o.writeTimeoutMs / 4));
+    this.#timer = setInterval(() => this.#tick(Date.now()), every);
     this.#timer.unref();
   }
 
   async send(batch: Batch, signal: AbortSignal): Promise<SendResult> {
+    const o = this.#o;
     if (this.#stopped) return { status: 'retryable', error: new RelayError('ERELAY_SHUTDOWN', 'Output is stopping.') };
-    let socket = this.#socket;
-    if (!socket) {
+    let conn = this.#current;
+    if (!conn) {
       try {
-        socket = await this.#connect(signal);
+        conn = await this.#connect(signal);
       } catch (err) {
-        return { status: 'retryable', error: classifyConnectError(err, this.#o.host, this.#o.port) };
+        return { status: 'retryable', error: classifyConnectError(err, o.host, o.port) };
       }
-      // What the last connection left unacknowledged goes first, in its order.
+      this.#current = conn;
+    }
+    if (this.#resend.length > 0) {
       const resend = this.#resend;
       this.#resend = [];
-      for (const w of resend) this.#write(socket, w.buf, w.seq, w.events);
+      for (const w of resend) this.#write(conn, w.buf, w.seq, w.events);
+      conn.confirmSoon = true;
     }
     if (batch.events.length > 0) {
+      if (this.#unackedBytes >= o.proofBytes + HEADROOM_BYTES) {
+        // The intake confirms nothing (it takes some bytes, then drops the connection, again and
+        // again): write nothing new until it does, so this window cannot grow without bound.
+        return {
+          status: 'retryable',
+          retryAfterMs: 250,
+          error: new RelayError('ERELAY_UNCONFIRMED', `Intake ${o.host}:${o.port} has not confirmed the last ${Math.round(this.#unackedBytes / MiB)} MiB written: waiting for it before writing more.`),
+        };
+      }
+      const buf = o.formatter.frames(batch.events, this.#alloc);
       this.#unacked += batch.events.length;
-      this.#write(socket, this.#o.formatter.frames(batch.events, this.#alloc), batch.seq, batch.events.length);
+      this.#unackedBytes += buf.length;
+      this.#write(conn, buf, batch.seq, batch.events.length);
     }
-    this.#retire(Date.now());
     // Keep a few batches in flight, so the next one is formatted while this one is encrypted and
     // sent: wait only when the socket holds more than that (Node's own mark is 16 KiB).
-    if (socket.writableLength > MAX_BUFFERED_BYTES) await waitDrain(socket, signal);
-    // Written: from here the window owns the bytes. If this connection fails before they are
-    // acknowledged, they are written again on the next one.
+    if (conn.socket.writableLength > MAX_BUFFERED_BYTES) await waitDrain(conn.socket, signal);
     return { status: 'sent' };
   }
 
-  #write(socket: tls.TLSSocket, buf: Buffer, seq: number, events: number): void {
-    const w: Written = { buf, seq, events, at: Date.now(), flushed: false };
-    socket.write(buf, () => {
-      w.flushed = true;
+  #write(conn: Connection, buf: Buffer, seq: number, events: number): void {
+    const w: Written = { buf, seq, events, at: Date.now(), end: -1 };
+    conn.window.push(w);
+    conn.written += buf.length;
+    conn.lastWriteAt = w.at;
+    conn.socket.write(buf, (err) => {
+      if (err || conn.done) return;
+      conn.taken += buf.length;
+      w.end = conn.taken;
+      conn.progressAt = Date.now();
+      this.#prove(conn);
     });
-    this.#window.push(w);
-    this.#windowBytes += buf.length;
     this.#events?.wrote(buf.length);
   }
 
-  #retire(now: number): void {
-    while (this.#window.length > 0) {
-      const w = this.#window[0] as Written;
-      if (now - w.at < this.#o.resendWindowMs && this.#windowBytes <= this.#o.resendWindowBytes) break;
-      this.#window.shift();
-      this.#windowBytes -= w.buf.length;
-      if (w.flushed) this.#pool.give(w.buf);
+  /** Acknowledges the batches that enough later bytes prove read. */
+  #prove(conn: Connection): void {
+    for (;;) {
+      const w = conn.window.peek();
+      if (!w || w.end < 0 || conn.taken - w.end < this.#o.proofBytes) return;
+      conn.window.shift();
       this.#ack(w);
     }
   }
 
   #ack(w: Written): void {
     this.#unacked -= w.events;
+    this.#unackedBytes -= w.buf.length;
+    this.#pool.give(w.buf);
     this.#events?.acknowledged(w.seq, w.events);
   }
 
-  #connect(signal: AbortSignal): Promise<tls.TLSSocket> {
+  #tick(now: number): void {
+    const o = this.#o;
+    const cur = this.#current;
+    if (cur) {
+      const head = cur.window.peek();
+      if (cur.written > cur.taken && now - cur.progressAt >= o.writeTimeoutMs) {
+        this.#failed(cur, new RelayError('ERELAY_WRITE_TIMEOUT', `Intake ${o.host}:${o.port} took no data for ${o.writeTimeoutMs} ms (output.write_timeout_ms): the connection is dropped and its unconfirmed events written again.`));
+      } else if (head && (now - head.at >= o.confirmAfterMs || (cur.confirmSoon && cur.written === cur.taken))) {
+        // While batches keep coming, the next connection is opened first; after a lull, the next batch opens it.
+        if (now - cur.lastWriteAt < o.confirmAfterMs / 2) this.#replace(cur);
+        else this.#rotate(cur);
+      }
+    }
+    for (const c of this.#closing) {
+      if (now - c.progressAt >= o.writeTimeoutMs) {
+        this.#failed(c, new RelayError('ERELAY_WRITE_TIMEOUT', `Intake ${o.host}:${o.port} did not answer the close of a connection within ${o.writeTimeoutMs} ms (output.write_timeout_ms): its unconfirmed events are written again.`));
+      }
+    }
+  }
+
+  /**
+   * Opens a connection for new batches, then closes `old` for confirmation. If the new one cannot
+   * be opened, `old` is closed anyway: the next send reports why it cannot connect.
+   */
+  #replace(old: Connection): void {
+    if (this.#replacing) return;
+    this.#replacing = true;
+    this.#connect(this.#abort.signal).then(
+      (conn) => {
+        this.#replacing = false;
+        if (this.#current === old || this.#current === undefined) this.#current = conn;
+        else this.#rotate(conn);
+        this.#rotate(old);
+      },
+      () => {
+        this.#replacing = false;
+        this.#rotate(old);
+      },
+    );
+  }
+
+  /** Closes our side to have the intake confirm everything written; new batches go to a new connection. */
+  #rotate(conn: Connection): void {
+    if (conn.closing || conn.done) return;
+    conn.closing = true;
+    // A connection still draining keeps its last progress time; the wait for the answer starts now.
+    if (conn.written === conn.taken) conn.progressAt = Date.now();
+    if (this.#current === conn) this.#current = undefined;
+    this.#closing.add(conn);
+    conn.socket.end();
+  }
+
+  /** The intake closed its side after ours, and the connection ended without error: it read everything. */
+  #confirmed(conn: Connection): void {
+    if (conn.done) return;
+    conn.done = true;
+    this.#closing.delete(conn);
+    const held = conn.window.drain();
+    const unflushed: Written[] = [];
+    for (const w of held) {
+      if (w.end >= 0) this.#ack(w);
+      else unflushed.push(w);
+    }
+    if (unflushed.length > 0) this.#lose(unflushed, new RelayError('ERELAY_CONNECTION_LOST', `Connection to ${this.#o.host}:${this.#o.port} closed before all was written.`));
+    this.#closingChanged();
+  }
+
+  #failed(conn: Connection, error: RelayError): void {
+    if (conn.done) return;
+    conn.done = true;
+    this.#closing.delete(conn);
+    if (this.#current === conn) this.#current = undefined;
+    conn.socket.destroy();
+    this.#lose(conn.window.drain(), error);
+    this.#closingChanged();
+  }
+
+  /** Batches a connection could not confirm: written again first on the next send. */
+  #lose(held: Written[], error: RelayError): void {
+    let events = 0;
+    for (const w of held) {
+      events += w.events;
+      this.#resend.push(w);
+    }
+    // While stopping, what is left is reported by stop().
+    if (!this.#stopped) this.#events?.connectionLost(error, events);
+  }
+
+  #closingChanged(): void {
+    if (this.#closing.size === 0) this.#closingSettled?.();
+  }
+
+  #connect(signal: AbortSignal): Promise<Connection> {
     const o = this.#o;
     return new Promise((resolve, reject) => {
       const name = o.serverName ?? o.host;
@@ -191,76 +347,81 @@ export class SyslogTlsSink implements Sink {
       socket.once('error', fail);
       socket.once('secureConnect', () => {
         cleanup();
+        const conn = new Connection(socket);
+        const where = `${o.host}:${o.port}`;
         socket.setNoDelay(true);
         socket.setKeepAlive(true, 30_000);
         socket.on('data', () => {}); // the intake sends nothing; keep the read side drained
-        socket.on('error', (err) => this.#lost(socket, classifyConnectError(err, o.host, o.port)));
-        socket.on('end', () => this.#lost(socket, new RelayError('ERELAY_CONNECTION_LOST', `Intake ${o.host}:${o.port} closed the connection.`)));
-        socket.on('close', () => this.#lost(socket, new RelayError('ERELAY_CONNECTION_LOST', `Connection to ${o.host}:${o.port} closed.`)));
-        this.#socket = socket;
+        socket.on('error', (err: NodeJS.ErrnoException) => {
+          this.#failed(conn, new RelayError('ERELAY_CONNECTION_LOST', `Connection to ${where} failed (${err.code ?? 'error'}).`, { cause: err }));
+        });
+        socket.on('end', () => {
+          conn.peerClosed = true;
+          // Closed by the intake first: what it had not read when it closed is unknown.
+          if (!conn.closing) this.#failed(conn, new RelayError('ERELAY_CONNECTION_LOST', `Intake ${where} closed the connection.`));
+        });
+        socket.on('close', () => {
+          if (conn.closing && conn.peerClosed) this.#confirmed(conn);
+          else this.#failed(conn, new RelayError('ERELAY_CONNECTION_LOST', `Connection to ${where} closed.`));
+        });
+        if (this.#stopped) {
+          socket.destroy();
+          reject(new RelayError('ERELAY_SHUTDOWN', 'Output is stopping.'));
+          return;
+        }
         this.#events?.connected();
-        resolve(socket);
+        resolve(conn);
       });
     });
   }
 
-  #lost(socket: tls.TLSSocket, error: RelayError): void {
-    // While stopping, stop() decides what the end of the connection means.
-    if (this.#socket !== socket || this.#stopped) return;
-    this.#socket = undefined;
-    socket.destroy();
-    let events = 0;
-    for (const w of this.#window) events += w.events;
-    this.#resend.push(...this.#window);
-    this.#window = [];
-    this.#windowBytes = 0;
-    this.#events?.connectionLost(error, events);
-  }
-
+  /**
+   * For a reload: closes as at a stop, then gives what the intake did not confirm to the next sink
+   * of this kind (adopt), which writes it first.
+   */
   async handOver(deadline: AbortSignal): Promise<{ state: Written[]; events: number }> {
     const events = await this.stop(deadline);
-    const pending = [...this.#resend, ...this.#window];
+    const state = this.#resend;
     this.#resend = [];
-    this.#window = [];
-    this.#windowBytes = 0;
     this.#unacked = 0;
-    return { state: pending, events };
+    this.#unackedBytes = 0;
+    return { state, events };
   }
 
   adopt(state: unknown): void {
-    const written = state as Written[];
-    for (const w of written) this.#unacked += w.events;
-    this.#resend.push(...written);
+    for (const w of state as Written[]) {
+      this.#unacked += w.events;
+      this.#unackedBytes += w.buf.length;
+      this.#resend.push(w);
+    }
   }
 
-  async stop(deadline: AbortSignal): Promise<number> {
-    if (!this.#stopped) {
+  /**
+   * Closes every connection and waits, until `deadline`, for the intake to close its side (it has
+   * then read everything). Returns the events it did not confirm.
+   */
+  stop(deadline: AbortSignal): Promise<number> {
+    this.#stopping ??= (async () => {
       this.#stopped = true;
+      this.#abort.abort();
       if (this.#timer) clearInterval(this.#timer);
-      const socket = this.#socket;
-      this.#socket = undefined;
-      if (socket) {
-        // Close our side and wait for the intake to close its own: it has then read everything
-        // we wrote, and the whole window counts as delivered.
-        const closedByPeer = await new Promise<boolean>((resolve) => {
-          const done = (ok: boolean): void => {
-            deadline.removeEventListener('abort', onAbort);
-            resolve(ok);
+      if (this.#current) this.#rotate(this.#current);
+      if (this.#closing.size > 0) {
+        await new Promise<void>((resolve) => {
+          const done = (): void => {
+            deadline.removeEventListener('abort', done);
+            this.#closingSettled = undefined;
+            resolve();
           };
-          const onAbort = (): void => done(false);
-          deadline.addEventListener('abort', onAbort, { once: true });
-          socket.once('end', () => done(true));
-          socket.once('close', () => done(false));
-          socket.end();
+          this.#closingSettled = done;
+          if (deadline.aborted) done();
+          else deadline.addEventListener('abort', done, { once: true });
         });
-        socket.destroy();
-        if (closedByPeer) {
-          for (const w of this.#window) this.#ack(w);
-          this.#window = [];
-        }
       }
-    }
-    return this.#unacked;
+      for (const c of [...this.#closing]) this.#failed(c, new RelayError('ERELAY_SHUTDOWN', 'Output stopped before the intake confirmed.'));
+      return this.#unacked;
+    })();
+    return this.#stopping;
   }
 }
 

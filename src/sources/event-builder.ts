@@ -81,6 +81,7 @@ export function inputCounters(ctx: InputContext) {
       return c;
     },
     invalidUtf8: m.eventsModified.labels({ intake: owner, input, reason: 'invalid_utf8' }),
+    invalidHeader: m.eventsModified.labels({ intake: owner, input, reason: 'invalid_header' }),
     truncated: m.eventsModified.labels({ intake: owner, input, reason: 'truncated' }),
     tooLarge: ctx.router ? m.routeDropped.labels({ listener: input, reason: 'too_large' }) : m.eventsDropped.labels({ intake: owner, stage: 'input', reason: 'too_large' }),
     tooLargeReceived: ctx.router ? undefined : m.eventsReceived.labels({ intake: owner, input }),
@@ -104,7 +105,6 @@ export class EventBuilder implements FrameSink {
   #sender = '';
   #chunk: Buffer | undefined;
   #receivedAt = 0;
-  #ascii = true;
   #utf8 = true;
   #invalid = 0;
   #truncated = 0;
@@ -124,9 +124,9 @@ export class EventBuilder implements FrameSink {
     this.#alwaysWait = alwaysWait;
   }
 
-  #event(buf: Buffer, start: number, end: number, ascii: boolean): LogEvent {
+  #event(buf: Buffer, start: number, end: number): LogEvent {
     return this.#parse
-      ? parseSyslog(buf, start, end, this.#receivedAt, this.#sender, this.#ctx.defaults, ascii, this.#fields)
+      ? parseSyslog(buf, start, end, this.#receivedAt, this.#sender, this.#ctx.defaults, this.#fields)
       : headerlessEvent(buf, start, end, this.#receivedAt, this.#sender, this.#ctx.defaults);
   }
 
@@ -140,8 +140,7 @@ export class EventBuilder implements FrameSink {
     this.#sender = sender;
     this.#chunk = chunk;
     this.#receivedAt = Date.now();
-    this.#ascii = isAscii(chunk);
-    this.#utf8 = this.#ascii || isUtf8(chunk);
+    this.#utf8 = isAscii(chunk) || isUtf8(chunk);
   }
 
   frame(buf: Buffer, start: number, end: number, truncated: boolean): void {
@@ -149,18 +148,20 @@ export class EventBuilder implements FrameSink {
       end = utf8Boundary(buf, start, end);
       this.#truncated++;
     }
-    // The read was checked as a whole; a frame joined from an earlier read's tail was not.
-    const fromRead = buf === this.#chunk;
-    if (!(fromRead && this.#utf8) && !isUtf8(buf.subarray(start, end))) {
+    // The read was checked as a whole; a frame joined from an earlier read's tail was not. A part
+    // of valid UTF-8 is valid when it neither starts nor ends inside a character, which an octet
+    // count (or the end of a skipped oversized frame) may not respect.
+    const checked = buf === this.#chunk && this.#utf8 && !isContinuation(buf[start]) && !isContinuation(buf[end]);
+    if (!checked && !isUtf8(buf.subarray(start, end))) {
       // Forward what a UTF-8 decoder makes of it (U+FFFD for each bad sequence), never bad bytes.
       this.#invalid++;
       const fixed = Buffer.from(buf.toString('utf8', start, end), 'utf8');
-      this.#events.push(this.#event(fixed, 0, fixed.length, false));
+      this.#events.push(this.#event(fixed, 0, fixed.length));
       // The queue accounts each event by its own size: the repaired one's.
       this.#bytes += fixed.length;
       return;
     }
-    this.#events.push(this.#event(buf, start, end, fromRead && this.#ascii));
+    this.#events.push(this.#event(buf, start, end));
     this.#bytes += end - start;
   }
 
@@ -184,6 +185,10 @@ export class EventBuilder implements FrameSink {
     if (this.#truncated > 0) {
       c.truncated.inc(this.#truncated);
       this.#truncated = 0;
+    }
+    if (this.#fields.repaired > 0) {
+      c.invalidHeader.inc(this.#fields.repaired);
+      this.#fields.repaired = 0;
     }
     const events = this.#events;
     if (events.length === 0) return 'ok';
@@ -251,6 +256,11 @@ export class EventBuilder implements FrameSink {
 export function senderAddress(addr: string | undefined): string {
   if (!addr) return '';
   return addr.startsWith('::ffff:') ? addr.slice(7) : addr;
+}
+
+/** A UTF-8 continuation byte (10xxxxxx); false past the end of the buffer. */
+function isContinuation(b: number | undefined): boolean {
+  return b !== undefined && (b & 0xc0) === 0x80;
 }
 
 /** `end`, moved back so that [start, end) does not finish inside a multi-byte UTF-8 sequence. */

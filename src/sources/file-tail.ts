@@ -25,6 +25,7 @@ import { RateLimiter } from '../telemetry/log.ts';
 import { CheckpointStore, FINGERPRINT_BYTES, fingerprint, type Checkpoint } from './checkpoints.ts';
 import { EventBuilder, inputCounters, utf8Boundary, type InputContext, type InputCounters } from './event-builder.ts';
 import { expandGlobs, globBase } from './file-glob.ts';
+import { SingleFlight } from '../core/single-flight.ts';
 
 /** Bytes read at once. Events keep referring to the read's buffer (no copy). */
 const READ_BYTES = 512 * 1024;
@@ -101,7 +102,7 @@ export class FileInput {
   #scanDue = false;
   #nextScan = 0;
   #checkpointTimer: NodeJS.Timeout | undefined;
-  #saving: Promise<void> | undefined;
+  readonly #saving = new SingleFlight();
   readonly #watchers = new Map<string, FSWatcher>();
   readonly #limiter = new RateLimiter(60_000);
   readonly #multiline: RegExp | undefined;
@@ -179,8 +180,7 @@ export class FileInput {
   /** After the outputs have drained: commits what was delivered, saves, closes the files. */
   async finish(): Promise<void> {
     if (this.#checkpointTimer) clearInterval(this.#checkpointTimer);
-    await this.#saving;
-    await this.#save();
+    await this.#save(true);
     for (const t of this.#tracked.values()) await this.#close(t);
   }
 
@@ -715,8 +715,9 @@ export class FileInput {
     if (i > 0) t.marks.splice(0, i);
   }
 
-  #save(): Promise<void> {
-    this.#saving ??= (async () => {
+  /** `fresh`: a save that starts after this call (at stop), not one already in flight. */
+  #save(fresh = false): Promise<void> {
+    return this.#saving[fresh ? 'runFresh' : 'run'](async () => {
       try {
         const now = Date.now();
         for (const t of [...this.#tracked.values()]) {
@@ -730,11 +731,8 @@ export class FileInput {
         await this.#store.save(this.#saved.values());
       } catch (err) {
         this.#error('checkpoint', `Cannot write the checkpoint file ${this.#store.file}: ${(err as Error).message}`, {});
-      } finally {
-        this.#saving = undefined;
       }
-    })();
-    return this.#saving;
+    });
   }
 
   // ---- Watching ----

@@ -3,45 +3,32 @@
 // events. The key the sender presents selects the intake; a key of no intake served here gets 401.
 // The answer is sent only once the events are in the intake's queue; a full queue gets 429 with a
 // Retry-After from how fast it drains, never "accepted, then dropped". Every refusal is counted.
+// Requests in flight share one memory budget (max_inflight_bytes: 429 when it is used up), JSON
+// nests at most max_depth deep, and a listener stopped by a reload finishes what is in flight.
 
 import { isUtf8 } from 'node:buffer';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { promisify } from 'node:util';
-import { gunzip as gunzipCb } from 'node:zlib';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { LogEvent } from '../core/event.ts';
 import type { ResolvedHttpListener } from '../config/load.ts';
 import { RateLimiter } from '../telemetry/log.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
+import type { ListenerHealth } from '../telemetry/http-server.ts';
+import { BodyBudget, type BudgetLease } from './body-budget.ts';
+import { readBody, refuseUnless } from './http-body.ts';
+import { HttpError, type Reason } from './http-error.ts';
+import { scanJson } from './json-scan.ts';
 import { listen } from './tcp-syslog.ts';
 import { applyFilters, utf8Boundary, senderAddress, type Target } from './event-builder.ts';
 import { headerlessEvent, type HeaderDefaults } from './syslog-parse.ts';
 
-const gunzip = promisify(gunzipCb);
-
 /** An intake this listener can feed. */
 export interface HttpTarget extends Target {
   readonly intakeKey: string;
-}
-
-type Reason =
-  | 'invalid_json' | 'path_not_found' | 'not_a_list' | 'body_too_large' | 'too_many_events' | 'unsupported_encoding'
-  | 'unsupported_media_type' | 'method_not_allowed' | 'not_found' | 'unauthorized' | 'throttled' | 'shutdown' | 'bad_request'
-  | 'slow_client' | 'not_delivered';
-
-class HttpError extends Error {
-  readonly status: number;
-  readonly reason: Reason;
-  readonly headers: Record<string, string>;
-  constructor(status: number, reason: Reason, message: string, headers: Record<string, string> = {}) {
-    super(message);
-    this.status = status;
-    this.reason = reason;
-    this.headers = headers;
-  }
 }
 
 /** One event as text: strings as they are, anything else as its JSON text. */
@@ -59,6 +46,13 @@ export class HttpReceiver {
   readonly #defaults: HeaderDefaults;
   #routes = new Map<string, { target: HttpTarget; format: 'ndjson' | 'lines'; token: Buffer | undefined }>();
   #server: http.Server | undefined;
+  readonly #budget: BodyBudget;
+  /** Requests not yet answered, for a stop to finish. */
+  readonly #inflight = new Set<http.ServerResponse>();
+  /** Connections with requests being handled (their end, if the client goes, is counted there). */
+  readonly #reading = new WeakMap<Duplex, number>();
+  #stopping = false;
+  #disposeProbe: (() => void) | undefined;
 
   constructor(listener: ResolvedHttpListener, targets: readonly HttpTarget[], metrics: Metrics, log: Logger) {
     this.#l = listener;
@@ -67,6 +61,12 @@ export class HttpReceiver {
     this.retarget(targets);
     const d = listener.defaults;
     this.#defaults = { pri: d.facility * 8 + d.severity, hostname: d.hostname ?? '', appName: d.app_name ?? '', procId: d.procid ?? '' };
+    this.#budget = new BodyBudget(listener.max_inflight_bytes);
+  }
+
+  /** For /readyz: saturated while requests are turned away for want of memory budget. */
+  health(): ListenerHealth {
+    return { name: this.#l.label, inflightBytes: this.#budget.used, budgetBytes: this.#budget.capacity, saturated: this.#budget.saturated };
   }
 
   get label(): string {
@@ -116,6 +116,13 @@ export class HttpReceiver {
         socket.destroy();
         return;
       }
+      // The connection ended inside a request: the client went away. A request whose body was
+      // being read is counted by its handler; one cut off in its headers is counted here.
+      if (err.code === 'HPE_INVALID_EOF_STATE' || err.code === 'ECONNRESET') {
+        socket.destroy();
+        if (!this.#reading.get(socket)) this.#clientClosed();
+        return;
+      }
       const slow = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
       this.#count(slow ? 'slow_client' : 'bad_request');
       socket.end(slow ? 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n' : 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
@@ -123,6 +130,8 @@ export class HttpReceiver {
     });
     this.#server = server;
     await listen(server, l.address, l.port, `listener ${l.label}`);
+    const m = this.#metrics;
+    this.#disposeProbe = m.addProbe(() => m.httpInputInflightBytes.set({ listener: l.label }, this.#budget.used));
   }
 
   #count(reason: Reason): void {
@@ -130,68 +139,75 @@ export class HttpReceiver {
   }
 
   #warn(key: string, fields: object, msg: string): void {
+    this.#note('warn', key, fields, msg);
+  }
+
+  /** A log line that could fire per request: one per interval per key, carrying how many it stood for. */
+  #note(level: 'info' | 'warn' | 'error', key: string, fields: object, msg: string): void {
     const suppressed = this.#limiter.allow(key);
-    if (suppressed !== undefined) this.#log.warn({ listener: this.#l.label, ...fields, suppressed }, msg);
+    if (suppressed !== undefined) this.#log[level]({ listener: this.#l.label, ...fields, suppressed }, msg);
   }
 
   async #handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://relay');
+    const lease = this.#budget.lease();
+    this.#inflight.add(res);
+    const socket = req.socket;
+    this.#reading.set(socket, (this.#reading.get(socket) ?? 0) + 1);
+    res.once('close', () => this.#inflight.delete(res));
     try {
       const route = this.#routes.get(url.pathname);
       const api = !route && ['/jsons', '/plain', '/plain/batch', '/batch', '/array'].includes(url.pathname);
       if (!route && !api) throw new HttpError(404, 'not_found', `No such endpoint: ${url.pathname}. The intake API is /jsons, /plain, /plain/batch, /batch and /array.`);
       if (req.method !== 'POST') throw new HttpError(405, 'method_not_allowed', `${req.method ?? '?'} is not allowed here: use POST.`, { allow: 'POST' });
-      const body = await this.#body(req);
+      if (route) this.#authorizeRoute(req, route.token);
+      // A full queue refuses before the body is read (reading it only to refuse it costs memory
+      // for nothing) when the intake is known from the route or a key in the headers.
+      const known = route ? route.target : url.pathname.startsWith('/plain') || url.pathname === '/jsons' ? this.#byKey.get(this.#requestKey(req, url) ?? '') : undefined;
+      if (known) this.#checkRoom(known);
+      const l = this.#l;
+      const body = await readBody(req, { maxBodyBytes: l.max_body_bytes, maxDecompressedBytes: l.max_decompressed_bytes }, lease);
+      // Answered meanwhile (503 at the end of a stop's grace): its events must not go in after all.
+      if (res.headersSent) return;
       const sender = senderAddress(req.socket.remoteAddress);
       if (route) {
-        this.#authorizeRoute(req, route.token);
-        const events = route.format === 'ndjson' ? this.#ndjson(body, sender) : this.#lines(body, sender);
-        await this.#accept(res, url, route.target, events, false);
+        const events = route.format === 'ndjson' ? this.#ndjson(body, sender, lease) : this.#lines(body, sender);
+        await this.#accept(res, url, route.target, events, false, lease);
         return;
       }
-      await this.#intakeApi(req, res, url, body, sender);
+      await this.#intakeApi(req, res, url, body, sender, lease);
     } catch (err) {
       const e = err instanceof HttpError ? err : new HttpError(500, 'bad_request', 'Internal error.');
-      if (!(err instanceof HttpError)) this.#log.error({ listener: this.#l.label, err }, 'HTTP input failed on a request.');
-      this.#count(e.reason);
-      if (!res.headersSent) {
-        res.writeHead(e.status, { 'content-type': 'application/json', ...e.headers, ...(e.status === 413 ? { connection: 'close' } : {}) });
-        res.end(`${JSON.stringify({ error: e.message, reason: e.reason })}\n`);
+      // Already answered (a stop's 503): counted then.
+      if (res.headersSent) return;
+      if (e.reason === 'client_closed') {
+        this.#clientClosed();
+        return;
       }
-      if (e.status === 413) req.resume();
+      this.#count(e.reason);
+      if (!(err instanceof HttpError)) this.#note('error', 'internal', { err }, 'HTTP input failed on a request.');
+      const close = e.status === 413 || this.#stopping;
+      res.writeHead(e.status, { 'content-type': 'application/json', ...e.headers, ...(close ? { connection: 'close' } : {}) });
+      res.end(`${JSON.stringify({ error: e.message, reason: e.reason })}\n`);
+      // The rest of a refused body is read and dropped, so the client gets the answer, not a reset.
+      if (!req.complete) req.resume();
+    } finally {
+      lease.end();
+      this.#reading.set(socket, (this.#reading.get(socket) ?? 1) - 1);
     }
   }
 
-  /** The request body, within max_body_bytes, gunzipped within max_decompressed_bytes. */
-  async #body(req: http.IncomingMessage): Promise<Buffer> {
-    const l = this.#l;
-    const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
-    if (encoding !== 'identity' && encoding !== 'gzip') throw new HttpError(415, 'unsupported_encoding', `Content-Encoding ${encoding} is not supported: use gzip or none.`);
-    const type = (req.headers['content-type'] ?? '').toLowerCase();
-    // The body is read as JSON or text whatever it is labelled (curl --data labels it as a form);
-    // only multipart, a different body format altogether, is refused.
-    if (type.startsWith('multipart/')) {
-      throw new HttpError(415, 'unsupported_media_type', `Content-Type ${type} is not supported: send JSON or plain text.`);
-    }
-    const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > l.max_body_bytes) throw new HttpError(413, 'body_too_large', `Body of ${declared} bytes exceeds ${l.max_body_bytes}.`);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > l.max_body_bytes) throw new HttpError(413, 'body_too_large', `Body exceeds ${l.max_body_bytes} bytes.`);
-      chunks.push(chunk);
-    }
-    const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
-    if (encoding !== 'gzip') return raw;
-    try {
-      return await gunzip(raw, { maxOutputLength: l.max_decompressed_bytes });
-    } catch (err) {
-      if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') {
-        throw new HttpError(413, 'body_too_large', `Body exceeds ${l.max_decompressed_bytes} bytes once decompressed.`);
-      }
-      throw new HttpError(400, 'bad_request', 'Body is not valid gzip.');
-    }
+  /** Nobody to answer, and nothing wrong here: a client went away (its timeout, a restart, a crash). */
+  #clientClosed(): void {
+    this.#count('client_closed');
+    this.#note('info', 'client_closed', {}, 'Clients closed connections before the end of their request (counted as refused, reason client_closed).');
+  }
+
+  /** JSON text within max_depth, and its parse within the memory budget; a deeper body gets 400 before anything recurses on it. */
+  #parse(body: Buffer, lease: BudgetLease, what: string): void {
+    const scan = scanJson(body, this.#l.max_depth);
+    if (scan.tooDeep) throw new HttpError(400, 'too_deep', `${what} nests deeper than ${this.#l.max_depth} levels (max_depth).`);
+    refuseUnless(lease.take(scan.parseBytes), lease, `Parsing ${what.toLowerCase()}`);
   }
 
   #authorizeRoute(req: http.IncomingMessage, token: Buffer | undefined): void {
@@ -221,28 +237,29 @@ export class HttpReceiver {
     return t;
   }
 
-  async #intakeApi(req: http.IncomingMessage, res: http.ServerResponse, url: URL, body: Buffer, sender: string): Promise<void> {
+  async #intakeApi(req: http.IncomingMessage, res: http.ServerResponse, url: URL, body: Buffer, sender: string, lease: BudgetLease): Promise<void> {
     const path = url.pathname;
     if (path === '/plain') {
-      await this.#accept(res, url, this.#target(this.#requestKey(req, url)), this.#fromStrings([body.toString('utf8')], sender), true);
+      await this.#accept(res, url, this.#target(this.#requestKey(req, url)), this.#fromStrings([body.toString('utf8')], sender), true, lease);
       return;
     }
     if (path === '/plain/batch') {
-      await this.#accept(res, url, this.#target(this.#requestKey(req, url)), this.#lines(body, sender), false);
+      await this.#accept(res, url, this.#target(this.#requestKey(req, url)), this.#lines(body, sender), false, lease);
       return;
     }
+    this.#parse(body, lease, 'The body');
     const doc = parseJson(body);
     if (path === '/jsons') {
       const target = this.#target(this.#requestKey(req, url));
       const list = select(doc, url.searchParams.get('path'));
-      await this.#accept(res, url, target, this.#fromStrings(list.map(eventText), sender), false);
+      await this.#accept(res, url, target, this.#fromStrings(list.map(eventText), sender), false, lease);
       return;
     }
     if (path === '/batch') {
       const o = doc as { intake_key?: unknown; jsons?: unknown };
       if (typeof o !== 'object' || o === null || !Array.isArray(o.jsons)) throw new HttpError(400, 'not_a_list', 'Expected {"intake_key": "...", "jsons": [...]}.');
       const target = this.#target(typeof o.intake_key === 'string' ? o.intake_key : this.#requestKey(req, url));
-      await this.#accept(res, url, target, this.#fromStrings(o.jsons.map(eventText), sender), false);
+      await this.#accept(res, url, target, this.#fromStrings(o.jsons.map(eventText), sender), false, lease);
       return;
     }
     // /array: [{"intake_key", "json"}], possibly for several intakes; unknown keys refused per event.
@@ -272,6 +289,7 @@ export class HttpReceiver {
       accepted += this.#admit(t, built);
       ends.push([t, t.queue.nextSeq]);
     }
+    lease.end();
     await this.#settled(ends);
     if (refused.length > 0) this.#count('unauthorized');
     this.#answer(res, url, accepted, refused.concat(batches.flatMap(({ built }) => built.refused)), false);
@@ -315,7 +333,8 @@ export class HttpReceiver {
   }
 
   /** NDJSON: each line one JSON value; strings are their text, other values their JSON text. */
-  #ndjson(body: Buffer, sender: string): Built {
+  #ndjson(body: Buffer, sender: string, lease: BudgetLease): Built {
+    this.#parse(body, lease, 'The body');
     const strings: string[] = [];
     let lineNo = 0;
     for (const line of body.toString('utf8').split('\n')) {
@@ -393,9 +412,11 @@ export class HttpReceiver {
     return events.length;
   }
 
-  async #accept(res: http.ServerResponse, url: URL, t: HttpTarget, b: Built, single: boolean): Promise<void> {
+  async #accept(res: http.ServerResponse, url: URL, t: HttpTarget, b: Built, single: boolean, lease: BudgetLease): Promise<void> {
     this.#checkRoom(t);
     const accepted = this.#admit(t, b);
+    // Queued: the queue's own limits hold them from here.
+    lease.end();
     await this.#settled([[t, t.queue.nextSeq]]);
     this.#answer(res, url, accepted, b.refused, single);
   }
@@ -421,21 +442,42 @@ export class HttpReceiver {
   #answer(res: http.ServerResponse, url: URL, accepted: number, refused: { index: number; error: string }[], single: boolean): void {
     const asked = Number(url.searchParams.get('status_code'));
     const status = Number.isInteger(asked) && asked >= 200 && asked <= 299 ? asked : 200;
+    if (res.headersSent) return; // a stop's 503 went first
     const ids = Array.from({ length: accepted }, () => randomUUID());
     const body = single && refused.length === 0 ? { event_id: ids[0], accepted } : { event_ids: ids, accepted, ...(refused.length > 0 ? { refused } : {}) };
     this.#metrics.httpInputRequests.inc({ listener: this.#l.label, status: String(status) });
-    res.writeHead(status, { 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
+    res.writeHead(status, { 'content-type': 'application/json', ...(this.#stopping ? { connection: 'close' } : {}) }).end(`${JSON.stringify(body)}\n`);
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops taking connections at once (the port is free for a replacement as soon as this is
+   * called) and finishes what is in flight: each request is answered as usual, with Connection:
+   * close, so keep-alive clients reconnect to whatever listens next instead of being cut (idle ones
+   * are closed now). One still unanswered after `graceMs` gets 503 + Retry-After. Resolves once
+   * every connection is closed.
+   */
+  async stop(graceMs = this.#l.delivery_timeout_ms): Promise<void> {
     const s = this.#server;
     this.#server = undefined;
     if (!s) return;
+    this.#stopping = true;
+    this.#disposeProbe?.();
+    this.#metrics.httpInputInflightBytes.remove({ listener: this.#l.label });
     const closed = new Promise<void>((resolve) => s.close(() => resolve()));
-    s.closeIdleConnections();
-    const timer = setTimeout(() => s.closeAllConnections(), 1000);
+    let last: NodeJS.Timeout | undefined;
+    const grace = setTimeout(() => {
+      for (const res of this.#inflight) {
+        if (res.headersSent) continue;
+        this.#count('shutdown');
+        res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', connection: 'close' });
+        res.end(`${JSON.stringify({ error: 'This listener is being restarted or stopped: retry.', reason: 'shutdown' })}\n`);
+      }
+      // What the answers above cannot close (a client that reads nothing) is cut a second later.
+      last = setTimeout(() => s.closeAllConnections(), 1_000);
+    }, graceMs);
     await closed;
-    clearTimeout(timer);
+    clearTimeout(grace);
+    clearTimeout(last);
   }
 }
 

@@ -4,7 +4,10 @@
 //
 // The header is read from a latin1 view of the frame, so character offsets are byte offsets and
 // nothing is decoded twice; header fields must be printable ASCII in RFC 5424 anyway (other bytes
-// become '_'). STRUCTURED-DATA and MSG are kept as byte ranges of the frame.
+// become '_'). STRUCTURED-DATA and MSG are kept as byte ranges of the frame. Every cut is made
+// just after an ASCII byte (SP, '-', ']', ':', '>'), so a range of a valid UTF-8 frame never splits
+// a character. What the relay writes must follow RFC 5424's grammar whatever came in: a field is
+// cleaned (and counted) rather than forwarded as is, and text that fits no field stays in MSG.
 
 import type { LogEvent } from '../core/event.ts';
 
@@ -32,17 +35,20 @@ const SLICE_MIN = 13;
 const NEED_WHOLE = Symbol('need whole frame');
 
 /**
- * The last header field strings an input produced. A stream mostly repeats its HOSTNAME, APP-NAME
- * and PROCID, so an equal field reuses the previous string instead of allocating one per event.
+ * An input's parsing state. The last header field strings: a stream mostly repeats its HOSTNAME,
+ * APP-NAME and PROCID, so an equal field reuses the previous string instead of allocating one per
+ * event. `repaired`: events whose header did not fit RFC 5424 (a field cleaned or cut, a BSD tag or
+ * malformed STRUCTURED-DATA left in MSG), for the input to count and reset once per read.
  */
 export interface FieldCache {
   host: string;
   app: string;
   proc: string;
+  repaired: number;
 }
 
 export function fieldCache(): FieldCache {
-  return { host: '', app: '', proc: '' };
+  return { host: '', app: '', proc: '', repaired: 0 };
 }
 
 interface Ctx {
@@ -50,27 +56,35 @@ interface Ctx {
   readonly buf: Buffer;
   readonly start: number;
   readonly end: number;
-  readonly line: string;
+  line: string;
   /** `line` covers the whole frame. */
-  readonly whole: boolean;
-  readonly ascii: boolean;
+  whole: boolean;
   readonly receivedAt: number;
   readonly sender: string;
   readonly d: HeaderDefaults;
+  /** Something in the header had to be repaired to fit RFC 5424. */
+  repaired: boolean;
 }
 
 /**
- * Parse the frame buf[start, end). `ascii` says the frame is known to be pure ASCII (checked per
- * read), so header fields need no cleaning.
+ * Parse the frame buf[start, end), which must be valid UTF-8 (the input checks or repairs it): the
+ * SD and MSG ranges are then valid UTF-8 too.
  */
 export function parseSyslog(
-  buf: Buffer, start: number, end: number, receivedAt: number, sender: string, defaults: HeaderDefaults, ascii: boolean,
+  buf: Buffer, start: number, end: number, receivedAt: number, sender: string, defaults: HeaderDefaults,
   cache: FieldCache = fieldCache(),
 ): LogEvent {
   const scanEnd = Math.min(end, start + HEADER_SCAN);
-  const first = parseWith({ cache, buf, start, end, line: buf.toString('latin1', start, scanEnd), whole: scanEnd === end, ascii, receivedAt, sender, d: defaults });
-  if (first) return first;
-  return parseWith({ cache, buf, start, end, line: buf.toString('latin1', start, end), whole: true, ascii, receivedAt, sender, d: defaults }) as LogEvent;
+  const c: Ctx = { cache, buf, start, end, line: buf.toString('latin1', start, scanEnd), whole: scanEnd === end, receivedAt, sender, d: defaults, repaired: false };
+  let e = parseWith(c);
+  if (!e) {
+    c.line = buf.toString('latin1', start, end);
+    c.whole = true;
+    c.repaired = false;
+    e = parseWith(c) as LogEvent;
+  }
+  if (c.repaired) cache.repaired++;
+  return e;
 }
 
 /** An event without a syslog header: buf[start, end) is the whole message; fields from `d`. */
@@ -154,12 +168,28 @@ function repeatOr(c: Ctx, prev: string, a: number, b: number, max: number): stri
   return text(c, a, b, max);
 }
 
-/** A header field as a string of its own (not a slice that would keep the line alive), cleaned. */
+/**
+ * A header field as a string of its own (not a slice that would keep the line alive), cut to `max`
+ * and cleaned: each byte outside PRINTUSASCII (33..126) becomes '_'. Pure ASCII is no guarantee
+ * (CR, LF, NUL, TAB), so every field is checked; the loop is the fast path, the regex the rare one.
+ */
 function text(c: Ctx, a: number, b: number, max: number): string {
-  if (b - a === 1 && c.line.charCodeAt(a) === 0x2d) return ''; // NILVALUE
-  const len = Math.min(b - a, max);
-  const s = len >= SLICE_MIN ? c.buf.toString('latin1', c.start + a, c.start + a + len) : c.line.slice(a, a + len);
-  return c.ascii ? s : s.replace(NON_PRINTABLE, '_');
+  const line = c.line;
+  if (b - a === 1 && line.charCodeAt(a) === 0x2d) return ''; // NILVALUE
+  let len = b - a;
+  if (len > max) {
+    len = max;
+    c.repaired = true;
+  }
+  const s = len >= SLICE_MIN ? c.buf.toString('latin1', c.start + a, c.start + a + len) : line.slice(a, a + len);
+  for (let i = a; i < a + len; i++) {
+    const ch = line.charCodeAt(i);
+    if (ch < 0x21 || ch > 0x7e) {
+      c.repaired = true;
+      return s.replace(NON_PRINTABLE, '_');
+    }
+  }
+  return s;
 }
 
 function parse5424(c: Ctx, at: number, pri: number): LogEvent | undefined {
@@ -174,20 +204,24 @@ function parse5424(c: Ctx, at: number, pri: number): LogEvent | undefined {
   let sdStart = sd;
   let sdEnd = sd;
   let msgStart: number;
-  if (line.charCodeAt(sd) === 0x2d /* - */) {
-    msgStart = sd + 2;
-  } else if (line.charCodeAt(sd) === 0x5b /* [ */) {
+  const first = line.charCodeAt(sd);
+  if (first === 0x2d /* - */) {
+    msgStart = msgAfter(c, sd + 1);
+  } else if (first === 0x5b /* [ */) {
     const end = scanStructuredData(line, sd);
-    if (end === line.length && !c.whole) throw NEED_WHOLE;
     if (end < 0) {
       if (!c.whole) throw NEED_WHOLE;
-      msgStart = sd; // malformed SD: keep it as part of the message rather than lose it
+      // Malformed SD: forwarded verbatim it would break the frame's grammar; as MSG nothing is lost.
+      msgStart = sd;
+      c.repaired = true;
     } else {
       sdEnd = end;
-      msgStart = end + 1;
+      msgStart = msgAfter(c, end);
     }
   } else {
+    if (sd >= line.length && !c.whole) throw NEED_WHOLE;
     msgStart = sd; // no SD field at all: lenient, the rest is the message
+    if (sd < line.length) c.repaired = true;
   }
   if (sdEnd === sd) sdStart = sdEnd = Math.min(msgStart, line.length);
   const cache = c.cache;
@@ -205,33 +239,63 @@ function parse5424(c: Ctx, at: number, pri: number): LogEvent | undefined {
 }
 
 /**
- * End (exclusive) of the SD-ELEMENTs starting at `start` (RFC 5424 §6.3), or -1 when malformed.
- * Inside a quoted PARAM-VALUE, `\"`, `\\` and `\]` are escapes and `]` does not close.
+ * Where MSG starts after the SD field ending at `at`: past the SP. A byte other than SP starts MSG
+ * right there, as rsyslog and syslog-ng read it (skipping it would cut a character in two).
+ */
+function msgAfter(c: Ctx, at: number): number {
+  if (at >= c.line.length) {
+    if (!c.whole) throw NEED_WHOLE;
+    return at;
+  }
+  if (c.line.charCodeAt(at) === 0x20) return at + 1;
+  c.repaired = true;
+  return at;
+}
+
+/**
+ * End (exclusive) of the SD-ELEMENTs starting at `start`, or -1 unless they follow RFC 5424 §6.3
+ * exactly, since they are forwarded verbatim: `[SD-ID *(SP PARAM-NAME="PARAM-VALUE")]`, names of 1
+ * to 32 PRINTUSASCII except '=', SP, ']' and '"'; in a value '"', '\\' and ']' must be escaped
+ * (a backslash before another character is a plain backslash, §6.3.3).
  */
 export function scanStructuredData(line: string, start: number): number {
   let i = start;
-  const n = line.length;
-  while (i < n && line.charCodeAt(i) === 0x5b) {
-    i++;
-    let quoted = false;
-    let closed = false;
-    for (; i < n; i++) {
+  do {
+    i = sdNameEnd(line, i + 1); // SD-ID
+    if (i < 0) return -1;
+    for (;;) {
       const ch = line.charCodeAt(i);
-      if (quoted) {
-        if (ch === 0x5c) i++;
-        else if (ch === 0x22) quoted = false;
-      } else if (ch === 0x22) {
-        quoted = true;
-      } else if (ch === 0x5d) {
-        closed = true;
-        i++;
-        break;
-      }
+      if (ch === 0x5d) break;
+      if (ch !== 0x20) return -1;
+      i = sdNameEnd(line, i + 1); // PARAM-NAME
+      if (i < 0 || line.charCodeAt(i) !== 0x3d || line.charCodeAt(i + 1) !== 0x22) return -1;
+      i = paramValueEnd(line, i + 2);
+      if (i < 0) return -1;
     }
-    if (!closed) return -1;
-  }
-  if (i < n && line.charCodeAt(i) !== 0x20) return -1;
+    i++;
+  } while (line.charCodeAt(i) === 0x5b);
   return i;
+}
+
+/** End of the SD-NAME at `at`, or -1 when there is none or it is longer than 32. */
+function sdNameEnd(line: string, at: number): number {
+  let i = at;
+  for (; i < line.length && i - at <= 32; i++) {
+    const ch = line.charCodeAt(i);
+    if (ch < 0x21 || ch > 0x7e || ch === 0x3d || ch === 0x5d || ch === 0x22) break;
+  }
+  return i === at || i - at > 32 ? -1 : i;
+}
+
+/** Position after the '"' closing the PARAM-VALUE that starts at `at`, or -1. */
+function paramValueEnd(line: string, at: number): number {
+  for (let i = at; i < line.length; i++) {
+    const ch = line.charCodeAt(i);
+    if (ch === 0x5c) i++;
+    else if (ch === 0x22) return i + 1;
+    else if (ch === 0x5d) return -1;
+  }
+  return -1;
 }
 
 /** Length of a BSD timestamp at `at` ("Mmm dd hh:mm:ss", optional .fraction and year), or 0. */
@@ -290,7 +354,7 @@ function parse3164(c: Ctx, at: number, pri: number): LogEvent {
   }
   let appName = '';
   let procId = '';
-  const tag = scanTag(line, i);
+  const tag = scanTag(c, i);
   if (tag) {
     appName = c.cache.app = repeatOr(c, c.cache.app, i, tag.nameEnd, MAX_APP_NAME);
     if (tag.pidStart > 0) procId = c.cache.proc = repeatOr(c, c.cache.proc, tag.pidStart, tag.pidEnd, MAX_PROCID);
@@ -314,9 +378,12 @@ interface Tag {
 
 /**
  * A TAG at `at`: `name:` or `name[pid]:` followed by a space or the end of the line. "CEF:0|..."
- * (no space after the colon) is not a tag, so such payloads stay whole in the message.
+ * (no space after the colon) is not a tag, so such payloads stay whole in the message. Neither is
+ * `name[1 2]:`: a space cannot be in PROCID (it would shift every later field), so the text stays
+ * whole in MSG (counted as a repair).
  */
-function scanTag(line: string, at: number): Tag | undefined {
+function scanTag(c: Ctx, at: number): Tag | undefined {
+  const line = c.line;
   const n = line.length;
   let i = at;
   while (i < n && i - at <= MAX_APP_NAME) {
@@ -324,26 +391,40 @@ function scanTag(line: string, at: number): Tag | undefined {
     if (ch === 0x3a || ch === 0x5b || ch === 0x20) break;
     i++;
   }
+  // A tag cut by the end of the decoded prefix cannot be judged: read the whole frame.
+  if (i >= n && !c.whole) throw NEED_WHOLE;
   if (i === at || i >= n || i - at > MAX_APP_NAME) return undefined;
   const nameEnd = i;
   let pidStart = 0;
   let pidEnd = 0;
   if (line.charCodeAt(i) === 0x5b) {
     const close = line.indexOf(']', i);
+    if (close < 0 && !c.whole) throw NEED_WHOLE;
     if (close < 0 || close - i > MAX_PROCID + 1) return undefined;
     pidStart = i + 1;
     pidEnd = close;
     i = close + 1;
-    if (line.charCodeAt(i) !== 0x3a) {
-      // "app[123] msg" without the colon: accept when a space follows.
-      if (line.charCodeAt(i) === 0x20) return { nameEnd, pidStart, pidEnd, next: i + 1 };
+  }
+  let next: number;
+  if (i + 1 >= n && !c.whole) throw NEED_WHOLE;
+  const ch = line.charCodeAt(i);
+  if (ch === 0x3a) {
+    i++;
+    if (i < n && line.charCodeAt(i) !== 0x20) return undefined;
+    next = i < n ? i + 1 : i;
+  } else if (ch === 0x20 && pidStart > 0) {
+    next = i + 1; // "app[123] msg" without the colon
+  } else {
+    return undefined;
+  }
+  if (pidEnd > pidStart) {
+    const sp = line.indexOf(' ', pidStart);
+    if (sp >= 0 && sp < pidEnd) {
+      c.repaired = true;
       return undefined;
     }
   }
-  if (line.charCodeAt(i) !== 0x3a) return undefined;
-  i++;
-  if (i < n && line.charCodeAt(i) !== 0x20) return undefined;
-  return { nameEnd, pidStart, pidEnd, next: i < n ? i + 1 : i };
+  return { nameEnd, pidStart, pidEnd, next };
 }
 
 /**

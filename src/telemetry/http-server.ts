@@ -1,6 +1,7 @@
 // The operations endpoint: /metrics (Prometheus), /healthz (the process answers), /readyz (503
-// while starting or draining, or when an intake has a backlog and has delivered nothing for
-// stall_timeout_ms: a stalled forwarder must not look healthy).
+// while starting or draining, when an intake has a backlog and has delivered nothing for
+// stall_timeout_ms: a stalled forwarder must not look healthy, or when an HTTP listener turns
+// requests away for want of memory budget).
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,9 +19,18 @@ export interface IntakeHealth {
   readonly stalled: boolean;
 }
 
+export interface ListenerHealth {
+  readonly name: string;
+  readonly inflightBytes: number;
+  readonly budgetBytes: number;
+  readonly saturated: boolean;
+}
+
 export interface HealthSource {
   readonly phase: 'starting' | 'running' | 'draining' | 'stopped';
   health(): IntakeHealth[];
+  /** HTTP listeners' memory budgets. */
+  listenerHealth?(): ListenerHealth[];
 }
 
 export class OpsServer {
@@ -46,7 +56,8 @@ export class OpsServer {
       }
       if (url === '/readyz' || url === '/status') {
         const intakes = source.health();
-        const ready = source.phase === 'running' && intakes.every((i) => !i.stalled);
+        const listeners = source.listenerHealth?.() ?? [];
+        const ready = source.phase === 'running' && intakes.every((i) => !i.stalled) && listeners.every((l) => !l.saturated);
         const body = JSON.stringify({
           ready,
           phase: source.phase,
@@ -60,6 +71,9 @@ export class OpsServer {
             last_delivery: i.lastDeliveryAt ? new Date(i.lastDeliveryAt).toISOString() : null,
             last_error: i.lastError ?? null,
           })),
+          ...(listeners.length > 0
+            ? { listeners: listeners.map((l) => ({ name: l.name, saturated: l.saturated, inflight_bytes: l.inflightBytes, budget_bytes: l.budgetBytes })) }
+            : {}),
         });
         res.writeHead(url === '/status' || ready ? 200 : 503, { 'content-type': 'application/json' }).end(`${body}\n`);
         return;

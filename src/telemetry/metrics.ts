@@ -40,7 +40,7 @@ export class Metrics {
   });
   readonly eventsModified = new Counter({
     name: 'intake_relay_events_modified_total',
-    help: 'Events forwarded after a repair: invalid UTF-8 replaced, truncated to max_message_bytes, or split (a file line longer than max_line_bytes, counted once per line).',
+    help: 'Events forwarded after a repair: invalid UTF-8 replaced, truncated to max_message_bytes, split (a file line longer than max_line_bytes, counted once per line), or invalid_header (a header field outside RFC 5424 cleaned or cut, a BSD tag or malformed STRUCTURED-DATA left in MSG).',
     labelNames: ['intake', 'input', 'reason'] as const,
     registers: [this.registry],
   });
@@ -279,9 +279,16 @@ export class Metrics {
   });
   readonly httpInputRefused = new Counter({
     name: 'intake_relay_http_input_refused_total',
-    help: 'Requests the HTTP input refused, by reason (throttled, unauthorized, invalid_json, body_too_large, ...).',
+    help: 'Requests the HTTP input refused or could not finish, by reason (throttled, over_budget, unauthorized, invalid_json, too_deep, body_too_large, client_closed, ...).',
     labelNames: ['listener', 'reason'] as const,
     registers: [this.registry],
+  });
+  readonly httpInputInflightBytes = new Gauge({
+    name: 'intake_relay_http_input_inflight_bytes',
+    help: 'Bytes of the HTTP input\'s memory budget (max_inflight_bytes) held by requests in flight: bodies as received, inflated, and being parsed.',
+    labelNames: ['listener'] as const,
+    registers: [this.registry],
+    collect: () => this.#runProbes(),
   });
   readonly lastDelivery = new Gauge({
     name: 'intake_relay_output_last_delivery_timestamp_seconds',

@@ -45,6 +45,8 @@ function bindable(port: number, proto: 'tcp' | 'udp'): Promise<boolean> {
 export interface TestIntake {
   readonly emulator: IntakeEmulator;
   readonly received: ReceivedMessage[];
+  /** Every frame's bytes, as written by the relay (for assertRfc5424Frame in rfc5424-grammar.ts). */
+  readonly frames: Buffer[];
   readonly protocolErrors: string[];
   readonly port: number;
   stop(): Promise<void>;
@@ -53,16 +55,18 @@ export interface TestIntake {
 /** The intake emulator with the committed test certificate (server.crt for localhost/127.0.0.1). */
 export async function startTestIntake(port = 0): Promise<TestIntake> {
   const received: ReceivedMessage[] = [];
+  const frames: Buffer[] = [];
   const protocolErrors: string[] = [];
   const emulator = new IntakeEmulator({
     port,
     cert: readFileSync(`${TLS}server.crt`),
     key: readFileSync(`${TLS}server.key`),
     onMessage: (m) => received.push(m),
+    onFrame: (f) => frames.push(Buffer.from(f)),
     onProtocolError: (e) => protocolErrors.push(e),
   });
   await emulator.start();
-  return { emulator, received, protocolErrors, port: emulator.port, stop: () => emulator.stop() };
+  return { emulator, received, frames, protocolErrors, port: emulator.port, stop: () => emulator.stop() };
 }
 
 export function logger(args: string[]): void {

@@ -104,6 +104,38 @@ ${out(refusing, `${TLS}ca.crt`)}
   });
 });
 
+describe('intake-relay check: what the REST API says never carries the key', () => {
+  it('prints an answer echoing the Authorization header and the key with the key redacted', async () => {
+    const b64 = (t: string): string => Buffer.from(t).toString('base64');
+    // A gateway that reflects the caller into the user, a captive page, and an error that echoes.
+    const answers: ((auth: string) => { status: number; body: string })[] = [
+      (auth) => ({ status: 200, body: JSON.stringify({ uuid: 'u', email: auth }) }),
+      (auth) => ({ status: 200, body: `${auth} is not allowed through this proxy (${b64(API_KEY)})` }),
+      (auth) => ({ status: 500, body: JSON.stringify({ message: 'internal error, ref err-55', headers: { authorization: auth }, key: API_KEY }) }),
+    ];
+    let k = 0;
+    const api = http.createServer((req, res) => {
+      const a = answers[k++]!(req.headers.authorization ?? '');
+      res.writeHead(a.status, { 'content-type': 'application/json' }).end(a.body);
+    });
+    await new Promise<void>((r) => api.listen(0, '127.0.0.1', () => r()));
+    stops.push(() => void api.close());
+    const dir = mkdtempSync(join(tmpdir(), 'check-'));
+    writeFileSync(join(dir, 'r.yaml'), `emulator: { when: no_intake_key }\nendpoints: { api_url: "http://127.0.0.1:${(api.address() as AddressInfo).port}" }\nintakes:\n  - name: a\n    intake_key: ""\n`);
+    const outs: string[] = [];
+    for (let i = 0; i < answers.length; i++) outs.push((await cli(['check', '-c', join(dir, 'r.yaml'), '--api-key', API_KEY])).out);
+    expect(outs[0]).toContain('ok     api key: valid (user Bearer [redacted])');
+    expect(outs[1]).toContain('FAILED api key: HTTP 200, but not the answer of GET /v1/me');
+    expect(outs[1]).toContain('Bearer [redacted] is not allowed through this proxy ([redacted])');
+    expect(outs[2]).toMatch(/FAILED api key: HTTP 500: .*internal error, ref err-55.*\[redacted\]/);
+    for (const out of outs) {
+      for (const form of [API_KEY, b64(API_KEY).replace(/=+$/, ''), b64(`:${API_KEY}`).replace(/=+$/, '')]) expect(out).not.toContain(form);
+      // Not even the start of it: the old message quoted the first characters of a non-JSON answer.
+      expect(out).not.toMatch(/Bearer (?!\[redacted\])/);
+    }
+  });
+});
+
 describe('intake-relay send', () => {
   it('sends test events through the real syslog path and waits for the intake to confirm', async () => {
     const received: string[] = [];

@@ -5,6 +5,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { books, startRelay, TEST_KEY, TLS, type RunningRelay } from '../helpers/relay.ts';
 import { sendTcp } from '../helpers/peers.ts';
 import { startConnectProxy, startHttpIntake, type Answer, type HttpIntake } from '../helpers/http-intake.ts';
+import { parseConfig } from '../../src/config/load.ts';
+import { sendTest } from '../../src/send.ts';
 
 let relay: RunningRelay | undefined;
 let intake: HttpIntake | undefined;
@@ -220,5 +222,63 @@ describe('HTTP output', () => {
     await sendTcp(relay.port('h', 'tcp/0'), lines(100));
     await vi.waitFor(() => expect(target.accepted).toHaveLength(100), { timeout: 10_000 });
     expect(proxy.tunnels).toContain(`127.0.0.1:${target.port}`);
+  });
+});
+
+describe('HTTP output: what the intake says never carries the key', () => {
+  const b64 = (t: string): string => Buffer.from(t).toString('base64');
+  /** The key in each form a test must not find: raw, URL-encoded, the Basic credential, base64, padded or not. */
+  const leaks = (text: string): string[] =>
+    [TEST_KEY, encodeURIComponent(TEST_KEY), b64(`:${TEST_KEY}`), b64(TEST_KEY), Buffer.from(`:${TEST_KEY}`).toString('base64url'), Buffer.from(TEST_KEY).toString('base64url')]
+      .flatMap((f) => [f, f.replace(/=+$/, '')])
+      .filter((f) => text.includes(f));
+  // An intake, an API gateway and a proxy that echo what they were sent, each its own way.
+  const bodies: Record<number, { body: (auth: string) => string; rest: string[] }> = {
+    401: { body: (auth) => JSON.stringify({ message: 'bad credentials', request_id: 'req-401', echo: { authorization: auth } }), rest: ['bad credentials', 'req-401'] },
+    400: { body: (auth) => `invalid event (request req-400): key ${TEST_KEY} (${b64(TEST_KEY)}), header ${auth}`, rest: ['invalid event (request req-400): key', 'header'] },
+    500: { body: (auth) => `<html><h1>Proxy error req-500</h1>\n<pre>Authorization: ${auth}\nX-Key: ${b64(TEST_KEY)}</pre></html>`, rest: ['Proxy error req-500', 'X-Key'] },
+  };
+
+  it.each([401, 400, 500])('%i echoing the Authorization header and the key: logs, /status, /readyz and send explain it without the key', async (status) => {
+    const { body, rest } = bodies[status]!;
+    intake = await startHttpIntake((r) => ({ status, body: body(String(r.headers.authorization)) }));
+    const yaml = httpYaml(intake.url, '      key_retry_ms: 200').replace('metrics: { enabled: false }', 'metrics: { address: 127.0.0.1, port: 0, stall_timeout_ms: 200 }');
+    relay = await startRelay(yaml);
+    await sendTcp(relay.port('h', 'tcp/0'), lines(20));
+    // The stand-in really echoes the credential it was sent.
+    await vi.waitFor(() => expect(intake!.requests.length).toBeGreaterThan(0));
+    expect(body(String(intake.requests[0]!.headers.authorization))).toContain(b64(`:${TEST_KEY}`));
+    await vi.waitFor(() => expect(relay!.logs.some((l) => String(l.err).includes(`HTTP ${status}`))).toBe(true), { timeout: 10_000 });
+    const ops = `http://127.0.0.1:${relay.daemon.opsPort}`;
+    const statusText = await (await fetch(`${ops}/status`)).text();
+    const readyText = await (await fetch(`${ops}/readyz`)).text();
+    const lastError = String((JSON.parse(statusText) as { intakes: { last_error: string }[] }).intakes[0]!.last_error);
+    const logged = String(relay.logs.find((l) => String(l.err).includes(`HTTP ${status}`))!.err);
+    for (const explained of [lastError, logged]) {
+      expect(explained).toContain(`HTTP ${status} from 127.0.0.1:${intake.port}`);
+      for (const r of rest) expect(explained).toContain(r);
+      expect(explained).toContain('[redacted]');
+    }
+    expect(leaks(relay.logText())).toEqual([]);
+    expect(leaks(statusText)).toEqual([]);
+    expect(leaks(readyText)).toEqual([]);
+
+    const sent = await sendTest(parseConfig(yaml, 'send.yaml', {}), 'h', ['hello'], 10_000);
+    expect(sent.ok).toBe(false);
+    expect(sent.detail).toContain(`HTTP ${status} from 127.0.0.1:${intake.port}`);
+    for (const r of rest) expect(sent.detail).toContain(r);
+    expect(leaks(sent.detail)).toEqual([]);
+  });
+
+  it('an answer longer than what is read is cut, the key at the cut included, and the connection still serves the next request', async () => {
+    let n = 0;
+    intake = await startHttpIntake(() => (++n === 1 ? { status: 500, body: `${' '.repeat(16 * 1024 - 10)}${TEST_KEY}${'x'.repeat(100_000)}` } : { status: 200 }));
+    relay = await startRelay(httpYaml(intake.url));
+    await sendTcp(relay.port('h', 'tcp/0'), lines(10));
+    await vi.waitFor(() => expect(intake!.accepted).toHaveLength(10), { timeout: 10_000 });
+    const logged = String(relay.logs.find((l) => String(l.err).includes('HTTP 500'))!.err);
+    expect(logged).toMatch(/HTTP 500 from 127\.0\.0\.1:\d+: \[redacted\]\)\.$/);
+    expect(relay.logText()).not.toContain(TEST_KEY.slice(0, 6));
+    await vi.waitFor(async () => expect(await books(relay!, 'h')).toMatchObject({ received: 10, sent: 10, dropped: 0, balanced: true }));
   });
 });

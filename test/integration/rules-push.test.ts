@@ -18,7 +18,8 @@ interface Seen { auth: string | undefined; body: Record<string, unknown> }
 let server: http.Server | undefined;
 afterEach(() => server?.close());
 
-async function standIn(answers: { status: number; headers?: Record<string, string> }[]): Promise<{ url: string; seen: Seen[] }> {
+/** `body`: the answer's body, given the Authorization header the stand-in received. */
+async function standIn(answers: { status: number; headers?: Record<string, string>; body?: (auth: string) => string }[]): Promise<{ url: string; seen: Seen[] }> {
   const seen: Seen[] = [];
   server = http.createServer((req, res) => {
     let raw = '';
@@ -30,7 +31,7 @@ async function standIn(answers: { status: number; headers?: Record<string, strin
       }
       seen.push({ auth: req.headers.authorization, body: JSON.parse(raw) as Record<string, unknown> });
       const a = answers[seen.length - 1] ?? { status: 500 };
-      res.writeHead(a.status, { 'content-type': 'application/json', ...(a.headers ?? {}) }).end('{}');
+      res.writeHead(a.status, { 'content-type': 'application/json', ...(a.headers ?? {}) }).end(a.body ? a.body(req.headers.authorization ?? '') : '{}');
     });
   });
   await new Promise<void>((r) => server!.listen(0, '127.0.0.1', () => r()));
@@ -110,6 +111,20 @@ describe('intake-relay rules push', () => {
     expect(api.seen).toHaveLength(1);
     expect(r.out).toContain('HTTP 401: the API key is missing, expired or invalid');
     expect(r.out).not.toContain(API_KEY);
+  });
+
+  it('an error body echoing the Authorization header and the key is explained without the key', async () => {
+    const b64 = (t: string): string => Buffer.from(t).toString('base64');
+    const api = await standIn([
+      { status: 400, body: (auth) => JSON.stringify({ message: 'invalid filter operator', echo: { authorization: auth }, key: API_KEY }) },
+      { status: 502, body: (auth) => `Bad gateway (proxy gw-7): ${auth} / ${b64(API_KEY)}` },
+    ]);
+    const r = await cli(['rules', 'push', '-c', config(), '--api-url', api.url, '--intake', 'endpoints']);
+    expect(r.code).toBe(1);
+    expect(api.seen.map((s) => s.auth)).toEqual([`Bearer ${API_KEY}`, `Bearer ${API_KEY}`]);
+    expect(r.out).toMatch(/rule "browser file events": HTTP 400: .*invalid filter operator.*\[redacted\]/);
+    expect(r.out).toMatch(/rule "dns results": HTTP 502: Bad gateway \(proxy gw-7\): Bearer \[redacted\] \/ \[redacted\]/);
+    for (const form of [API_KEY, b64(API_KEY).replace(/=+$/, ''), encodeURIComponent(API_KEY)]) expect(r.out).not.toContain(form);
   });
 
   it('--dry-run shows what it would send without a key', async () => {

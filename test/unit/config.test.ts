@@ -171,7 +171,7 @@ intakes:
 
   it('reports an unknown REGION instead of falling back to fra1, and a bad key at its line', () => {
     const p = problems(legacy.replace(`port: 20517\n  intake_key: ${KEY}`, 'port: 20517\n  intake_key: bad key!'), { REGION: 'eu1', CERTS_DIR: '/nonexistent' });
-    expect(p).toContain('environment REGION: unknown region "eu1": expected one of fra1, fra2, mco1, uae1, usa1, sgp1');
+    expect(p).toContain('relay.yaml: environment REGION: unknown region "eu1": expected one of fra1, fra2, mco1, uae1, usa1, sgp1');
     expect(p).toContainEqual(expect.stringMatching(/^relay\.yaml:10:15: intakes\[1\]\.intake_key: the intake key of "Techno2"/));
     expect(p).toContainEqual(expect.stringMatching(/^relay\.yaml:12:3: intakes\[2\]\.tls_cert_name: cannot read cert_file "\/nonexistent\/server\.crt"/));
     expect(p).toContainEqual(expect.stringMatching(/^relay\.yaml:12:3: intakes\[2\]\.tls_key_name: cannot read key_file "\/nonexistent\/server\.key"/));

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { describe, expect, it } from 'vitest';
 import { messageText } from '../../src/core/event.ts';
 import { BoundedQueue } from '../../src/core/queue.ts';
@@ -48,5 +49,43 @@ describe('EventBuilder accounting', () => {
     expect(batch!.bytes).toBe(batch!.events.reduce((n, e) => n + e.end - e.start, 0));
     queue.release(batch!);
     expect([queue.pendingEvents, queue.pendingBytes]).toEqual([0, 0]);
+  });
+});
+
+describe('EventBuilder: what reaches the queue is valid UTF-8 with clean header fields (issue 12)', () => {
+  const take = async (queue: BoundedQueue) => (await queue.take({ maxEvents: 100, maxBytes: 1 << 20, lingerMs: 0 }, new AbortController().signal))!.events;
+  const octet = (b: Buffer, count = b.length) => Buffer.concat([Buffer.from(`${count} `), b]);
+
+  it('repairs frames an octet count cuts inside a character, although the read as a whole is valid UTF-8', async () => {
+    const { queue, metrics, read } = setup();
+    const body = Buffer.from('<13>1 - h a - - - seq=1 é');
+    // The count leaves the é's second byte outside: the next frame starts with it (up to the LF).
+    const chunk = Buffer.concat([octet(body, body.length - 1), Buffer.from(' tail\n')]);
+    expect(isUtf8(chunk)).toBe(true);
+    read(chunk);
+    const events = await take(queue);
+    expect(events.map(messageText)).toEqual(['seq=1 \uFFFD', '\uFFFD tail']);
+    for (const e of events) expect(isUtf8(e.buf.subarray(e.msgStart, e.end))).toBe(true);
+    expect(await metricValue(metrics, 'intake_relay_events_modified_total', { reason: 'invalid_utf8' })).toBe(2);
+  });
+
+  it('cleans control bytes in the header of a pure ASCII read, and counts each repaired event once', async () => {
+    const { queue, metrics, read } = setup();
+    read(Buffer.concat([
+      octet(Buffer.from('<13>Nov 22 10:00:00 h\x00st a\rp[1\n2]: one')),
+      octet(Buffer.from('<13>1 - h\tst app\x01 1 ID - two')),
+      octet(Buffer.from('<13>Nov 22 10:00:00 host app[12 3]: three')),
+      Buffer.from('<13>Nov 22 10:00:00 host app[123]: clean\n'),
+    ]));
+    const events = await take(queue);
+    expect(events.map((e) => [e.hostname, e.appName, e.procId, messageText(e)])).toEqual([
+      ['h_st', 'a_p', '1_2', 'one'],
+      ['h_st', 'app_', '1', 'two'],
+      ['host', '', '', 'app[12 3]: three'],
+      ['host', 'app', '123', 'clean'],
+    ]);
+    expect(await metricValue(metrics, 'intake_relay_events_modified_total', { reason: 'invalid_header' })).toBe(3);
+    read(Buffer.from('<13>Nov 22 10:00:00 host app[123]: clean\n'));
+    expect(await metricValue(metrics, 'intake_relay_events_modified_total', { reason: 'invalid_header' })).toBe(3);
   });
 });

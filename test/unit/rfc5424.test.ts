@@ -2,12 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { Rfc5424Formatter, escapeSdValue, intakeKeyElement } from '../../src/sinks/rfc5424.ts';
 import { parseSyslog, type HeaderDefaults } from '../../src/sources/syslog-parse.ts';
 import { checkMessage } from '../../src/emulator/intake-emulator.ts';
+import { assertRfc5424Frame, octetFrames } from '../helpers/rfc5424-grammar.ts';
 
 const D: HeaderDefaults = { pri: 13, hostname: '', appName: '', procId: '' };
 const at = Date.UTC(2026, 10, 22, 10, 0, 0, 123);
 const ev = (line: string) => {
   const buf = Buffer.from(line);
-  return parseSyslog(buf, 0, buf.length, at, '192.0.2.7', D, false);
+  return parseSyslog(buf, 0, buf.length, at, '192.0.2.7', D);
 };
 
 describe('RFC 5424 output', () => {
@@ -49,5 +50,41 @@ describe('RFC 5424 output', () => {
   it('escapes SD-PARAM values (RFC 5424 §6.3.3)', () => {
     expect(escapeSdValue('a"b\\c]d')).toBe('a\\"b\\\\c\\]d');
     expect(intakeKeyElement('x]"')).toBe('[SEKOIA@53288 intake_key="x\\]\\""]');
+  });
+});
+
+describe('RFC 5424 output follows the grammar whatever came in (issue 12)', () => {
+  const f = new Rfc5424Formatter('KEY123', 'received');
+  const raw = (...parts: (string | number[])[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : Buffer.from(p))));
+  const evBytes = (b: Buffer) => parseSyslog(b, 0, b.length, at, '192.0.2.7', D);
+  const frame = (f: Rfc5424Formatter, b: Buffer) => {
+    const out = octetFrames(f.frames([evBytes(b)]));
+    expect(out).toHaveLength(1);
+    return assertRfc5424Frame(out[0]!);
+  };
+
+  it.each([
+    ['a NILVALUE SD followed by a character', raw('<34>1 2003-10-11T22:14:15.003Z host su - ID47 -', [0xc3, 0xa9], ' seq=1'), { msg: 'é seq=1' }],
+    ['a NILVALUE SD followed by a letter', raw('<34>1 2003-10-11T22:14:15.003Z host su - ID47 -Aseq=2'), { msg: 'Aseq=2' }],
+    ['an SD followed by a character', raw('<13>1 - h a - - [x@1 v="1"]', [0xe2, 0x82, 0xac]), { extraSd: '[x@1 v="1"]', msg: '€' }],
+    ['control bytes in every 5424 field', raw('<13>1 - h\x00s a\rp p\n1 m\tid - msg'), { hostname: 'h_s', appName: 'a_p', procId: 'p_1', msgId: 'LOG', msg: 'msg' }],
+    ['control bytes in a BSD header', raw('<13>Nov 22 10:00:00 ho\x7fst ap\x00p[1\x1b2]: msg'), { hostname: 'ho_st', appName: 'ap_p', procId: '1_2', msg: 'msg' }],
+    ['a space in a BSD PID', raw('<13>Nov 22 10:00:00 host app[12 3]: seq=5'), { hostname: 'host', appName: '', procId: '', msg: 'app[12 3]: seq=5' }],
+    ['an unescaped ] in an SD value', raw('<13>1 - h a - - [x@1 v="a]b"] m'), { extraSd: '', msg: '[x@1 v="a]b"] m' }],
+    ['an SD-NAME with a control byte', raw('<13>1 - h a - - [x\x01@1] m'), { extraSd: '', msg: '[x\x01@1] m' }],
+  ])('%s', (_what, line, want) => {
+    expect(frame(f, line)).toMatchObject({ intakeKey: 'KEY123', ...want });
+  });
+
+  it('writes a source TIMESTAMP only when RFC 5424 allows it: real dates, at most 6 fraction digits', () => {
+    const s = new Rfc5424Formatter('K', 'source');
+    const ts = (t: string) => frame(s, raw(`<13>1 ${t} h a - - - m`)).timestamp;
+    expect(ts('2026-11-22T10:00:00.123456789Z')).toBe('2026-11-22T10:00:00.123456Z');
+    expect(ts('2026-11-22T10:00:00.1234567+01:00')).toBe('2026-11-22T10:00:00.123456+01:00');
+    expect(ts('2024-02-29T10:00:00Z')).toBe('2024-02-29T10:00:00Z');
+    for (const bad of ['2026-13-01T10:00:00Z', '2026-02-29T10:00:00Z', '2026-04-31T10:00:00Z', '2026-11-22T24:00:00Z', '2026-11-22T10:00:60Z', '2026-11-22t10:00:00z', '2026-11-22T10:00:00+25:00']) {
+      expect(ts(bad), bad).toBe('2026-11-22T10:00:00.123Z'); // the reception time instead
+    }
+    expect(frame(s, raw('<13>2026-11-22T10:00:00.123456789+01:00 host app: m')).timestamp).toBe('2026-11-22T10:00:00.123456+01:00');
   });
 });

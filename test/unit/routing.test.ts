@@ -8,7 +8,7 @@ import type { RouteConfig } from '../../src/config/schema.ts';
 const D: HeaderDefaults = { pri: 13, hostname: '', appName: '', procId: '' };
 const ev = (line: string, sender = '10.0.0.1') => {
   const b = Buffer.from(line);
-  return parseSyslog(b, 0, b.length, 0, sender, D, true);
+  return parseSyslog(b, 0, b.length, 0, sender, D);
 };
 const intakes = ['fw', 'proxy', 'db', 'misc'];
 const idx = (n: string) => intakes.indexOf(n);

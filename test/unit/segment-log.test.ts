@@ -9,7 +9,7 @@ import { parseSyslog } from '../../src/sources/syslog-parse.ts';
 const defaults = { pri: 13, hostname: '', appName: '', procId: '' };
 const ev = (i: number, size = 0): LogEvent => {
   const line = Buffer.from(`<34>1 2026-11-23T10:00:00Z host${i % 3} app 12 ID7 [x@1 a="b"] message ${i} ${'p'.repeat(size)}`);
-  return parseSyslog(line, 0, line.length, 1_700_000_000_000 + i, '10.0.0.1', defaults, true);
+  return parseSyslog(line, 0, line.length, 1_700_000_000_000 + i, '10.0.0.1', defaults);
 };
 const text = (e: LogEvent): string => e.buf.toString('utf8', e.msgStart, e.end);
 const tmp = (): string => mkdtempSync(join(tmpdir(), 'segment-log-'));

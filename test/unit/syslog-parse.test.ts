@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { bsdToRfc3339, parseSyslog, type HeaderDefaults } from '../../src/sources/syslog-parse.ts';
+import { bsdToRfc3339, fieldCache, parseSyslog, type HeaderDefaults } from '../../src/sources/syslog-parse.ts';
 import { messageText, structuredDataText, timestampText } from '../../src/core/event.ts';
 
 const D: HeaderDefaults = { pri: 13, hostname: '', appName: '', procId: '' };
 const parse = (line: string, d = D) => {
   // Inside a larger buffer, to check that offsets are relative to the frame.
   const buf = Buffer.from(`xx${line}yy`);
-  return parseSyslog(buf, 2, buf.length - 2, 1_700_000_000_000, '10.1.2.3', d, /^[\x00-\x7f]*$/.test(line));
+  return parseSyslog(buf, 2, buf.length - 2, 1_700_000_000_000, '10.1.2.3', d);
 };
 const pick = (line: string, d = D) => {
   const e = parse(line, d);
@@ -82,5 +82,96 @@ describe('bsdToRfc3339', () => {
     expect(bsdToRfc3339('Jan  1 00:00:01', jan2)).toMatch(/^2027-01-01T00:00:01\.000/);
     expect(bsdToRfc3339('Nov 22 2020 10:00:00.5', jan2)).toMatch(/^2020-11-22T10:00:00\.500/);
     expect(bsdToRfc3339('Foo 22 10:00:00', jan2)).toBeUndefined();
+  });
+});
+
+describe('what RFC 5424 allows through (issue 12)', () => {
+  /** Fields of a frame given as bytes, and whether the parser counted a header repair. */
+  const bytes = (b: Buffer) => {
+    const cache = fieldCache();
+    const buf = Buffer.concat([Buffer.from('xx'), b, Buffer.from('yy')]);
+    const e = parseSyslog(buf, 2, buf.length - 2, 1_700_000_000_000, '10.1.2.3', D, cache);
+    return {
+      host: e.hostname, app: e.appName, pid: e.procId, msgid: e.msgId,
+      sd: structuredDataText(e), msg: buf.toString('utf8', e.msgStart, e.end), repaired: cache.repaired,
+    };
+  };
+  const raw = (...parts: (string | number[])[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : Buffer.from(p))));
+
+  it('keeps the byte after a NILVALUE SD that is not a space: MSG starts there (never half a character)', () => {
+    const e = bytes(raw('<34>1 2003-10-11T22:14:15.003Z host su - ID47 -', [0xc3, 0xa9], ' seq=1'));
+    expect(e.msg).toBe('é seq=1');
+    expect(e.repaired).toBe(1);
+    expect(bytes(raw('<34>1 2003-10-11T22:14:15.003Z host su - ID47 -Aseq=2')).msg).toBe('Aseq=2');
+    expect(bytes(raw('<34>1 - host su - ID47 - seq=3'))).toMatchObject({ msg: 'seq=3', repaired: 0 });
+    expect(bytes(raw('<34>1 - host su - ID47 -'))).toMatchObject({ sd: '', msg: '', repaired: 0 });
+  });
+
+  it('keeps the byte after a closing ] that is not a space: SD stays SD, MSG starts there', () => {
+    expect(bytes(raw('<13>1 - h a - - [x@1 v="1"]', [0xc3, 0xa9], 'z'))).toMatchObject({ sd: '[x@1 v="1"]', msg: 'éz', repaired: 1 });
+    expect(bytes(raw('<13>1 - h a - - [x@1 v="1"][y@2]Aseq'))).toMatchObject({ sd: '[x@1 v="1"][y@2]', msg: 'Aseq' });
+  });
+
+  it('a large SD that ends exactly where the scanned prefix ends is read whole', () => {
+    const head = '<13>1 - h a - - ';
+    const sd = `[big@1 v="${'x'.repeat(256 - head.length - 12)}"]`;
+    expect(head.length + sd.length).toBe(256);
+    expect(bytes(raw(head, sd, 'Z rest'))).toMatchObject({ sd, msg: 'Z rest' });
+    expect(bytes(raw(head, sd, ' rest'))).toMatchObject({ sd, msg: 'rest', repaired: 0 });
+  });
+
+  it('keeps STRUCTURED-DATA outside the RFC grammar in MSG, whole, and counts it', () => {
+    for (const sd of ['[x@1 v="a]b"]', '[x@1 v=1]', '[x@1  v="1"]', '[x@1 v="1" ]', '[]', '[x@1 ="1"]', '[a=b]', `[${'n'.repeat(33)}]`, '[x@1 v="1"][', '[x@1 v="1\x00\n"', '[x\x01@1]']) {
+      expect(bytes(raw(`<13>1 - h a - - ${sd} m`)), sd).toMatchObject({ sd: '', msg: `${sd} m`, repaired: 1 });
+    }
+    for (const sd of ['[x@1]', '[x@1 v=""]', '[x@1 v="a\\]b\\"c\\\\d\\e"]', `[${'n'.repeat(32)} ${'p'.repeat(32)}="\x00\n"]`, '[a@1 x="1"][b@2 y="2"]']) {
+      expect(bytes(raw(`<13>1 - h a - - ${sd} m`)), sd).toMatchObject({ sd, msg: 'm', repaired: 0 });
+    }
+  });
+
+  it('cleans control bytes in RFC 5424 header fields even when the frame is pure ASCII', () => {
+    const e = bytes(raw('<13>1 - h\x00s\tt a\rp p\n1 m\x7fid - msg'));
+    expect(e).toMatchObject({ host: 'h_s_t', app: 'a_p', pid: 'p_1', msgid: 'm_id', msg: 'msg', repaired: 1 });
+    expect(bytes(raw('<13>1 - host app 12 ID - msg')).repaired).toBe(0);
+  });
+
+  it('cleans control bytes in BSD hostnames, tags and PIDs', () => {
+    const e = bytes(raw('<13>Nov 22 10:00:00 ho\x00st ap\x1bp[1\n2]: msg'));
+    expect(e).toMatchObject({ host: 'ho_st', app: 'ap_p', pid: '1_2', msg: 'msg', repaired: 1 });
+  });
+
+  it('leaves a BSD tag with a space in its PID whole in MSG, with the input\'s defaults, and counts it', () => {
+    for (const line of ['<13>Nov 22 10:00:00 host app[12 3]: seq=5', '<13>Nov 22 10:00:00 app[12 3]: seq=5', '<13>Nov 22 10:00:00 host app[1 2] seq=5']) {
+      const tag = line.slice(line.indexOf('app['));
+      expect(bytes(raw(line)), line).toMatchObject({ app: '', pid: '', msg: tag, repaired: 1 });
+    }
+    expect(bytes(raw('<13>Nov 22 10:00:00 host app[123]: seq=5'))).toMatchObject({ app: 'app', pid: '123', msg: 'seq=5', repaired: 0 });
+    // Brackets that are no tag at all are not counted.
+    expect(bytes(raw('<13>Nov 22 10:00:00 host Error[code 5]x'))).toMatchObject({ app: '', repaired: 0 });
+  });
+
+  it('a BSD tag cut by the end of the scanned prefix is judged on the whole frame', () => {
+    // The 256-byte prefix ends just after "CEF:": only the next byte says it is no tag.
+    const host = 'h'.repeat(231);
+    expect(pick(`<14>Nov 23 10:00:00 ${host} CEF:0|Vendor|x`)).toMatchObject({ host, app: '', msg: 'CEF:0|Vendor|x' });
+    expect(pick(`<14>Nov 23 10:00:00 ${host} app: message`)).toMatchObject({ host, app: 'app', msg: 'message' });
+    expect(pick(`<14>Nov 23 10:00:00 ${'h'.repeat(228)} app[12 3]: x`)).toMatchObject({ app: '', msg: 'app[12 3]: x' });
+  });
+
+  it('counts a field cut to its RFC length, once per event', () => {
+    expect(bytes(raw(`<13>1 - ${'h'.repeat(300)} ${'a'.repeat(60)} - - - m`))).toMatchObject({ app: 'a'.repeat(48), repaired: 1 });
+  });
+
+  it('counts a 5424 line whose SD field is neither "-" nor "[": the rest is MSG', () => {
+    expect(bytes(raw('<13>1 - h a - - msg without sd'))).toMatchObject({ sd: '', msg: 'msg without sd', repaired: 1 });
+  });
+
+  it('does not count the RFC examples', () => {
+    for (const line of [
+      '<34>1 2003-10-11T22:14:15.003Z mymachine.example.com su - ID47 - \'su root\' failed for lonvick on /dev/pts/8',
+      '<165>1 2003-10-11T22:14:15.003Z mymachine.example.com evntslog - ID47 [exampleSDID@32473 iut="3" eventSource="Application" eventID="1011"][examplePriority@32473 class="high"]',
+      '<165>1 2003-08-24T05:14:15.000003-07:00 192.0.2.1 myproc 8710 - - %% It\'s time to make the do-nuts.',
+      '<34>Oct 11 22:14:15 mymachine su: \'su root\' failed',
+    ]) expect(bytes(raw(line)).repaired, line).toBe(0);
   });
 });

@@ -1,0 +1,92 @@
+// The disk queue's own state while it runs: the settled watermark (what a restart resends from)
+// and the fsynced position (what file checkpoints and power loss rely on) must keep moving, also
+// after ticks that found nothing to do.
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
+import { DiskQueue } from '../../src/core/disk-queue.ts';
+import { SingleFlight } from '../../src/core/single-flight.ts';
+import { headerlessEvent } from '../../src/sources/syslog-parse.ts';
+
+const D = { pri: 13, hostname: 'h', appName: 'a', procId: '-' };
+const events = (n: number) => {
+  const buf = Buffer.from('x'.repeat(10 * n));
+  return Array.from({ length: n }, (_, i) => headerlessEvent(buf, i * 10, i * 10 + 10, Date.now(), '', D));
+};
+const hooks = { onError: () => {}, onLost: () => {}, onWrite: () => {}, onSync: () => {} };
+
+function queue(dir: string): DiskQueue {
+  return new DiskQueue({ dir, maxBytes: 1 << 24, whenFull: 'block', memoryEvents: 100, memoryBytes: 1 << 20, segmentBytes: 1 << 16, fsyncIntervalMs: 20 }, hooks);
+}
+
+describe('disk queue state', () => {
+  it('saves the settled watermark while running, also after idle ticks (what a kill -9 resends from)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dq-state-'));
+    const q = queue(dir);
+    await new Promise((r) => setTimeout(r, 150)); // several ticks with nothing settled
+    for (let round = 1; round <= 3; round++) {
+      expect(q.offer(events(10), 100, true).result).toBe('ok');
+      const b = await q.take({ maxEvents: 100, maxBytes: 1 << 20, lingerMs: 0 }, AbortSignal.timeout(1_000));
+      q.release(b!);
+      q.settle(b!.seq, b!.events.length);
+      await vi.waitFor(() => expect(JSON.parse(readFileSync(join(dir, 'settled.json'), 'utf8'))).toEqual({ settled_below: round * 10 }));
+    }
+    q.close();
+    await q.finish();
+    // A restart resends nothing.
+    const again = queue(dir);
+    expect(again.recovered).toBe(0);
+    again.close();
+    await again.finish();
+  });
+
+  it('fsyncs appended events while running, also after idle ticks', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dq-state-'));
+    const q = queue(dir);
+    await new Promise((r) => setTimeout(r, 150));
+    q.offer(events(10), 100, true);
+    await vi.waitFor(() => expect(q.safeBelow).toBe(10));
+    q.offer(events(5), 50, true);
+    await vi.waitFor(() => expect(q.safeBelow).toBe(15));
+    q.close();
+    await q.finish();
+  });
+});
+
+describe('SingleFlight', () => {
+  it('a task that finishes at once never blocks later runs', async () => {
+    const f = new SingleFlight();
+    let runs = 0;
+    await f.run(() => {
+      runs++;
+    });
+    await f.run(() => {
+      runs++;
+    });
+    expect(runs).toBe(2);
+  });
+
+  it('joins a run in flight; runFresh starts one after it', async () => {
+    const f = new SingleFlight();
+    const seen: number[] = [];
+    let state = 1;
+    let release: (() => void) | undefined;
+    const a = f.run(async () => {
+      const s = state;
+      await new Promise<void>((r) => (release = r));
+      seen.push(s);
+    });
+    await vi.waitFor(() => expect(release).toBeDefined());
+    const b = f.run(() => {
+      seen.push(-1);
+    });
+    state = 2;
+    const c = f.runFresh(() => {
+      seen.push(state);
+    });
+    release!();
+    await Promise.all([a, b, c]);
+    expect(seen).toEqual([1, 2]);
+  });
+});

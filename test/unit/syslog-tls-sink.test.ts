@@ -1,0 +1,103 @@
+// The syslog sink alone against a loopback TLS peer: what proves a batch read, and what the
+// kernel's buffer sizes mean for the proof distance.
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Batch } from '../../src/core/event.ts';
+import { Rfc5424Formatter } from '../../src/sinks/rfc5424.ts';
+import { SyslogTlsSink } from '../../src/sinks/syslog-tls.ts';
+import { unreadCapacityBytes } from '../../src/sinks/tcp-buffers.ts';
+import { headerlessEvent } from '../../src/sources/syslog-parse.ts';
+import { startFaultyIntake, type FaultyIntake } from '../helpers/faulty-intake.ts';
+import { TLS } from '../helpers/relay.ts';
+
+let intake: FaultyIntake | undefined;
+afterEach(async () => {
+  await intake?.stop();
+  intake = undefined;
+});
+
+const D = { pri: 13, hostname: 'h', appName: 'a', procId: '-' };
+
+function batch(seq: number, n: number, size: number): Batch {
+  const text = Array.from({ length: n }, (_, i) => `m${String(seq + i).padStart(8, '0')} ${'x'.repeat(size)}`);
+  const buf = Buffer.from(text.join(''));
+  let off = 0;
+  const events = text.map((t) => {
+    const e = headerlessEvent(buf, off, off + t.length, Date.now(), '', D);
+    off += t.length;
+    return e;
+  });
+  return { events, bytes: buf.length, seq };
+}
+
+function sink(port: number, proofBytes: number, confirmAfterMs: number): SyslogTlsSink {
+  return new SyslogTlsSink({
+    host: '127.0.0.1', port, serverName: 'localhost', ca: readFileSync(`${TLS}ca.crt`), cert: undefined, key: undefined,
+    connectTimeoutMs: 5_000, confirmAfterMs, proofBytes, writeTimeoutMs: 10_000,
+    formatter: new Rfc5424Formatter('K', 'received'),
+  });
+}
+
+describe('syslog sink', () => {
+  it('acknowledges a batch once proofBytes more bytes were taken after it: only batches the peer has read', async () => {
+    intake = await startFaultyIntake(() => ({ kind: 'read' }));
+    const proof = unreadCapacityBytes();
+    const s = sink(intake.port, proof, 60_000);
+    const acked: [number, number][] = [];
+    await s.start({
+      acknowledged: (seq, n) => {
+        // At the moment of the acknowledgement, the peer has read the batch's last event.
+        for (let i = read.size; i < intake!.received.length; i++) read.add(intake!.received[i]!.message.slice(0, 9));
+        if (!read.has(`m${String(seq + n - 1).padStart(8, '0')}`)) unread.push(seq);
+        acked.push([seq, n]);
+      },
+      connectionLost: () => {},
+      connected: () => {},
+      wrote: () => {},
+    });
+    const read = new Set<string>();
+    const unread: number[] = [];
+    const batches = Math.ceil((proof + 16 * 1024 * 1024) / (1000 * 560));
+    for (let k = 0; k < batches; k++) expect((await s.send(batch(k * 1000, 1000, 500), AbortSignal.timeout(10_000))).status).toBe('sent');
+    await vi.waitFor(() => expect(acked.length).toBeGreaterThan(batches - Math.ceil(proof / (1000 * 560)) - 3), { timeout: 20_000 });
+    expect(unread).toEqual([]);
+    // In order, whole batches.
+    acked.forEach(([seq, n], i) => expect([seq, n]).toEqual([i * 1000, 1000]));
+    // The last proofBytes wait for a proof (no time-based close within 60 s): the stop confirms them.
+    expect(acked.length).toBeLessThan(batches);
+    expect(s.unacknowledged).toBe((batches - acked.length) * 1000);
+    expect(await s.stop(AbortSignal.timeout(10_000))).toBe(0);
+    expect(acked).toHaveLength(batches);
+    expect(intake.received).toHaveLength(batches * 1000);
+  });
+
+  it('a peer that never reads: nothing is acknowledged, the close is not answered, everything is kept for the next connection', async () => {
+    intake = await startFaultyIntake(() => ({ kind: 'blackhole', resetAfterMs: 60_000 }));
+    const s = sink(intake.port, unreadCapacityBytes(), 200);
+    let acked = 0;
+    const lost: number[] = [];
+    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: () => {} });
+    for (let k = 0; k < 20; k++) await s.send(batch(k * 100, 100, 150), AbortSignal.timeout(5_000));
+    // Closed after resend_window_ms for proof; the peer never answers; write_timeout_ms is 10 s.
+    await vi.waitFor(() => expect(intake!.connections).toBeGreaterThanOrEqual(1));
+    expect(acked).toBe(0);
+    expect(await s.stop(AbortSignal.timeout(1_000))).toBe(2_000);
+    expect(acked).toBe(0);
+  });
+});
+
+describe('proof distance', () => {
+  it('is this host\'s TCP send maximum plus its receive maximum plus 1 MiB, with Linux\'s defaults where /proc is unreadable', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sysctl-'));
+    mkdirSync(join(dir, 'ipv4'));
+    writeFileSync(join(dir, 'ipv4', 'tcp_wmem'), '4096\t16384\t4194304\n');
+    writeFileSync(join(dir, 'ipv4', 'tcp_rmem'), '4096\t131072\t33554432\n');
+    expect(unreadCapacityBytes(join(dir, 'ipv4'))).toBe(4194304 + 33554432 + 1048576);
+    expect(unreadCapacityBytes(join(dir, 'missing'))).toBe((4 + 6 + 1) * 1048576);
+    writeFileSync(join(dir, 'ipv4', 'tcp_rmem'), 'garbage\n');
+    expect(unreadCapacityBytes(join(dir, 'ipv4'))).toBe(4194304 + 6 * 1048576 + 1048576);
+  });
+});
