@@ -13,6 +13,7 @@ import { REGIONS, type Region } from './regions.ts';
 import { convertLegacy, legacySchema, looksLegacy } from './legacy.ts';
 import { SecretScrubber, isSecretField } from './redact.ts';
 import { MAX_CONFIG_BYTES, readBounded, readYaml, yamlValue } from './yaml-source.ts';
+import { unreadCapacityBytes } from '../sinks/tcp-buffers.ts';
 
 export const EX_CONFIG = 78;
 
@@ -42,6 +43,8 @@ export interface ResolvedSyslogOutput extends SyslogOutputConfig {
   readonly caPem: Buffer | undefined;
   readonly clientCertPem: Buffer | undefined;
   readonly clientKeyPem: Buffer | undefined;
+  /** resend_window_bytes, with auto resolved from this host's TCP buffer limits. */
+  readonly proofBytes: number;
 }
 
 export interface ResolvedHttpOutput extends HttpOutputConfig {
@@ -278,8 +281,13 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
       if ((o.client_cert_file === undefined) !== (o.client_key_file === undefined)) {
         problems.push(`${place(op)}: client_cert_file and client_key_file go together`);
       }
+      const capacity = unreadCapacityBytes();
+      if (o.resend_window_bytes !== 'auto' && o.resend_window_bytes < capacity) {
+        warnings.push(`intakes[${i}].output.resend_window_bytes (${o.resend_window_bytes}) is below what this host's TCP buffers and the intake's can hold unread (${capacity}): events an intake that stops reading never read may count as delivered. Use auto unless memory matters more.`);
+      }
       output = {
         ...o,
+        proofBytes: o.resend_window_bytes === 'auto' ? capacity : o.resend_window_bytes,
         host: o.host ?? cfg.endpoints.syslog_host ?? REGIONS[region].syslogHost,
         port: o.port ?? cfg.endpoints.syslog_port ?? REGIONS[region].syslogPort,
         caPem: o.ca_file ? readFile(o.ca_file, [...op, 'ca_file'], 'ca_file') : undefined,
@@ -332,6 +340,11 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
     (l.intakes ?? []).forEach((name, j) => {
       if (intakeIndex(name) < 0) problems.push(`${place([...p, 'intakes', j])}: no intake is named "${name}"`);
     });
+    // Parsing JSON takes about twice its text on top of it; gzip holds raw and inflated at once.
+    const needed = Math.max(3 * l.max_body_bytes, l.max_body_bytes + l.max_decompressed_bytes, 3 * l.max_decompressed_bytes);
+    if (l.max_inflight_bytes < needed) {
+      warnings.push(`listeners[${i}].max_inflight_bytes (${l.max_inflight_bytes}) cannot hold one JSON body at max_body_bytes and max_decompressed_bytes (about ${needed}): such bodies get 413. Raise it, or lower those limits (line bodies need no parsing).`);
+    }
     const paths = new Set<string>();
     l.paths.forEach((r, j) => {
       if (intakeIndex(r.intake) < 0) problems.push(`${place([...p, 'paths', j, 'intake'])}: no intake is named "${r.intake}"`);

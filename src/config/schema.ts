@@ -116,8 +116,8 @@ const syslogOutput = z.strictObject({
   client_key_file: z.string().min(1).optional().describe('PEM private key of client_cert_file.'),
   timestamp: z.enum(['received', 'source']).default('received').describe('TIMESTAMP written: reception time, or the source\'s own when it has one.'),
   connect_timeout_ms: positive.default(10_000).describe('Time allowed for TCP connect plus TLS handshake.'),
-  resend_window_ms: z.int().min(100).default(1_000)
-    .describe('Longest a batch waits for the intake to confirm it. Syslog has no acknowledgement, so the intake confirms by reading on (see resend_window_bytes) or by closing its side after the relay closes its own: a batch not confirmed within this time gets such a close, and the next batch opens a new connection at once.'),
+  resend_window_ms: z.int().min(0).default(1_000)
+    .describe('Longest a batch waits for the intake to confirm it. Syslog has no acknowledgement, so the intake confirms by reading on (see resend_window_bytes) or by closing its side after the relay closes its own: a batch not confirmed within this time gets such a close, and the next batch opens a new connection at once. Values under 100 count as 100.'),
   resend_window_bytes: z.union([positive, z.literal('auto')]).default('auto')
     .describe('A batch counts as delivered once this many bytes written after it have been taken by the kernel on the same connection: more than this host\'s TCP send buffer and the intake\'s receive buffer can hold unread, so the intake has read the batch. auto: net.ipv4.tcp_wmem max + net.ipv4.tcp_rmem max (this host\'s, standing in for the intake\'s) + 1 MiB. Smaller values hold less memory but may count as delivered what a stalled intake never read.'),
   write_timeout_ms: positive.default(30_000)
@@ -233,9 +233,9 @@ const httpListener = z.strictObject({
     .describe('Intakes whose keys this listener accepts on the intake API. Default: all. A key of no listed intake is refused with 401.'),
   paths: z.array(httpPath).default([]).describe('Extra paths, each feeding one intake with newline-delimited events.'),
   max_body_bytes: z.int().min(1024).max(1024 * MiB).default(10 * MiB).describe('Largest request body as received (compressed or not); larger gets 413.'),
-  max_decompressed_bytes: z.int().min(1024).max(4096 * MiB).default(50 * MiB).describe('Largest body after gzip decompression; a gzip bomb gets 413 without being inflated past it.'),
+  max_decompressed_bytes: z.int().min(1024).max(4096 * MiB).default(16 * MiB).describe('Largest body after gzip decompression; a gzip bomb gets 413 without being inflated past it. max_inflight_bytes should hold 3 x this (JSON is parsed on top of its text).'),
   max_inflight_bytes: z.int().min(64 * 1024).max(16384 * MiB).default(64 * MiB)
-    .describe('Memory all requests in flight on this listener share: bodies as received, as inflated, and JSON being parsed (about its size plus 24 bytes per value). A request that does not fit now gets 429 with Retry-After (before its body is read when its Content-Length says so) and /readyz turns 503; one that could not fit alone gets 413. The default fits a body at both max_body_bytes and max_decompressed_bytes alone, or six of the intake\'s 10 MiB bodies at once.'),
+    .describe('Memory all requests in flight on this listener share: bodies as received, as inflated, and JSON being parsed (about its size plus 24 bytes per value). A request that does not fit now gets 429 with Retry-After (before its body is read when its Content-Length says so) and /readyz turns 503; one that could not fit alone gets 413. The default holds one JSON body at both max_body_bytes and max_decompressed_bytes (a warning at load says when it cannot), or several ordinary ones at once.'),
   max_depth: z.int().min(1).max(1000).default(128)
     .describe('Deepest nesting of lists and objects in a JSON body (the body\'s own list or object counts); deeper gets 400 too_deep. 128 is what serde_json, and so Vector, accepts.'),
   max_events_per_request: positive.default(100_000).describe('Most events in one request; more gets 413.'),

@@ -49,8 +49,8 @@ export function buildSink(intake: ResolvedIntake, metrics: Metrics, emulator?: {
     cert: o.clientCertPem,
     key: o.clientKeyPem,
     connectTimeoutMs: o.connect_timeout_ms,
-    confirmAfterMs: o.resend_window_ms,
-    proofBytes: o.resend_window_bytes === 'auto' ? unreadCapacityBytes() : o.resend_window_bytes,
+    confirmAfterMs: Math.max(100, o.resend_window_ms),
+    proofBytes: o.proofBytes,
     writeTimeoutMs: o.write_timeout_ms,
     formatter: new Rfc5424Formatter(intake.intakeKey, o.timestamp),
   });

@@ -102,13 +102,38 @@ class Connection {
   /** Last time the kernel took bytes (or the connection opened, or its close began). */
   progressAt = Date.now();
   closing = false;
+  /** Everything we wrote, and our close, went out. */
+  finished = false;
   peerClosed = false;
   done = false;
   /** It carries what a failed connection held: close it for confirmation once that is written. */
   confirmSoon = false;
 
+  readonly #waiters = new Set<() => void>();
+
   constructor(socket: tls.TLSSocket) {
     this.socket = socket;
+  }
+
+  /** Resolves once the socket drains, or once this connection is closed or fails (end() never emits 'drain'). */
+  drained(signal: AbortSignal): Promise<void> {
+    if (this.closing || this.done) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        this.socket.off('drain', done);
+        signal.removeEventListener('abort', done);
+        this.#waiters.delete(done);
+        resolve();
+      };
+      this.socket.on('drain', done);
+      signal.addEventListener('abort', done, { once: true });
+      this.#waiters.add(done);
+    });
+  }
+
+  /** Lets every send() waiting on this connection go on (it is closed or failed). */
+  release(): void {
+    for (const w of [...this.#waiters]) w();
   }
 }
 
@@ -162,7 +187,13 @@ export class SyslogTlsSink implements Sink {
       } catch (err) {
         return { status: 'retryable', error: classifyConnectError(err, o.host, o.port) };
       }
-      this.#current = conn;
+      // A replacement opened meanwhile (#replace) is current already: this one is not needed.
+      if (this.#current) {
+        this.#rotate(conn);
+        conn = this.#current;
+      } else {
+        this.#current = conn;
+      }
     }
     if (this.#resend.length > 0) {
       const resend = this.#resend;
@@ -187,12 +218,14 @@ export class SyslogTlsSink implements Sink {
     }
     // Keep a few batches in flight, so the next one is formatted while this one is encrypted and
     // sent: wait only when the socket holds more than that (Node's own mark is 16 KiB).
-    if (conn.socket.writableLength > MAX_BUFFERED_BYTES) await waitDrain(conn.socket, signal);
+    if (conn.socket.writableLength > MAX_BUFFERED_BYTES) await conn.drained(signal);
     return { status: 'sent' };
   }
 
   #write(conn: Connection, buf: Buffer, seq: number, events: number): void {
     const w: Written = { buf, seq, events, at: Date.now(), end: -1 };
+    // The write timeout counts from when the connection had something to take: not across a lull.
+    if (conn.written === conn.taken) conn.progressAt = w.at;
     conn.window.push(w);
     conn.written += buf.length;
     conn.lastWriteAt = w.at;
@@ -273,6 +306,7 @@ export class SyslogTlsSink implements Sink {
     if (this.#current === conn) this.#current = undefined;
     this.#closing.add(conn);
     conn.socket.end();
+    conn.release();
   }
 
   /** The intake closed its side after ours, and the connection ended without error: it read everything. */
@@ -296,6 +330,7 @@ export class SyslogTlsSink implements Sink {
     this.#closing.delete(conn);
     if (this.#current === conn) this.#current = undefined;
     conn.socket.destroy();
+    conn.release();
     this.#lose(conn.window.drain(), error);
     this.#closingChanged();
   }
@@ -355,10 +390,14 @@ export class SyslogTlsSink implements Sink {
         socket.on('error', (err: NodeJS.ErrnoException) => {
           this.#failed(conn, new RelayError('ERELAY_CONNECTION_LOST', `Connection to ${where} failed (${err.code ?? 'error'}).`, { cause: err }));
         });
+        socket.on('finish', () => {
+          conn.finished = true;
+        });
         socket.on('end', () => {
-          conn.peerClosed = true;
-          // Closed by the intake first: what it had not read when it closed is unknown.
-          if (!conn.closing) this.#failed(conn, new RelayError('ERELAY_CONNECTION_LOST', `Intake ${where} closed the connection.`));
+          // Only a close that follows ours, all written, answers it; one the intake made first (an
+          // idle timeout, a restart) says nothing about what it had not read yet.
+          if (conn.closing && conn.finished) conn.peerClosed = true;
+          else this.#failed(conn, new RelayError('ERELAY_CONNECTION_LOST', `Intake ${where} closed the connection.`));
         });
         socket.on('close', () => {
           if (conn.closing && conn.peerClosed) this.#confirmed(conn);
@@ -425,16 +464,3 @@ export class SyslogTlsSink implements Sink {
   }
 }
 
-function waitDrain(socket: tls.TLSSocket, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      socket.off('drain', done);
-      socket.off('close', done);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    socket.on('drain', done);
-    socket.on('close', done);
-    signal.addEventListener('abort', done, { once: true });
-  });
-}

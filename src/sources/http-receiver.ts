@@ -96,7 +96,13 @@ export class HttpReceiver {
 
   async start(): Promise<void> {
     const l = this.#l;
-    const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => void this.#handle(req, res);
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+      // #handle answers every error itself; anything that still escapes must not take the process down.
+      this.#handle(req, res).catch((err: unknown) => {
+        this.#note('error', 'internal', { err }, 'HTTP input failed on a request.');
+        res.destroy();
+      });
+    };
     // Node checks header and request timeouts only this often (30 s by default): check often
     // enough that a slow client is cut off close to its deadline.
     const connectionsCheckingInterval = Math.max(100, Math.min(5000, Math.floor(Math.min(l.headers_timeout_ms, l.request_timeout_ms) / 4)));
@@ -149,13 +155,15 @@ export class HttpReceiver {
   }
 
   async #handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://relay');
     const lease = this.#budget.lease();
     this.#inflight.add(res);
     const socket = req.socket;
     this.#reading.set(socket, (this.#reading.get(socket) ?? 0) + 1);
     res.once('close', () => this.#inflight.delete(res));
     try {
+      // Node hands over any request target; one that is no URL at all is the client's error.
+      const url = URL.parse(req.url ?? '/', 'http://relay');
+      if (!url) throw new HttpError(400, 'bad_request', 'The request target is not a valid URL.');
       const route = this.#routes.get(url.pathname);
       const api = !route && ['/jsons', '/plain', '/plain/batch', '/batch', '/array'].includes(url.pathname);
       if (!route && !api) throw new HttpError(404, 'not_found', `No such endpoint: ${url.pathname}. The intake API is /jsons, /plain, /plain/batch, /batch and /array.`);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config/load.ts';
 import { summarize } from '../../src/config/summary.ts';
+import { unreadCapacityBytes } from '../../src/sinks/tcp-buffers.ts';
 import { configJsonSchema } from '../../src/config/json-schema.ts';
 import { configReference, withReference } from '../../src/config/reference.ts';
 
@@ -30,6 +31,18 @@ describe('configuration', () => {
     expect(i.inputs[0]).toMatchObject({ type: 'udp', address: '0.0.0.0', port: 514, max_message_bytes: 256000, oversize: 'drop', label: 'udp/514' });
     expect(i.queue).toEqual({ type: 'memory', max_events: 100000, max_bytes: 67108864, when_full: 'block' });
     expect(Object.isFrozen(i.output)).toBe(true);
+  });
+
+  it('resolves resend_window_bytes auto from the TCP buffers, and warns about settings that cannot keep their promise', () => {
+    const base = `intakes:\n  - name: fw\n    intake_key: ${KEY}\n    inputs: [{ type: udp, port: 514 }]\n`;
+    const auto = parseConfig(base, 'x.yaml', {});
+    expect(auto.intakes[0]!.output).toMatchObject({ resend_window_bytes: 'auto', proofBytes: unreadCapacityBytes() });
+    expect(auto.warnings).toEqual([]);
+    const low = parseConfig(`${base}    output: { type: syslog, resend_window_bytes: 1048576 }\n`, 'x.yaml', {});
+    expect(low.intakes[0]!.output).toMatchObject({ proofBytes: 1048576 });
+    expect(low.warnings).toEqual([expect.stringMatching(/^intakes\[0\]\.output\.resend_window_bytes \(1048576\) is below what this host's TCP buffers/)]);
+    const http = parseConfig(`${base}listeners:\n  - { type: http, port: 8080, max_inflight_bytes: 1048576 }\n`, 'x.yaml', {});
+    expect(http.warnings).toEqual([expect.stringMatching(/^listeners\[0\]\.max_inflight_bytes \(1048576\) cannot hold one JSON body/)]);
   });
 
   it('reports every problem at once, with file, line, column and key path', () => {

@@ -89,6 +89,86 @@ describe('syslog sink', () => {
   });
 });
 
+/** TLS peers under the test's control: each connection reads (and counts) until paused or told to discard. */
+async function controlledPeer() {
+  const tls = await import('node:tls');
+  const sockets: import('node:tls').TLSSocket[] = [];
+  let read = 0;
+  const discarding = new Set<unknown>();
+  const server = tls.createServer({ cert: readFileSync(`${TLS}server.crt`), key: readFileSync(`${TLS}server.key`) }, (s) => {
+    sockets.push(s);
+    s.on('data', (d: Buffer) => {
+      if (!discarding.has(s)) read += d.length;
+    });
+    s.on('error', () => {});
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    port: (server.address() as import('node:net').AddressInfo).port,
+    sockets,
+    get read() {
+      return read;
+    },
+    discard: (s: unknown) => discarding.add(s),
+    stop: () => new Promise<void>((r) => {
+      for (const s of sockets) s.destroy();
+      server.close(() => r());
+    }),
+  };
+}
+
+function edgeSink(port: number, confirmAfterMs: number, writeTimeoutMs: number): SyslogTlsSink {
+  return new SyslogTlsSink({
+    host: '127.0.0.1', port, serverName: 'localhost', ca: readFileSync(`${TLS}ca.crt`), cert: undefined, key: undefined,
+    connectTimeoutMs: 5_000, confirmAfterMs, proofBytes: 1 << 30, writeTimeoutMs, formatter: new Rfc5424Formatter('K', 'received'),
+  });
+}
+
+describe('syslog sink, edges', () => {
+  it('after a lull longer than write_timeout_ms, a batch the intake takes a moment to read does not fail the connection', async () => {
+    const peer = await controlledPeer();
+    const s = edgeSink(peer.port, 60_000, 1_000);
+    const lost: string[] = [];
+    await s.start({ acknowledged: () => {}, connectionLost: (e) => lost.push(e.code), connected: () => {}, wrote: () => {} });
+    await s.send(batch(0, 10, 10), AbortSignal.timeout(5_000));
+    await vi.waitFor(() => expect(peer.read).toBeGreaterThan(0));
+    await new Promise((r) => setTimeout(r, 1_500)); // the lull
+    peer.sockets[0]!.pause();
+    // One batch larger than the kernel buffers: its write completes only once the peer reads again.
+    const sending = s.send(batch(1_000, 80_000, 500), AbortSignal.timeout(10_000));
+    await new Promise((r) => setTimeout(r, 400));
+    peer.sockets[0]!.resume();
+    await sending;
+    await vi.waitFor(() => expect(peer.read).toBeGreaterThan(40_000_000), { timeout: 10_000 });
+    expect(lost).toEqual([]);
+    await s.stop(AbortSignal.timeout(5_000));
+    await peer.stop();
+  });
+
+  it('an intake that closes its side on its own while ours is still being written confirms nothing', async () => {
+    const peer = await controlledPeer();
+    const s = edgeSink(peer.port, 100, 10_000);
+    let acked = 0;
+    const lost: number[] = [];
+    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: () => {} });
+    await s.send(batch(0, 10, 10), AbortSignal.timeout(5_000));
+    await vi.waitFor(() => expect(peer.sockets).toHaveLength(1));
+    const first = peer.sockets[0]!;
+    first.pause();
+    void s.send(batch(10, 80_000, 500), AbortSignal.timeout(10_000)); // more than the buffers hold
+    // The relay closes this connection for confirmation (resend_window_ms 100); our close waits behind the batch.
+    await new Promise((r) => setTimeout(r, 500));
+    // The intake closes its side on its own (an idle timeout, a restart) and throws away what follows.
+    peer.discard(first);
+    first.end();
+    first.resume();
+    await vi.waitFor(() => expect(lost.reduce((a, b) => a + b, 0)).toBeGreaterThan(0), { timeout: 10_000 });
+    expect(acked).toBe(0);
+    await s.stop(AbortSignal.timeout(1_000));
+    await peer.stop();
+  });
+});
+
 describe('proof distance', () => {
   it('is this host\'s TCP send maximum plus its receive maximum plus 1 MiB, with Linux\'s defaults where /proc is unreadable', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sysctl-'));
