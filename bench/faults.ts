@@ -103,13 +103,16 @@ async function blackhole(): Promise<void> {
   const stallMs = 15_000;
   const total = 60_000;
   const intake = await startFaultyIntake((_i, t): Behaviour => (t < stallMs ? { kind: 'blackhole', resetAfterMs: stallMs - t } : { kind: 'read' }));
+  const t0 = Date.now();
   const relay = await startRelay(mkdtempSync(join(tmpdir(), 'faults-')), intake.port, tcpInput);
   await paced(relay.tcpPort, total, 6_000);
-  await sleep(Math.max(0, stallMs - 10_000 + 500));
-  const sentAtStallEnd = await relay.metric('intake_relay_events_sent_total');
+  await sleep(Math.max(0, stallMs - 500 - (Date.now() - t0)));
+  // Half a second before the stall ends: what the relay counts as sent, against what was read.
+  const sentInStall = await relay.metric('intake_relay_events_sent_total');
+  const readInStall = intake.received.length;
   await settle(() => intake.received, total, 45_000);
   const t = tally(intake.received, total);
-  console.log(`blackhole: ${total} sent at 6k/s, intake read nothing for 15 s then reset: lost ${t.lost}, duplicated ${t.duplicates}; relay counted sent ${sentAtStallEnd} when the stall ended (intake had read 0), ${await relay.metric('intake_relay_events_sent_total')} at the end, resent ${await relay.metric('intake_relay_events_resent_total')}`);
+  console.log(`blackhole: ${total} sent at 6k/s, intake read nothing for 15 s then reset: lost ${t.lost}, duplicated ${t.duplicates}; 0.5 s before the reset the relay counted ${sentInStall} sent (intake had read ${readInStall}); at the end sent ${await relay.metric('intake_relay_events_sent_total')}, resent ${await relay.metric('intake_relay_events_resent_total')}`);
   relay.proc.kill('SIGKILL');
   await intake.stop();
 }
