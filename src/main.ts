@@ -5,12 +5,12 @@
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, EX_CONFIG, loadConfig, type Config } from './config/load.ts';
-import { effectiveYaml, summarize } from './config/summary.ts';
-import { Daemon } from './daemon.ts';
+import { effectiveYaml, summarize } from './cli/summary.ts';
+import { Daemon } from './pipeline/daemon.ts';
 import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
-import { check } from './check.ts';
-import { sendTest } from './send.ts';
-import { pushRules } from './rules-push.ts';
+import { check } from './cli/check.ts';
+import { sendTest } from './cli/send.ts';
+import { pushRules } from './cli/rules-push.ts';
 import { createLogger } from './telemetry/log.ts';
 import { VERSION } from './version.ts';
 

@@ -7,13 +7,13 @@
 import { resolve as resolvePath, dirname, join } from 'node:path';
 import { isMap, isScalar, visit, type Document, type Node, type Scalar } from 'yaml';
 import type { ZodError } from 'zod';
-import { compileRoutes } from '../core/router.ts';
+import { compileRoutes } from '../routing/router.ts';
 import { configSchema, type DiskQueueConfig, type FileInputConfig, type HttpListenerConfig, type SyslogListenerConfig, type HttpOutputConfig, type IntakeConfig, type InputConfig, type RawConfig, type SyslogOutputConfig } from './schema.ts';
 import { REGIONS, type Region } from './regions.ts';
 import { convertLegacy, legacySchema, looksLegacy } from './legacy.ts';
 import { SecretScrubber, isSecretField } from './redact.ts';
 import { MAX_CONFIG_BYTES, readBounded, readYaml, yamlValue } from './yaml-source.ts';
-import { unreadCapacityBytes } from '../sinks/tcp-buffers.ts';
+import { unreadCapacityBytes } from '../outputs/tcp-buffers.ts';
 
 export const EX_CONFIG = 78;
 

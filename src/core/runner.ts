@@ -2,18 +2,16 @@
 // output's concurrency in flight (p-queue; adaptive when the output asks), retries with capped
 // backoff (forever unless max_retries is set), pauses the whole output when the intake throttles
 // or refuses the key, splits refused batches to isolate the events at fault, keeps an idle sink's
-// unacknowledged writes moving, and keeps the metrics. Each send is one attempt by the sink.
+// unacknowledged writes moving, and reports through its telemetry. Each send is one attempt by the sink.
 
 import PQueue from 'p-queue';
-import type { Logger } from 'pino';
 import type { Batch } from './event.ts';
 import { AdaptiveConcurrency } from './adaptive-concurrency.ts';
 import { backoffDelay, sleep, type BackoffOptions } from './backoff.ts';
 import type { BatchLimits, EventQueue } from './queue.ts';
 import type { RelayError } from './errors.ts';
-import type { Sink } from '../sinks/sink.ts';
-import { RateLimiter } from '../telemetry/log.ts';
-import type { DropReason, Metrics } from '../telemetry/metrics.ts';
+import type { DropReason, Sink } from './contracts.ts';
+import type { OutputTelemetry } from './telemetry.ts';
 
 export interface RunnerOptions {
   readonly intake: string;
@@ -23,8 +21,7 @@ export interface RunnerOptions {
   readonly backoff: BackoffOptions;
   /** Attempts after the first before a batch is dropped (reason retries_exhausted); undefined = forever. */
   readonly maxRetries: number | undefined;
-  readonly metrics: Metrics;
-  readonly log: Logger;
+  readonly telemetry: OutputTelemetry;
 }
 
 export type OutputState = 'starting' | 'connected' | 'retrying' | 'key_rejected' | 'stopped';
@@ -34,7 +31,6 @@ const EMPTY: Batch = { events: [], bytes: 0, seq: 0 };
 export class SinkRunner {
   readonly #o: RunnerOptions;
   readonly #abort = new AbortController();
-  readonly #limiter = new RateLimiter(10_000);
   readonly #inFlight: PQueue;
   readonly #adaptive: AdaptiveConcurrency | undefined;
   #loop: Promise<void> | undefined;
@@ -48,32 +44,18 @@ export class SinkRunner {
   #state: OutputState = 'starting';
   #lastError: RelayError | undefined;
   #lastAckAt = 0;
-  readonly #m;
+  readonly #t: OutputTelemetry;
 
   constructor(options: RunnerOptions) {
     this.#o = options;
-    const { metrics: m, intake, sink } = options;
+    const { sink, telemetry: t } = options;
     const c = sink.concurrency;
     this.#adaptive = 'adaptive' in c ? new AdaptiveConcurrency(c.adaptive.min, c.adaptive.max) : undefined;
     this.#inFlight = new PQueue({ concurrency: 'adaptive' in c ? (this.#adaptive as AdaptiveConcurrency).limit : c.fixed });
-    const labels = { intake, output: sink.type };
-    this.#m = {
-      sent: m.eventsSent.labels(labels),
-      bytes: m.bytesSent.labels(labels),
-      resent: m.eventsResent.labels(labels),
-      retries: m.outputRetries.labels(labels),
-      connected: m.outputConnected.labels(labels),
-      connects: m.outputReconnects.labels(labels),
-      keyRejected: m.outputKeyRejected.labels(labels),
-      lastDelivery: m.lastDelivery.labels(labels),
-      duration: m.sendDuration.labels(labels),
-      batchEvents: m.batchEvents.labels(labels),
-      limit: m.concurrencyLimit.labels(labels),
-      inFlight: m.inFlight.labels(labels),
-    };
-    this.#m.connected.set(0);
-    this.#m.keyRejected.set(0);
-    this.#m.limit.set(this.#inFlight.concurrency);
+    this.#t = t;
+    t.connected(false);
+    t.keyRejected(false);
+    t.concurrency(this.#inFlight.concurrency);
   }
 
   get state(): OutputState {
@@ -88,22 +70,22 @@ export class SinkRunner {
   }
 
   async start(): Promise<void> {
-    const { sink, log, intake } = this.#o;
+    const { sink } = this.#o;
+    const t = this.#t;
     await sink.start({
       acknowledged: (seq, n) => {
         this.#o.queue.settle(seq, n);
-        this.#m.sent.inc(n);
         this.#lastAckAt = Date.now();
-        this.#m.lastDelivery.set(this.#lastAckAt / 1000);
+        t.acknowledged(n, this.#lastAckAt);
         // Only the intake's confirmation proves a connection sound: a connect or a write does not.
         this.#failures = 0;
       },
       connectionLost: (error, events) => {
-        this.#m.connected.set(0);
+        t.connected(false);
         this.#state = 'retrying';
-        this.#o.metrics.outputErrors.inc({ intake, output: sink.type, code: error.code });
+        t.error(error.code);
         if (events > 0) {
-          this.#m.resent.inc(events);
+          t.resent(events);
           // The next connection waits its backoff: an intake that takes a little and drops the
           // connection, again and again, must not get the whole window rewritten in a tight loop.
           this.#failures++;
@@ -114,12 +96,12 @@ export class SinkRunner {
         this.#kick.abort();
       },
       connected: () => {
-        this.#m.connected.set(1);
-        this.#m.connects.inc();
-        if (this.#state !== 'connected') log.info({ intake, output: sink.type }, 'Output connected.');
+        t.connected(true);
+        t.reconnected();
+        if (this.#state !== 'connected') t.log.logger.info('Output connected.');
         this.#state = 'connected';
       },
-      wrote: (bytes) => this.#m.bytes.inc(bytes),
+      wrote: (bytes) => t.wrote(bytes),
     });
     // Writes handed over by a previous sink (a reload) go out first, even if nothing new comes.
     if (sink.unacknowledged > 0) this.#needFlush = true;
@@ -128,9 +110,7 @@ export class SinkRunner {
 
   #logError(error: RelayError, msg: string, fields: object = {}): void {
     this.#lastError = error;
-    const suppressed = this.#limiter.allow(error.code);
-    if (suppressed === undefined) return;
-    this.#o.log.error({ intake: this.#o.intake, output: this.#o.sink.type, code: error.code, err: error.message, ...fields, suppressed }, msg);
+    this.#t.log.error(error.code, error, { code: error.code, ...fields }, msg);
   }
 
   async #run(): Promise<void> {
@@ -165,7 +145,8 @@ export class SinkRunner {
 
   /** Delivers one batch: retries it, splits it, or drops it with a counted reason. */
   async #deliver(batch: Batch): Promise<void> {
-    const { queue, sink, metrics, intake } = this.#o;
+    const { queue, sink } = this.#o;
+    const t = this.#t;
     const stop = this.#abort.signal;
     let attempt = 0;
     for (;;) {
@@ -174,24 +155,24 @@ export class SinkRunner {
         if (batch !== EMPTY) queue.requeue([batch]);
         return;
       }
-      this.#m.inFlight.set(this.#inFlight.pending);
+      t.inFlight(this.#inFlight.pending);
       const started = performance.now();
       const result = await sink.send(batch, stop);
       const rttMs = performance.now() - started;
-      this.#m.duration.observe(rttMs / 1000);
+      t.sendSeconds(rttMs / 1000);
       this.#adapt(rttMs, result.status === 'retryable' && (result.pauseAll === true || result.unknownOutcome === true));
       if (result.status === 'sent') {
-        if (batch.events.length > 0) this.#m.batchEvents.observe(batch.events.length);
+        if (batch.events.length > 0) t.batchEvents(batch.events.length);
         if (this.#keyRejected) {
-          this.#o.log.info({ intake, output: sink.type }, 'The intake accepts the key again.');
+          t.log.logger.info('The intake accepts the key again.');
           this.#keyRejected = false;
           this.#state = 'connected';
-          this.#m.keyRejected.set(0);
+          t.keyRejected(false);
         }
         if (batch !== EMPTY) queue.release(batch);
         return;
       }
-      metrics.outputErrors.inc({ intake, output: sink.type, code: result.error.code });
+      t.error(result.error.code);
       if (result.status === 'permanent') {
         if (result.bisect && batch.events.length > 1) {
           // Split to isolate the events refused; the halves keep their place in this slot. The
@@ -210,23 +191,23 @@ export class SinkRunner {
       this.#failures++;
       if (result.keyRejected) {
         if (!this.#keyRejected) {
-          this.#o.log.error({ intake, output: sink.type, err: result.error.message }, 'The intake refuses the key of this intake: events are kept and retried slowly. Check the key.');
+          t.log.logger.error({ err: result.error }, 'The intake refuses the key of this intake: events are kept and retried slowly. Check the key.');
         }
         this.#keyRejected = true;
-        this.#m.keyRejected.set(1);
+        t.keyRejected(true);
         this.#lastError = result.error;
       } else {
         this.#state = 'retrying';
         this.#logError(result.error, 'Delivery failed; retrying with backoff.');
       }
-      this.#m.connected.set(0);
+      t.connected(false);
       const max = this.#o.maxRetries;
       if (max !== undefined && attempt > max) {
         this.#drop(batch, 'retries_exhausted', result.error);
         return;
       }
-      if (result.unknownOutcome && batch.events.length > 0) this.#m.resent.inc(batch.events.length);
-      this.#m.retries.inc();
+      if (result.unknownOutcome && batch.events.length > 0) t.resent(batch.events.length);
+      t.retried();
       const delay = result.retryAfterMs ?? backoffDelay(this.#failures, this.#o.backoff);
       if (result.pauseAll) this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + delay);
       else await sleep(delay, stop);
@@ -234,8 +215,8 @@ export class SinkRunner {
   }
 
   #drop(batch: Batch, reason: DropReason, error: RelayError): void {
-    const { queue, metrics, intake } = this.#o;
-    metrics.eventsDropped.inc({ intake, stage: 'output', reason }, batch.events.length);
+    const { queue } = this.#o;
+    this.#t.dropped(reason, batch.events.length);
     queue.settle(batch.seq, batch.events.length);
     this.#logError(error, 'Events dropped: the intake refused them.', { reason, events: batch.events.length });
     if (batch !== EMPTY) queue.release(batch);
@@ -246,7 +227,7 @@ export class SinkRunner {
     const limit = this.#adaptive.record({ rttMs, overloaded, inFlight: this.#inFlight.pending });
     if (limit !== this.#inFlight.concurrency) {
       this.#inFlight.concurrency = limit;
-      this.#m.limit.set(limit);
+      this.#t.concurrency(limit);
     }
   }
 
@@ -263,7 +244,7 @@ export class SinkRunner {
     deadline.removeEventListener('abort', onAbort);
     const unconfirmed = await this.#o.sink.stop(deadline);
     this.#state = 'stopped';
-    this.#m.connected.set(0);
+    this.#t.connected(false);
     return this.#o.queue.pendingEvents + unconfirmed;
   }
 

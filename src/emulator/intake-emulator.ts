@@ -6,7 +6,7 @@
 import tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { selfSignedCertificate } from './self-signed.ts';
-import { SEKOIA_SD_ID } from '../sinks/rfc5424.ts';
+import { SEKOIA_SD_ID } from '../syslog/format.ts';
 
 export interface ReceivedMessage {
   readonly raw: string;

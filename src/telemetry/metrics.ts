@@ -3,7 +3,6 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-export type DropReason = 'queue_full' | 'too_large' | 'shutdown' | 'rejected' | 'retries_exhausted' | 'filtered' | 'corrupt';
 
 export class Metrics {
   readonly registry = new Registry();

@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/config/load.ts';
-import { Daemon } from '../../src/daemon.ts';
+import { Daemon } from '../../src/pipeline/daemon.ts';
 import { createLogger } from '../../src/telemetry/log.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
 
@@ -51,6 +51,12 @@ export async function startRelay(yaml: string, env: NodeJS.ProcessEnv = {}): Pro
     metric: (name, labels) => metricValue(daemon.metrics, name, labels),
     stop: () => daemon.stop(),
   };
+}
+
+/** The text of a logged error: pino writes an `err` object as { type, message, stack, ... }. */
+export function errText(line: Record<string, unknown> | undefined): string {
+  const err = line?.err;
+  return typeof err === 'object' && err !== null && 'message' in err ? String(err.message) : String(err);
 }
 
 /** Sum of a metric's values over the series matching `labels`. */

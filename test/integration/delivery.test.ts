@@ -5,7 +5,7 @@ import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { IntakeEmulator, type ReceivedMessage } from '../../src/emulator/intake-emulator.ts';
-import { books, startRelay, TEST_KEY, TLS, type RunningRelay } from '../helpers/relay.ts';
+import { books, startRelay, TEST_KEY, TLS, type RunningRelay, errText } from '../helpers/relay.ts';
 import { freePort, sendTcp, startTestIntake, type TestIntake } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
 
@@ -39,8 +39,8 @@ describe('TLS failures', () => {
     await sendTcp(relay.port('t', 'tcp/0'), lines(50));
     await vi.waitFor(async () => expect(await relay!.metric('intake_relay_output_errors_total', { code })).toBeGreaterThan(0), { timeout: 10_000 });
     const err = relay.logs.find((l) => l.code === code);
-    expect(String(err?.err)).toMatch(text);
-    expect(String(err?.err)).toContain(`127.0.0.1:${port}`);
+    expect(errText(err)).toMatch(text);
+    expect(errText(err)).toContain(`127.0.0.1:${port}`);
     expect(await books(relay, 't')).toMatchObject({ received: 50, sent: 0, dropped: 0, queued: 50, balanced: true });
     await bad.emulator.stop();
     const good = await intakeWith('server', port);

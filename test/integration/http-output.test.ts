@@ -2,11 +2,11 @@
 // for each: events arrive exactly once where the intake accepted them, nothing is lost,
 // duplicates only where a request's outcome was unknown, and the books balance.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { books, startRelay, TEST_KEY, TLS, type RunningRelay } from '../helpers/relay.ts';
+import { books, startRelay, TEST_KEY, TLS, type RunningRelay, errText } from '../helpers/relay.ts';
 import { sendTcp } from '../helpers/peers.ts';
 import { startConnectProxy, startHttpIntake, type Answer, type HttpIntake } from '../helpers/http-intake.ts';
 import { parseConfig } from '../../src/config/load.ts';
-import { sendTest } from '../../src/send.ts';
+import { sendTest } from '../../src/cli/send.ts';
 
 let relay: RunningRelay | undefined;
 let intake: HttpIntake | undefined;
@@ -122,9 +122,9 @@ describe('HTTP output', () => {
     await vi.waitFor(async () => expect(await books(relay, 'h')).toMatchObject({ received: 200, sent: 196, dropped: 4, queued: 0, balanced: true }), { timeout: 10_000 });
     once(intake.accepted);
     expect(await relay.metric('intake_relay_events_dropped_total', { reason: 'rejected' })).toBe(4);
-    const logged = relay.logs.filter((l) => String(l.err).includes('HTTP 400'));
+    const logged = relay.logs.filter((l) => errText(l).includes('HTTP 400'));
     expect(logged.length).toBe(1); // rate-limited
-    expect(String(logged[0]!.err)).toContain('invalid event');
+    expect(errText(logged[0])).toContain('invalid event');
   });
 
   it('401: one clear error, not ready, nothing dropped; delivered once the key is accepted', async () => {
@@ -248,12 +248,12 @@ describe('HTTP output: what the intake says never carries the key', () => {
     // The stand-in really echoes the credential it was sent.
     await vi.waitFor(() => expect(intake!.requests.length).toBeGreaterThan(0));
     expect(body(String(intake.requests[0]!.headers.authorization))).toContain(b64(`:${TEST_KEY}`));
-    await vi.waitFor(() => expect(relay!.logs.some((l) => String(l.err).includes(`HTTP ${status}`))).toBe(true), { timeout: 10_000 });
+    await vi.waitFor(() => expect(relay!.logs.some((l) => errText(l).includes(`HTTP ${status}`))).toBe(true), { timeout: 10_000 });
     const ops = `http://127.0.0.1:${relay.daemon.opsPort}`;
     const statusText = await (await fetch(`${ops}/status`)).text();
     const readyText = await (await fetch(`${ops}/readyz`)).text();
     const lastError = String((JSON.parse(statusText) as { intakes: { last_error: string }[] }).intakes[0]!.last_error);
-    const logged = String(relay.logs.find((l) => String(l.err).includes(`HTTP ${status}`))!.err);
+    const logged = errText(relay.logs.find((l) => errText(l).includes(`HTTP ${status}`)));
     for (const explained of [lastError, logged]) {
       expect(explained).toContain(`HTTP ${status} from 127.0.0.1:${intake.port}`);
       for (const r of rest) expect(explained).toContain(r);
@@ -276,7 +276,7 @@ describe('HTTP output: what the intake says never carries the key', () => {
     relay = await startRelay(httpYaml(intake.url));
     await sendTcp(relay.port('h', 'tcp/0'), lines(10));
     await vi.waitFor(() => expect(intake!.accepted).toHaveLength(10), { timeout: 10_000 });
-    const logged = String(relay.logs.find((l) => String(l.err).includes('HTTP 500'))!.err);
+    const logged = errText(relay.logs.find((l) => errText(l).includes('HTTP 500')));
     expect(logged).toMatch(/HTTP 500 from 127\.0\.0\.1:\d+: \[redacted\]\)\.$/);
     expect(relay.logText()).not.toContain(TEST_KEY.slice(0, 6));
     await vi.waitFor(async () => expect(await books(relay!, 'h')).toMatchObject({ received: 10, sent: 10, dropped: 0, balanced: true }));

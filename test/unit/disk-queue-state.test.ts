@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { DiskQueue } from '../../src/core/disk-queue.ts';
 import { SingleFlight } from '../../src/core/single-flight.ts';
-import { headerlessEvent } from '../../src/sources/syslog-parse.ts';
+import { headerlessEvent } from '../../src/syslog/parse.ts';
 
 const D = { pri: 13, hostname: 'h', appName: 'a', procId: '-' };
 const events = (n: number) => {

@@ -2,10 +2,10 @@ import { isUtf8 } from 'node:buffer';
 import { describe, expect, it } from 'vitest';
 import { messageText } from '../../src/core/event.ts';
 import { BoundedQueue } from '../../src/core/queue.ts';
-import { EventBuilder, inputCounters, type InputContext } from '../../src/sources/event-builder.ts';
-import { Deframer } from '../../src/sources/framing.ts';
+import { EventBuilder, inputCounters, type InputContext } from '../../src/inputs/event-builder.ts';
+import { Deframer } from '../../src/syslog/framing.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
-import { FilterSet } from '../../src/core/filters.ts';
+import { FilterSet } from '../../src/routing/filters.ts';
 import { metricValue } from '../helpers/relay.ts';
 
 function setup() {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Deframer, type FrameSink, type Oversize } from '../../src/sources/framing.ts';
+import { Deframer, type FrameSink, type Oversize } from '../../src/syslog/framing.ts';
 
 function collect(max = 1000, oversize: Oversize = 'drop') {
   const frames: { text: string; truncated: boolean }[] = [];

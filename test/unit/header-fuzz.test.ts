@@ -4,10 +4,10 @@
 // be written. Seeded, so a failure is reproduced by running the test again.
 import { describe, expect, it } from 'vitest';
 import { BoundedQueue } from '../../src/core/queue.ts';
-import { FilterSet } from '../../src/core/filters.ts';
-import { Rfc5424Formatter } from '../../src/sinks/rfc5424.ts';
-import { EventBuilder, inputCounters, type InputContext } from '../../src/sources/event-builder.ts';
-import { Deframer, type Oversize } from '../../src/sources/framing.ts';
+import { FilterSet } from '../../src/routing/filters.ts';
+import { Rfc5424Formatter } from '../../src/syslog/format.ts';
+import { EventBuilder, inputCounters, type InputContext } from '../../src/inputs/event-builder.ts';
+import { Deframer, type Oversize } from '../../src/syslog/framing.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
 import { metricValue } from '../helpers/relay.ts';
 import { assertRfc5424Frame, octetFrames } from '../helpers/rfc5424-grammar.ts';

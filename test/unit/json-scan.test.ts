@@ -2,8 +2,8 @@
 // (strings and escapes included), its parse-memory estimate against what V8 takes, and the memory
 // budget's accounting (later, never, saturation and its hysteresis).
 import { describe, expect, it } from 'vitest';
-import { BodyBudget } from '../../src/sources/body-budget.ts';
-import { scanJson } from '../../src/sources/json-scan.ts';
+import { BodyBudget } from '../../src/inputs/http/budget.ts';
+import { scanJson } from '../../src/inputs/http/json-scan.ts';
 
 function depthOf(v: unknown): number {
   // Iterative, like the scan: the test must not be what overflows.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Rfc5424Formatter, escapeSdValue, intakeKeyElement } from '../../src/sinks/rfc5424.ts';
-import { parseSyslog, type HeaderDefaults } from '../../src/sources/syslog-parse.ts';
+import { Rfc5424Formatter, escapeSdValue, intakeKeyElement } from '../../src/syslog/format.ts';
+import { parseSyslog, type HeaderDefaults } from '../../src/syslog/parse.ts';
 import { checkMessage } from '../../src/emulator/intake-emulator.ts';
 import { assertRfc5424Frame, octetFrames } from '../helpers/rfc5424-grammar.ts';
 

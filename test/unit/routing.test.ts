@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { FilterSet } from '../../src/core/filters.ts';
-import { compileRoutes, NO_ROUTE, ROUTE_DROP, textMatcher } from '../../src/core/router.ts';
-import { parseSyslog, type HeaderDefaults } from '../../src/sources/syslog-parse.ts';
+import { FilterSet } from '../../src/routing/filters.ts';
+import { compileRoutes, NO_ROUTE, ROUTE_DROP, textMatcher } from '../../src/routing/router.ts';
+import { parseSyslog, type HeaderDefaults } from '../../src/syslog/parse.ts';
 import { parseConfig, ConfigError } from '../../src/config/load.ts';
 import type { RouteConfig } from '../../src/config/schema.ts';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { LogEvent } from '../../src/core/event.ts';
 import { SegmentLog } from '../../src/core/segment-log.ts';
-import { parseSyslog } from '../../src/sources/syslog-parse.ts';
+import { parseSyslog } from '../../src/syslog/parse.ts';
 
 const defaults = { pri: 13, hostname: '', appName: '', procId: '' };
 const ev = (i: number, size = 0): LogEvent => {

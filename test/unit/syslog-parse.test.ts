@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bsdToRfc3339, fieldCache, parseSyslog, type HeaderDefaults } from '../../src/sources/syslog-parse.ts';
+import { bsdToRfc3339, fieldCache, parseSyslog, type HeaderDefaults } from '../../src/syslog/parse.ts';
 import { messageText, structuredDataText, timestampText } from '../../src/core/event.ts';
 
 const D: HeaderDefaults = { pri: 13, hostname: '', appName: '', procId: '' };

@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Batch } from '../../src/core/event.ts';
-import { Rfc5424Formatter } from '../../src/sinks/rfc5424.ts';
-import { SyslogTlsSink } from '../../src/sinks/syslog-tls.ts';
-import { unreadCapacityBytes } from '../../src/sinks/tcp-buffers.ts';
-import { headerlessEvent } from '../../src/sources/syslog-parse.ts';
+import { Rfc5424Formatter } from '../../src/syslog/format.ts';
+import { SyslogTlsSink } from '../../src/outputs/syslog-tls.ts';
+import { unreadCapacityBytes } from '../../src/outputs/tcp-buffers.ts';
+import { headerlessEvent } from '../../src/syslog/parse.ts';
 import { startFaultyIntake, type FaultyIntake } from '../helpers/faulty-intake.ts';
 import { TLS } from '../helpers/relay.ts';
 

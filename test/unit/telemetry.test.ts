@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { RateLimiter } from '../../src/telemetry/log.ts';
+import { RateLimiter } from '../../src/core/rate-limiter.ts';
 import { parseConfig } from '../../src/config/load.ts';
-import { summarize } from '../../src/config/summary.ts';
+import { summarize } from '../../src/cli/summary.ts';
 import { readFileSync } from 'node:fs';
 
 describe('RateLimiter', () => {

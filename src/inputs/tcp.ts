@@ -5,9 +5,9 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
-import { RelayError } from '../core/errors.ts';
-import { RateLimiter } from '../telemetry/log.ts';
-import { Deframer, type Oversize } from './framing.ts';
+import { listen } from '../core/net.ts';
+import { RateLimiter } from '../core/rate-limiter.ts';
+import { Deframer, type Oversize } from '../syslog/framing.ts';
 import { EventBuilder, inputCounters, ownerIntake, senderAddress, type InputContext } from './event-builder.ts';
 
 export interface TcpInputOptions {
@@ -127,21 +127,4 @@ export class TcpSyslogInput {
     await closed;
     clearTimeout(timer);
   }
-}
-
-export function listen(server: net.Server, address: string, port: number, what: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: NodeJS.ErrnoException): void => {
-      const hint =
-        err.code === 'EADDRINUSE' ? 'another process already listens there' :
-        err.code === 'EACCES' ? 'ports below 1024 need CAP_NET_BIND_SERVICE (see the systemd unit) or root' :
-        err.code === 'EADDRNOTAVAIL' ? 'this machine has no such address' : err.message;
-      reject(new RelayError('ERELAY_LISTEN', `${what}: cannot listen on ${address}:${port}: ${hint}.`, { cause: err }));
-    };
-    server.once('error', onError);
-    server.listen({ host: address, port }, () => {
-      server.off('error', onError);
-      resolve();
-    });
-  });
 }

@@ -13,18 +13,18 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import type { LogEvent } from '../core/event.ts';
-import type { ResolvedHttpListener } from '../config/load.ts';
-import { RateLimiter } from '../telemetry/log.ts';
-import type { Metrics } from '../telemetry/metrics.ts';
-import type { ListenerHealth } from '../telemetry/http-server.ts';
-import { BodyBudget, type BudgetLease } from './body-budget.ts';
-import { readBody, refuseUnless } from './http-body.ts';
-import { HttpError, type Reason } from './http-error.ts';
+import type { LogEvent } from '../../core/event.ts';
+import type { ResolvedHttpListener } from '../../config/load.ts';
+import { RateLimiter } from '../../core/rate-limiter.ts';
+import type { Metrics } from '../../telemetry/metrics.ts';
+import type { ListenerHealth } from '../../telemetry/ops-server.ts';
+import { BodyBudget, type BudgetLease } from './budget.ts';
+import { readBody, refuseUnless } from './body.ts';
+import { HttpError, type Reason } from './error.ts';
 import { scanJson } from './json-scan.ts';
-import { listen } from './tcp-syslog.ts';
-import { applyFilters, utf8Boundary, senderAddress, type Target } from './event-builder.ts';
-import { headerlessEvent, type HeaderDefaults } from './syslog-parse.ts';
+import { listen } from '../../core/net.ts';
+import { applyFilters, utf8Boundary, senderAddress, type Target } from '../event-builder.ts';
+import { headerlessEvent, type HeaderDefaults } from '../../syslog/parse.ts';
 
 /** An intake this listener can feed. */
 export interface HttpTarget extends Target {

@@ -20,12 +20,12 @@ import { open, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { isAscii } from 'node:buffer';
 import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import type { ResolvedFileInput } from '../config/load.ts';
-import { RateLimiter } from '../telemetry/log.ts';
+import type { ResolvedFileInput } from '../../config/load.ts';
+import { RateLimiter } from '../../core/rate-limiter.ts';
 import { CheckpointStore, FINGERPRINT_BYTES, fingerprint, type Checkpoint } from './checkpoints.ts';
-import { EventBuilder, inputCounters, utf8Boundary, type InputContext, type InputCounters } from './event-builder.ts';
-import { expandGlobs, globBase } from './file-glob.ts';
-import { SingleFlight } from '../core/single-flight.ts';
+import { EventBuilder, inputCounters, utf8Boundary, type InputContext, type InputCounters } from '../event-builder.ts';
+import { expandGlobs, globBase } from './glob.ts';
+import { SingleFlight } from '../../core/single-flight.ts';
 
 /** Bytes read at once. Events keep referring to the read's buffer (no copy). */
 const READ_BYTES = 512 * 1024;

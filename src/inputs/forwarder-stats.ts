@@ -11,8 +11,8 @@
 import { hostname } from 'node:os';
 import type { LogEvent } from '../core/event.ts';
 import type { EventQueue } from '../core/queue.ts';
-import { headerlessEvent } from '../sources/syslog-parse.ts';
-import type { Metrics } from './metrics.ts';
+import { headerlessEvent } from '../syslog/parse.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
 
 /** What the statistics describe: the intakes now, with their inputs and queues. */
 export interface StatsView {

@@ -5,11 +5,11 @@
 import { isAscii, isUtf8 } from 'node:buffer';
 import type { LogEvent } from '../core/event.ts';
 import type { EventQueue, OfferResult } from '../core/queue.ts';
-import type { FilterSet } from '../core/filters.ts';
-import { ROUTE_DROP, type Router } from '../core/router.ts';
+import type { FilterSet } from '../routing/filters.ts';
+import { ROUTE_DROP, type Router } from '../routing/router.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { FrameSink } from './framing.ts';
-import { fieldCache, headerlessEvent, parseSyslog, type HeaderDefaults } from './syslog-parse.ts';
+import type { FrameSink } from '../syslog/framing.ts';
+import { fieldCache, headerlessEvent, parseSyslog, type HeaderDefaults } from '../syslog/parse.ts';
 
 /**
  * One intake an input can feed: its queue and its filters. A reload changes the filters (and a

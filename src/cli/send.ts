@@ -3,12 +3,12 @@
 // the intake closing its side after reading everything.
 
 import { hostname } from 'node:os';
-import type { Config } from './config/load.ts';
-import type { Batch } from './core/event.ts';
-import { PeerTextRedactor } from './core/peer-text.ts';
-import { buildSink } from './sinks/build.ts';
-import { headerlessEvent } from './sources/syslog-parse.ts';
-import { Metrics } from './telemetry/metrics.ts';
+import type { Config } from '../config/load.ts';
+import type { Batch } from '../core/event.ts';
+import { PeerTextRedactor } from '../core/peer-text.ts';
+import { buildSink } from '../outputs/registry.ts';
+import { headerlessEvent } from '../syslog/parse.ts';
+import { Metrics } from '../telemetry/metrics.ts';
 
 export interface SendOutcome {
   readonly ok: boolean;

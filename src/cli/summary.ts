@@ -2,7 +2,7 @@
 // where. Keys appear only as "set (N characters, from ...)".
 
 import { stringify } from 'yaml';
-import { JSONS_PATH, feedingListeners, type Config } from './load.ts';
+import { JSONS_PATH, feedingListeners, type Config } from '../config/load.ts';
 
 export function summarize(cfg: Config): string {
   const lines: string[] = [];

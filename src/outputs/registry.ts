@@ -4,8 +4,8 @@ import type { ResolvedIntake } from '../config/load.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { VERSION } from '../version.ts';
 import { HttpJsonSink } from './http-json.ts';
-import { Rfc5424Formatter } from './rfc5424.ts';
-import type { Sink } from './sink.ts';
+import { Rfc5424Formatter } from '../syslog/format.ts';
+import type { Sink } from '../core/contracts.ts';
 import { SyslogTlsSink } from './syslog-tls.ts';
 import { unreadCapacityBytes } from './tcp-buffers.ts';
 

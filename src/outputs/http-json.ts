@@ -12,7 +12,7 @@ import type { Batch, LogEvent } from '../core/event.ts';
 import { RelayError, classifyConnectError } from '../core/errors.ts';
 import { PeerTextRedactor } from '../core/peer-text.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { Concurrency, SendResult, Sink, SinkEvents } from './sink.ts';
+import type { Concurrency, SendResult, Sink, SinkEvents } from '../core/contracts.ts';
 
 const gzip = promisify(gzipCb);
 /** Of an answer's body, what is read: an error page's head explains it; the rest is not kept. */

@@ -9,25 +9,26 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { fileSafe, type Config, type ResolvedInput, type ResolvedIntake, type ResolvedSyslogInput, type ResolvedSyslogListener } from './config/load.ts';
-import { FilterSet } from './core/filters.ts';
-import { compileRoutes } from './core/router.ts';
-import { DiskQueue } from './core/disk-queue.ts';
-import { BoundedQueue, type EventQueue } from './core/queue.ts';
-import { RateLimiter } from './telemetry/log.ts';
-import { SinkRunner } from './core/runner.ts';
-import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
-import { buildSink } from './sinks/build.ts';
-import type { Sink } from './sinks/sink.ts';
-import type { InputContext, Target } from './sources/event-builder.ts';
-import type { HeaderDefaults } from './sources/syslog-parse.ts';
-import { FileInput } from './sources/file-tail.ts';
-import { HttpReceiver, type HttpTarget } from './sources/http-receiver.ts';
-import { TcpSyslogInput } from './sources/tcp-syslog.ts';
-import { UdpSyslogInput } from './sources/udp-syslog.ts';
-import { OpsServer, type HealthSource, type IntakeHealth, type ListenerHealth } from './telemetry/http-server.ts';
-import { ForwarderStats } from './telemetry/forwarder-stats.ts';
-import { Metrics } from './telemetry/metrics.ts';
+import { fileSafe, type Config, type ResolvedInput, type ResolvedIntake, type ResolvedSyslogInput, type ResolvedSyslogListener } from '../config/load.ts';
+import { FilterSet } from '../routing/filters.ts';
+import { compileRoutes } from '../routing/router.ts';
+import { DiskQueue } from '../core/disk-queue.ts';
+import { BoundedQueue, type EventQueue } from '../core/queue.ts';
+import { RateLimiter } from '../core/rate-limiter.ts';
+import { SinkRunner } from '../core/runner.ts';
+import { IntakeEmulator, maskKey } from '../emulator/intake-emulator.ts';
+import { buildSink } from '../outputs/registry.ts';
+import type { Sink } from '../core/contracts.ts';
+import type { InputContext, Target } from '../inputs/event-builder.ts';
+import type { HeaderDefaults } from '../syslog/parse.ts';
+import { FileInput } from '../inputs/file/tail.ts';
+import { HttpReceiver, type HttpTarget } from '../inputs/http/receiver.ts';
+import { TcpSyslogInput } from '../inputs/tcp.ts';
+import { UdpSyslogInput } from '../inputs/udp.ts';
+import { OpsServer, type HealthSource, type IntakeHealth, type ListenerHealth } from '../telemetry/ops-server.ts';
+import { ForwarderStats } from '../inputs/forwarder-stats.ts';
+import { Metrics } from '../telemetry/metrics.ts';
+import { outputTelemetry } from './instruments.ts';
 
 interface Input {
   readonly label: string;
@@ -222,8 +223,7 @@ export class Daemon implements HealthSource {
       batch: { maxEvents: intake.batch.max_events, maxBytes: intake.batch.max_bytes, lingerMs: intake.batch.linger_ms },
       backoff: { initialMs: o.backoff.initial_ms, maxMs: o.backoff.max_ms },
       maxRetries: o.type === 'http' ? o.max_retries : undefined,
-      metrics: this.metrics,
-      log: this.#log,
+      telemetry: outputTelemetry(this.metrics, this.#log, intake.name, sink.type),
     });
   }
 

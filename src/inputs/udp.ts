@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import type { Logger } from 'pino';
 import { RelayError } from '../core/errors.ts';
-import type { Oversize } from './framing.ts';
+import type { Oversize } from '../syslog/framing.ts';
 import { EventBuilder, inputCounters, ownerIntake, senderAddress, type InputContext } from './event-builder.ts';
 
 export interface UdpInputOptions {

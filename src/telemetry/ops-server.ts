@@ -6,7 +6,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import { listen } from '../sources/tcp-syslog.ts';
+import { listen } from '../core/net.ts';
 
 export interface IntakeHealth {
   readonly name: string;

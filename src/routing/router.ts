@@ -6,8 +6,8 @@
 // sources are remembered and reused after identity comparisons.
 
 import { BlockList, isIP } from 'node:net';
-import type { LogEvent } from './event.ts';
-import { messageText } from './event.ts';
+import type { LogEvent } from '../core/event.ts';
+import { messageText } from '../core/event.ts';
 import { FACILITIES, SEVERITIES, type RouteConfig } from '../config/schema.ts';
 
 /** Where an event goes: an intake index, or one of the drops. */

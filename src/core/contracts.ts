@@ -1,10 +1,34 @@
-// The contract between the runner and an output. A sink makes exactly one delivery attempt per
-// send() and says what happened; the runner owns batching, concurrency, retry, backoff, splitting
-// refused batches, and metrics.
+// The contracts between the parts: a Source takes events in, a Sink delivers them (exactly one
+// attempt per send(); the runner owns batching, concurrency, retry, backoff, splitting refused
+// batches, and counting), and every event that will never be delivered is counted with a
+// DropReason from this one list.
 
-import type { Batch } from '../core/event.ts';
-import type { RelayError } from '../core/errors.ts';
-import type { DropReason } from '../telemetry/metrics.ts';
+import type { Batch } from './event.ts';
+import type { RelayError } from './errors.ts';
+
+/** Why an event will never be delivered. Every drop is counted under one of these. */
+export type DropReason = 'queue_full' | 'too_large' | 'shutdown' | 'rejected' | 'retries_exhausted' | 'filtered' | 'corrupt';
+export const DROP_REASONS: readonly DropReason[] = ['queue_full', 'too_large', 'shutdown', 'rejected', 'retries_exhausted', 'filtered', 'corrupt'];
+
+/**
+ * Something that takes events in (an input, a shared listener, the forwarder statistics) and hands
+ * them to intakes through its Sender. start/stop are idempotent; stop is safe before start.
+ */
+export interface Source {
+  /** Its name in metrics and logs. */
+  readonly label: string;
+  /** Its listening port once started (port 0 resolved); 0 for sources that do not listen. */
+  readonly port: number;
+  /** Where it reads from, for the start-up log. */
+  readonly where: string;
+  start(): Promise<void>;
+  /** Stops taking in events (what was read is offered first), within `graceMs` for open connections. */
+  stop(graceMs?: number): Promise<void>;
+  /** After the outputs have drained: saves what must survive a restart (file checkpoints). */
+  finish?(): Promise<void>;
+  /** Stops reporting (it is gone for good: a reload removed it). */
+  dispose?(): void;
+}
 
 export type SendResult =
   | { readonly status: 'sent' }

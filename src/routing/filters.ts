@@ -4,8 +4,8 @@
 // facility, severity, pri, sender) or dotted paths into a JSON message, parsed at most once per
 // event. A field that does not exist never matches, so a rule on it drops nothing.
 
-import type { LogEvent } from './event.ts';
-import { messageText } from './event.ts';
+import type { LogEvent } from '../core/event.ts';
+import { messageText } from '../core/event.ts';
 import { FACILITIES, SEVERITIES, type FilterRuleConfig } from '../config/schema.ts';
 
 type Scalar = string | number | boolean;

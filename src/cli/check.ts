@@ -7,10 +7,10 @@ import { lookup } from 'node:dns/promises';
 import net from 'node:net';
 import tls from 'node:tls';
 import { request } from 'undici';
-import type { Config, ResolvedIntake } from './config/load.ts';
-import { REGIONS } from './config/regions.ts';
-import { classifyConnectError } from './core/errors.ts';
-import { PeerTextRedactor } from './core/peer-text.ts';
+import type { Config, ResolvedIntake } from '../config/load.ts';
+import { REGIONS } from '../config/regions.ts';
+import { classifyConnectError } from '../core/errors.ts';
+import { PeerTextRedactor } from '../core/peer-text.ts';
 
 export interface Step {
   readonly what: string;

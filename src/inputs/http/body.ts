@@ -5,8 +5,8 @@
 
 import type http from 'node:http';
 import { createGunzip } from 'node:zlib';
-import type { BudgetLease } from './body-budget.ts';
-import { HttpError } from './http-error.ts';
+import type { BudgetLease } from './budget.ts';
+import { HttpError } from './error.ts';
 
 export interface BodyLimits {
   readonly maxBodyBytes: number;

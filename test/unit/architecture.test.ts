@@ -1,0 +1,89 @@
+// The layers of src/, checked on the import graph: a file imports only from its own folder and the
+// folders below it, inputs and outputs never import each other, and there are no cycles. Adding a
+// folder means placing it here.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const SRC = new URL('../../src/', import.meta.url).pathname;
+
+/** Lowest first. A folder may import its own files and any folder of a lower layer. */
+const LAYERS: Record<string, number> = {
+  'version.ts': 0,
+  core: 0,
+  syslog: 1,
+  telemetry: 1,
+  routing: 2,
+  emulator: 2,
+  inputs: 3,
+  outputs: 3,
+  config: 4,
+  pipeline: 5,
+  cli: 6,
+  'main.ts': 7,
+};
+/** Same layer, and still not allowed to know each other. */
+const APART: [string, string][] = [['inputs', 'outputs'], ['syslog', 'telemetry']];
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = join(dir, f);
+    return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
+  });
+}
+
+const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
+
+function graph(): Map<string, string[]> {
+  const g = new Map<string, string[]>();
+  for (const f of files(SRC)) {
+    const text = readFileSync(f, 'utf8');
+    const deps: string[] = [];
+    for (const m of text.matchAll(IMPORT)) deps.push(relative(SRC, resolve(dirname(f), (m[1] ?? m[2]) as string)));
+    g.set(relative(SRC, f), deps);
+  }
+  return g;
+}
+
+const top = (f: string): string => f.split('/')[0] as string;
+
+describe('architecture', () => {
+  const g = graph();
+
+  it('places every folder of src/ in a layer', () => {
+    expect([...new Set([...g.keys()].map(top))].filter((t) => !(t in LAYERS))).toEqual([]);
+  });
+
+  it('has no import that goes up the layers, and inputs and outputs never import each other', () => {
+    const bad: string[] = [];
+    for (const [f, deps] of g) {
+      for (const d of deps) {
+        const [a, b] = [top(f), top(d)];
+        if (a === b) continue;
+        const apart = APART.some(([x, y]) => (a === x && b === y) || (a === y && b === x));
+        if ((LAYERS[b] ?? 99) > (LAYERS[a] ?? -1) || ((LAYERS[b] ?? 99) === (LAYERS[a] ?? -1) && !apart && a !== b && LAYERS[a] !== 0) || apart) {
+          bad.push(`${f} -> ${d}`);
+        }
+      }
+    }
+    expect(bad).toEqual([]);
+  });
+
+  it('has no import cycles', () => {
+    const cycles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const stack: string[] = [];
+    const visit = (f: string): void => {
+      state.set(f, 'open');
+      stack.push(f);
+      for (const d of g.get(f) ?? []) {
+        if (state.get(d) === 'open') cycles.push([...stack.slice(stack.indexOf(d)), d].join(' -> '));
+        else if (!state.has(d)) visit(d);
+      }
+      stack.pop();
+      state.set(f, 'done');
+    };
+    for (const f of g.keys()) if (!state.has(f)) visit(f);
+    expect(cycles).toEqual([]);
+  });
+});
