@@ -7,7 +7,9 @@ import { lookup } from 'node:dns/promises';
 import net from 'node:net';
 import tls from 'node:tls';
 import { request } from 'undici';
-import type { Config, ResolvedIntake } from '../config/load.ts';
+import type { Config } from '../config/load.ts';
+import type { TlsEndpoint } from '../core/component.ts';
+import { outputOf } from '../outputs/registry.ts';
 import { REGIONS } from '../config/regions.ts';
 import { classifyConnectError } from '../core/errors.ts';
 import { PeerTextRedactor } from '../core/peer-text.ts';
@@ -21,24 +23,6 @@ export interface Step {
 export interface CheckReport {
   readonly subject: string;
   readonly steps: Step[];
-}
-
-interface Endpoint {
-  readonly host: string;
-  readonly port: number;
-  readonly serverName: string;
-  readonly ca: Buffer | undefined;
-  readonly cert: Buffer | undefined;
-  readonly key: Buffer | undefined;
-}
-
-function endpointOf(i: ResolvedIntake): Endpoint {
-  const o = i.output;
-  if (o.type === 'http') {
-    const u = new URL(o.endpoint);
-    return { host: u.hostname, port: Number(u.port || (u.protocol === 'https:' ? 443 : 80)), serverName: u.hostname, ca: o.caPem, cert: undefined, key: undefined };
-  }
-  return { host: o.host, port: o.port, serverName: o.server_name ?? o.host, ca: o.caPem, cert: o.clientCertPem, key: o.clientKeyPem };
 }
 
 /** The socket once `ready` fires, or the error (or a timeout) that came first; never throws. */
@@ -60,7 +44,7 @@ function settle<S extends net.Socket>(s: S, ready: 'connect' | 'secureConnect', 
 }
 
 /** DNS, TCP, TLS to one endpoint; stops at the first failure. */
-export async function checkEndpoint(ep: Endpoint, timeoutMs = 10_000): Promise<Step[]> {
+export async function checkEndpoint(ep: TlsEndpoint, timeoutMs = 10_000): Promise<Step[]> {
   const steps: Step[] = [];
   if (net.isIP(ep.host) === 0) {
     try {
@@ -147,10 +131,9 @@ export async function check(cfg: Config, apiKey: string | undefined, apiUrl?: st
   const reports = await Promise.all(
     cfg.intakes.map(async (i): Promise<CheckReport> => {
       if (i.toEmulator) return { subject: `intake "${i.name}"`, steps: [{ what: 'output', ok: true, detail: 'no key set: forwards to the local emulator' }] };
-      const ep = endpointOf(i);
-      const via = i.output.type === 'http' && i.output.proxy !== 'none' && (i.output.proxy !== 'env' || process.env.HTTPS_PROXY || process.env.https_proxy)
-        ? ` (the relay goes through proxy ${i.output.proxy}; checked directly here)`
-        : '';
+      const def = outputOf(i.output);
+      const ep = def.endpoint(i.output);
+      const via = def.checkNote(i.output);
       return { subject: `intake "${i.name}" ${i.output.type} ${ep.host}:${ep.port}${via}`, steps: await checkEndpoint(ep) };
     }),
   );

@@ -6,7 +6,8 @@ import { hostname } from 'node:os';
 import type { Config } from '../config/load.ts';
 import type { Batch } from '../core/event.ts';
 import { PeerTextRedactor } from '../core/peer-text.ts';
-import { buildSink } from '../outputs/registry.ts';
+import { outputOf } from '../outputs/registry.ts';
+import { intakeInstruments } from '../pipeline/instruments.ts';
 import { headerlessEvent } from '../syslog/parse.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 
@@ -19,7 +20,8 @@ export async function sendTest(cfg: Config, intakeName: string, messages: readon
   const intake = cfg.intakes.find((i) => i.name.toLowerCase() === intakeName.toLowerCase());
   if (!intake) return { ok: false, detail: `no intake is named "${intakeName}"` };
   if (intake.toEmulator) return { ok: false, detail: `intake "${intake.name}" has no key: it would only reach the local emulator` };
-  const sink = buildSink(intake, new Metrics(false));
+  const def = outputOf(intake.output);
+  const sink = def.create(intake.output, { intake: intake.name, intakeKey: intake.intakeKey, instruments: intakeInstruments(new Metrics(false), intake.name) });
   let acked = 0;
   let lost = '';
   await sink.start({
@@ -41,7 +43,7 @@ export async function sendTest(cfg: Config, intakeName: string, messages: readon
   const batch: Batch = { events, bytes: buf.length, seq: 0 };
   const result = await sink.send(batch, AbortSignal.timeout(timeoutMs));
   const unconfirmed = await sink.stop(AbortSignal.timeout(timeoutMs));
-  const where = intake.output.type === 'http' ? intake.output.endpoint : `${intake.output.host}:${intake.output.port}`;
+  const where = def.where(intake.output);
   // The outputs redact what the intake said; this covers any error text that did not pass there.
   const peer = new PeerTextRedactor([intake.intakeKey]);
   if (result.status !== 'sent') return { ok: false, detail: `not delivered to ${where}: ${peer.clean(result.error.message, 600)}` };

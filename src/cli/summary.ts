@@ -2,7 +2,8 @@
 // where. Keys appear only as "set (N characters, from ...)".
 
 import { stringify } from 'yaml';
-import { JSONS_PATH, feedingListeners, type Config } from '../config/load.ts';
+import { feedingListeners, type Config } from '../config/load.ts';
+import { outputOf } from '../outputs/registry.ts';
 
 export function summarize(cfg: Config): string {
   const lines: string[] = [];
@@ -24,17 +25,7 @@ export function summarize(cfg: Config): string {
     const feeders = feedingListeners(cfg.listeners, i.name);
     if (feeders.length > 0) lines.push(`  fed by listener${feeders.length > 1 ? 's' : ''} ${feeders.join(', ')}`);
     else if (i.inputs.length === 0) lines.push('  no inputs');
-    const o = i.output;
-    if (i.toEmulator) lines.push('  output: syslog over TLS to the local intake emulator (no key set)');
-    else if (o.type === 'http') {
-      const c = o.concurrency === 'adaptive' ? `adaptive up to ${o.max_concurrency}` : String(o.concurrency);
-      lines.push(`  output: HTTP POST to ${o.endpoint}, ${o.gzip ? 'gzip, ' : ''}events as ${o.event}, concurrency ${c}, proxy ${o.proxy}, CA ${o.ca_file ?? 'system store'}`);
-    } else {
-      lines.push(
-        `  output: syslog over TLS to ${o.host}:${o.port}` +
-          `${o.server_name ? ` (certificate name ${o.server_name})` : ''}, CA ${o.ca_file ?? 'system store'}, timestamp ${o.timestamp}`,
-      );
-    }
+    lines.push(i.toEmulator ? '  output: syslog over TLS to the local intake emulator (no key set)' : `  output: ${outputOf(i.output).describe(i.output)}`);
     const q = i.queue;
     lines.push(q.type === 'memory'
       ? `  queue: memory, ${q.max_events} events / ${q.max_bytes} bytes, when full: ${q.when_full}`
@@ -67,7 +58,7 @@ export function summarize(cfg: Config): string {
  * are replaced, file contents (certificates) left out: keys, key files' contents, bearer tokens.
  */
 export function effectiveYaml(cfg: Config): string {
-  const internal = new Set(['label', 'tlsFiles', 'caPem', 'clientCertPem', 'clientKeyPem', 'keySource', 'toEmulator', 'endpoint', 'file', 'format', 'warnings']);
+  const internal = new Set(['label', 'tlsFiles', 'caPem', 'clientCertPem', 'clientKeyPem', 'proofBytes', 'keySource', 'toEmulator', 'endpoint', 'file', 'format', 'warnings']);
   const plain = JSON.parse(
     JSON.stringify(cfg, (k, v: unknown) => {
       if (internal.has(k) || Buffer.isBuffer(v)) return undefined;
@@ -81,7 +72,7 @@ export function effectiveYaml(cfg: Config): string {
   plain.intakes = plain.intakes.map((i, n) => {
     const { intakeKey, ...rest } = i;
     const intake = cfg.intakes[n];
-    const output = intake?.output.type === 'http' ? { ...(rest.output as object), url: intake.output.endpoint.replace(JSONS_PATH, '') } : rest.output;
+    const output = intake ? JSON.parse(JSON.stringify(outputOf(intake.output).effective(intake.output), (k, v: unknown) => (internal.has(k) || Buffer.isBuffer(v) ? undefined : v))) as unknown : rest.output;
     return { name: rest.name, intake_key: intakeKey === '' ? '' : '[redacted]', ...rest, output };
   });
   return `# ${cfg.file}: effective configuration (defaults filled in, secrets redacted)\n${stringify(plain)}`;

@@ -8,12 +8,13 @@ import { resolve as resolvePath, dirname, join } from 'node:path';
 import { isMap, isScalar, visit, type Document, type Node, type Scalar } from 'yaml';
 import type { ZodError } from 'zod';
 import { compileRoutes } from '../routing/router.ts';
-import { configSchema, type DiskQueueConfig, type FileInputConfig, type HttpListenerConfig, type SyslogListenerConfig, type HttpOutputConfig, type IntakeConfig, type InputConfig, type RawConfig, type SyslogOutputConfig } from './schema.ts';
+import { configSchema, type DiskQueueConfig, type FileInputConfig, type HttpListenerConfig, type SyslogListenerConfig, type IntakeConfig, type InputConfig, type RawConfig } from './schema.ts';
+import type { ResolveContext } from '../core/component.ts';
+import { outputOf, type ResolvedOutput } from '../outputs/registry.ts';
 import { REGIONS, type Region } from './regions.ts';
 import { convertLegacy, legacySchema, looksLegacy } from './legacy.ts';
 import { SecretScrubber, isSecretField } from './redact.ts';
 import { MAX_CONFIG_BYTES, readBounded, readYaml, yamlValue } from './yaml-source.ts';
-import { unreadCapacityBytes } from '../outputs/tcp-buffers.ts';
 
 export const EX_CONFIG = 78;
 
@@ -37,25 +38,6 @@ export type ResolvedSyslogInput = Exclude<InputConfig, { type: 'file' }> & { rea
 export type ResolvedFileInput = FileInputConfig & { readonly label: string };
 export type ResolvedInput = ResolvedSyslogInput | ResolvedFileInput;
 
-export interface ResolvedSyslogOutput extends SyslogOutputConfig {
-  readonly host: string;
-  readonly port: number;
-  readonly caPem: Buffer | undefined;
-  readonly clientCertPem: Buffer | undefined;
-  readonly clientKeyPem: Buffer | undefined;
-  /** resend_window_bytes, with auto resolved from this host's TCP buffer limits. */
-  readonly proofBytes: number;
-}
-
-export interface ResolvedHttpOutput extends HttpOutputConfig {
-  /** The endpoint: base URL + /jsons?path=%24.events&status_code=200. */
-  readonly endpoint: string;
-  readonly caPem: Buffer | undefined;
-}
-
-/** The intake's HTTP endpoint for JSON events (../shared/intake-platform-spec.md, "Event intake"). */
-export const JSONS_PATH = '/jsons?path=%24.events&status_code=200';
-
 export type ResolvedQueue = Exclude<IntakeConfig['queue'], { type: 'disk' }> | (DiskQueueConfig & { readonly path: string });
 
 export interface ResolvedIntake extends Omit<IntakeConfig, 'inputs' | 'output' | 'intake_key' | 'intake_key_file' | 'queue'> {
@@ -65,7 +47,7 @@ export interface ResolvedIntake extends Omit<IntakeConfig, 'inputs' | 'output' |
   readonly intakeKey: string;
   readonly keySource: string;
   readonly inputs: readonly ResolvedInput[];
-  readonly output: ResolvedSyslogOutput | ResolvedHttpOutput;
+  readonly output: ResolvedOutput;
   /** Forwarded to the local emulator because it has no key (emulator.when: no_intake_key). */
   readonly toEmulator: boolean;
 }
@@ -220,6 +202,21 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
 
   const stateDir = env['STATE_DIRECTORY']?.split(':')[0];
   const dataDir = resolvePath(base, cfg.data_dir ?? (stateDir || '/var/lib/intake-relay'));
+  const endpoints = {
+    syslogHost: cfg.endpoints.syslog_host ?? REGIONS[region].syslogHost,
+    syslogPort: cfg.endpoints.syslog_port ?? REGIONS[region].syslogPort,
+    httpBase: cfg.endpoints.http_url ?? REGIONS[region].httpBase,
+  };
+  /** What a component's resolve sees: its place in the file for problems and warnings. */
+  const ctxAt = (prefix: PropertyKey[], owner: string): ResolveContext => ({
+    base,
+    dataDir,
+    owner,
+    endpoints,
+    readFile: (path, key) => readFile(path, [...prefix, ...key], String(key[key.length - 1] ?? 'file')),
+    problem: (key, message) => problems.push(`${place([...prefix, ...key])}: ${message}`),
+    warn: (message) => warnings.push(`${formatPath(mapPath(prefix))}.${message}`),
+  });
   const queuePaths = new Map<string, number>();
   const intakes = cfg.intakes.map((intake, i): ResolvedIntake => {
     let intakeKey = '';
@@ -264,37 +261,7 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
       if (labels.has(input.label)) problems.push(`${place(['intakes', i, 'inputs', j])}: two inputs of "${intake.name}" are named "${input.label}": set name on one`);
       labels.add(input.label);
     });
-    const o = intake.output;
-    const op = ['intakes', i, 'output'];
-    let output: ResolvedSyslogOutput | ResolvedHttpOutput;
-    if (o.type === 'http') {
-      const base = o.url ?? cfg.endpoints.http_url ?? REGIONS[region].httpBase;
-      output = {
-        ...o,
-        endpoint: `${base.replace(/\/+$/, '')}${JSONS_PATH}`,
-        caPem: o.ca_file ? readFile(o.ca_file, [...op, 'ca_file'], 'ca_file') : undefined,
-      };
-      if (!['env', 'none'].includes(o.proxy) && !URL.canParse(o.proxy)) {
-        problems.push(`${place([...op, 'proxy'])}: proxy must be env, none, or a URL such as http://proxy.example:3128`);
-      }
-    } else {
-      if ((o.client_cert_file === undefined) !== (o.client_key_file === undefined)) {
-        problems.push(`${place(op)}: client_cert_file and client_key_file go together`);
-      }
-      const capacity = unreadCapacityBytes();
-      if (o.resend_window_bytes !== 'auto' && o.resend_window_bytes < capacity) {
-        warnings.push(`intakes[${i}].output.resend_window_bytes (${o.resend_window_bytes}) is below what this host's TCP buffers and the intake's can hold unread (${capacity}): events an intake that stops reading never read may count as delivered. Use auto unless memory matters more.`);
-      }
-      output = {
-        ...o,
-        proofBytes: o.resend_window_bytes === 'auto' ? capacity : o.resend_window_bytes,
-        host: o.host ?? cfg.endpoints.syslog_host ?? REGIONS[region].syslogHost,
-        port: o.port ?? cfg.endpoints.syslog_port ?? REGIONS[region].syslogPort,
-        caPem: o.ca_file ? readFile(o.ca_file, [...op, 'ca_file'], 'ca_file') : undefined,
-        clientCertPem: o.client_cert_file ? readFile(o.client_cert_file, [...op, 'client_cert_file'], 'client_cert_file') : undefined,
-        clientKeyPem: o.client_key_file ? readFile(o.client_key_file, [...op, 'client_key_file'], 'client_key_file') : undefined,
-      };
-    }
+    const output = outputOf(intake.output).resolve(intake.output, ctxAt(['intakes', i, 'output'], intake.name));
     const { intake_key: _k, intake_key_file: _f, ...rest } = intake;
     const queue: ResolvedQueue = rest.queue.type === 'disk'
       ? { ...rest.queue, path: resolvePath(base, rest.queue.path ?? join(dataDir, 'queues', fileSafe(intake.name))) }

@@ -4,37 +4,13 @@
 
 import { z } from 'zod';
 import { REGION_NAMES } from './regions.ts';
+import { INTAKE_MAX_EVENT_BYTES, KiB, MiB, listener, port, positive, printable, tlsServer } from '../core/config-parts.ts';
+import { filterRule, routingFields } from '../routing/schema.ts';
+import { OUTPUT_SCHEMAS } from '../outputs/registry.ts';
 
-const port = z.int().min(0).max(65535);
-const positive = z.int().min(1);
-const KiB = 1024;
-const MiB = 1024 * KiB;
 
-/** The intake refuses events over 250 KiB. */
-export const INTAKE_MAX_EVENT_BYTES = 250 * KiB;
 
-const printable = (max: number) => z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `must be 1 to ${max} printable ASCII characters without spaces`);
 
-const headerDefaults = z
-  .strictObject({
-    hostname: printable(255).optional().describe('HOSTNAME for lines without one. Default: the sender\'s IP address.'),
-    app_name: printable(48).optional().describe('APP-NAME for lines without a header or tag. Default: none (-).'),
-    procid: printable(128).optional().describe('PROCID for lines without a header. Default: none (-).'),
-    facility: z.int().min(0).max(23).default(1).describe('Facility for lines without a PRI (1 = user).'),
-    severity: z.int().min(0).max(7).default(5).describe('Severity for lines without a PRI (5 = notice).'),
-  })
-  .describe('Header fields used for lines that arrive without a syslog header.');
-
-const listener = {
-  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:\/-]{0,63}$/, 'must be letters, digits, _ . : / - (at most 64)').optional()
-    .describe('Name of this input in metrics and logs. Default: "<type>/<port>".'),
-  address: z.string().min(1).default('0.0.0.0').describe('Address to listen on ("0.0.0.0" all IPv4, "::" all IPv6, "127.0.0.1" local only).'),
-  port: port.describe('Port to listen on (0 picks a free port, for tests).'),
-  max_message_bytes: z.int().min(64).max(INTAKE_MAX_EVENT_BYTES).default(INTAKE_MAX_EVENT_BYTES)
-    .describe('Largest event accepted, in bytes (the intake refuses events over 250 KiB).'),
-  oversize: z.enum(['drop', 'truncate']).default('drop').describe('What to do with a larger event: drop it (counted as too_large) or truncate it (counted as truncated).'),
-  defaults: headerDefaults.prefault({}),
-};
 
 const udpInput = z.strictObject({
   type: z.literal('udp').describe('Syslog over UDP: one datagram, one event.'),
@@ -43,11 +19,6 @@ const udpInput = z.strictObject({
     .describe('Socket receive buffer (SO_RCVBUF). Capped by the kernel\'s net.core.rmem_max.'),
 });
 
-const tlsServer = z.strictObject({
-  cert_file: z.string().min(1).describe('PEM certificate (chain) presented to senders.'),
-  key_file: z.string().min(1).describe('PEM private key of cert_file.'),
-  client_ca_file: z.string().min(1).optional().describe('PEM CA bundle: when set, senders must present a certificate it signed (mutual TLS).'),
-});
 
 const tcpInput = z.strictObject({
   type: z.literal('tcp').describe('Syslog over TCP, octet-counted or newline-delimited (detected per frame).'),
@@ -99,56 +70,8 @@ const fileInput = z.strictObject({
 
 export const inputSchema = z.discriminatedUnion('type', [udpInput, tcpInput, fileInput]);
 
-const backoff = z
-  .strictObject({
-    initial_ms: positive.default(500).describe('First retry delay.'),
-    max_ms: positive.default(30_000).describe('Longest retry delay.'),
-  })
-  .describe('Capped exponential backoff with jitter between delivery attempts. Retries go on forever (HTTP: unless max_retries is set).');
 
-const syslogOutput = z.strictObject({
-  type: z.literal('syslog').describe('RFC 5424 syslog, octet-counted, over TLS to the intake.'),
-  host: z.string().min(1).optional().describe('Intake host. Default: the region\'s (or endpoints.syslog_host).'),
-  port: port.optional().describe('Intake port. Default: 10514 (or endpoints.syslog_port).'),
-  server_name: z.string().min(1).optional().describe('Name the certificate must carry. Default: host.'),
-  ca_file: z.string().min(1).optional().describe('PEM CA bundle to verify the intake with. Default: the system CAs.'),
-  client_cert_file: z.string().min(1).optional().describe('PEM client certificate, if the peer asks for one.'),
-  client_key_file: z.string().min(1).optional().describe('PEM private key of client_cert_file.'),
-  timestamp: z.enum(['received', 'source']).default('received').describe('TIMESTAMP written: reception time, or the source\'s own when it has one.'),
-  connect_timeout_ms: positive.default(10_000).describe('Time allowed for TCP connect plus TLS handshake.'),
-  resend_window_ms: z.int().min(0).default(1_000)
-    .describe('Longest a batch waits for the intake to confirm it. Syslog has no acknowledgement, so the intake confirms by reading on (see resend_window_bytes) or by closing its side after the relay closes its own: a batch not confirmed within this time gets such a close, and the next batch opens a new connection at once. Values under 100 count as 100.'),
-  resend_window_bytes: z.union([positive, z.literal('auto')]).default('auto')
-    .describe('A batch counts as delivered once this many bytes written after it have been taken by the kernel on the same connection: more than this host\'s TCP send buffer and the intake\'s receive buffer can hold unread, so the intake has read the batch. auto: net.ipv4.tcp_wmem max + net.ipv4.tcp_rmem max (this host\'s, standing in for the intake\'s) + 1 MiB. Smaller values hold less memory but may count as delivered what a stalled intake never read.'),
-  write_timeout_ms: positive.default(30_000)
-    .describe('A connection that takes no data for this long while the relay has data for it, or does not answer a close, has failed: it is dropped and what it held is written again.'),
-  backoff: backoff.prefault({}),
-});
-
-const httpOutput = z.strictObject({
-  type: z.literal('http').describe('Batched HTTPS POSTs of {"events": [...]} to the intake\'s /jsons endpoint (for networks where only 443 goes out).'),
-  url: z.url({ protocol: /^https?$/ }).optional()
-    .describe('Base URL of the HTTP intake; /jsons?path=%24.events&status_code=200 is appended. Default: the region\'s (or endpoints.http_url).'),
-  event: z.enum(['message', 'line']).default('message')
-    .describe('What each event string is: the MSG part of lines with a syslog header (message), or the whole line as received (line). Lines without a header are sent whole either way.'),
-  gzip: z.boolean().default(false).describe('Compress request bodies (Content-Encoding: gzip).'),
-  max_body_bytes: z.int().min(1024).max(10 * MiB).default(5 * MiB).describe('Largest JSON body sent (before compression); larger batches are split. The intake takes at most 10 MiB.'),
-  concurrency: z.union([z.int().min(1).max(256), z.literal('adaptive')]).default('adaptive')
-    .describe('Requests in flight: a fixed number, or adaptive (grows while the intake answers fast, shrinks when it slows down or throttles).'),
-  max_concurrency: z.int().min(1).max(256).default(32).describe('Upper bound of the adaptive concurrency.'),
-  connect_timeout_ms: positive.default(10_000).describe('Time allowed for TCP connect plus TLS handshake.'),
-  headers_timeout_ms: positive.default(30_000).describe('Time allowed for the answer\'s headers once the request is sent.'),
-  body_timeout_ms: positive.default(30_000).describe('Time allowed between chunks of the answer\'s body.'),
-  request_timeout_ms: positive.default(60_000).describe('Time allowed for a whole request and its answer.'),
-  ca_file: z.string().min(1).optional().describe('PEM CA bundle to verify the intake with. Default: the system CAs.'),
-  proxy: z.string().min(1).default('env')
-    .describe('env: use HTTPS_PROXY / HTTP_PROXY / NO_PROXY from the environment; none: connect directly; or a proxy URL (http://host:port).'),
-  max_retries: z.int().min(0).optional().describe('Attempts after the first before a batch is dropped (counted as retries_exhausted). Default: retry forever.'),
-  key_retry_ms: positive.default(60_000).describe('Pause between attempts while the intake refuses the key (HTTP 401/403).'),
-  backoff: backoff.prefault({}),
-});
-
-export const outputSchema = z.discriminatedUnion('type', [syslogOutput, httpOutput]);
+export const outputSchema = z.discriminatedUnion('type', OUTPUT_SCHEMAS);
 
 const whenFull = z.enum(['block', 'drop_newest']).default('block')
   .describe('block: TCP and file inputs stop reading until there is room (UDP still drops, counted); drop_newest: refuse new events (counted). File inputs always wait.');
@@ -182,39 +105,13 @@ const batch = z
   })
   .describe('How queued events are grouped into writes.');
 
-export const FACILITIES = ['kern', 'user', 'mail', 'daemon', 'auth', 'syslog', 'lpr', 'news', 'uucp', 'cron', 'authpriv', 'ftp', 'ntp', 'security', 'console', 'solaris-cron',
-  'local0', 'local1', 'local2', 'local3', 'local4', 'local5', 'local6', 'local7'] as const;
-export const SEVERITIES = ['emerg', 'alert', 'crit', 'err', 'warning', 'notice', 'info', 'debug'] as const;
 
-const oneOrMany = <T extends z.ZodType>(t: T) => z.union([t, z.array(t).min(1)]);
-const textMatch = oneOrMany(z.string().min(1))
-  .describe('"exact", "prefix*", "*suffix", or "/regular expression/flags"; a list matches any of them.');
 
-const routeSchema = z
-  .strictObject({
-    match: z
-      .strictObject({
-        sender: oneOrMany(z.string().min(1)).optional().describe('Sender address or CIDR (10.1.0.0/16, 2001:db8::/32); a list matches any.'),
-        hostname: textMatch.optional(),
-        app_name: textMatch.optional(),
-        facility: oneOrMany(z.union([z.enum(FACILITIES), z.int().min(0).max(23)])).optional().describe('Facility name or number; a list matches any.'),
-        severity: oneOrMany(z.union([z.enum(SEVERITIES), z.int().min(0).max(7)])).optional().describe('Severity name or number; a list matches any.'),
-        message: z.string().min(1).optional().describe('A regular expression searched in the message (evaluated last, only when the rest matched).'),
-      })
-      .prefault({})
-      .describe('Conditions, all of which must hold (none: matches everything).'),
-    intake: z.string().min(1).optional().describe('The intake that gets the matching events.'),
-    drop: z.literal(true).optional().describe('Drop the matching events instead (counted).'),
-  })
-  .refine((r) => (r.intake === undefined) !== (r.drop === undefined), { message: 'a route needs either intake or drop: true' });
 
-const routing = {
-  routes: z.array(routeSchema).min(1).describe('Ordered routes: the first whose match holds decides where an event goes.'),
-  default: z.string().min(1).default('drop').describe('The intake for events no route matches, or drop (counted as no_route).'),
-};
 
-const udpListener = udpInput.extend({ ...routing, type: z.literal('udp').describe('Syslog over UDP, shared by several intakes through routes.') });
-const tcpListener = tcpInput.extend({ ...routing, type: z.literal('tcp').describe('Syslog over TCP (or TLS), shared by several intakes through routes.') });
+
+const udpListener = udpInput.extend({ ...routingFields, type: z.literal('udp').describe('Syslog over UDP, shared by several intakes through routes.') });
+const tcpListener = tcpInput.extend({ ...routingFields, type: z.literal('tcp').describe('Syslog over TCP (or TLS), shared by several intakes through routes.') });
 
 const httpPath = z.strictObject({
   path: z.string().regex(/^\/[A-Za-z0-9._~\/-]*$/, 'must be a URL path such as /ingest/app1').describe('URL path of this route.'),
@@ -253,25 +150,6 @@ const httpListener = z.strictObject({
 
 export const listenerSchema = z.discriminatedUnion('type', [udpListener, tcpListener, httpListener]);
 
-const filterValue = z.union([z.string(), z.number(), z.boolean()]);
-const filterRule = z
-  .strictObject({
-    description: z.string().min(1).max(200).describe('What the rule drops; also its name in metrics.'),
-    enabled: z.boolean().default(true),
-    filters: z
-      .array(
-        z
-          .strictObject({
-            field: z.string().min(1).describe('hostname, app_name, procid, msgid, facility, severity or sender; or a dotted path into a JSON message (process.name).'),
-            operator: z.enum(['==', 'in']),
-            value: z.union([filterValue, z.array(filterValue).min(1)]),
-          })
-          .refine((f) => (f.operator === 'in') === Array.isArray(f.value), { message: 'operator "in" takes a list of values, "==" a single value' }),
-      )
-      .min(1)
-      .describe('Conditions, all of which must hold for an event to be dropped.'),
-  })
-  .describe('A drop rule in the platform\'s optimization-rule shape.');
 
 export const intakeSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9 _.:\/-]{0,63}$/, 'must start with a letter or digit; letters, digits, space, _ . : / - (at most 64)')
@@ -345,10 +223,6 @@ export type IntakeConfig = z.infer<typeof intakeSchema>;
 export type InputConfig = z.infer<typeof inputSchema>;
 export type FileInputConfig = z.infer<typeof fileInput>;
 export type DiskQueueConfig = z.infer<typeof diskQueue>;
-export type SyslogOutputConfig = z.infer<typeof syslogOutput>;
-export type HttpOutputConfig = z.infer<typeof httpOutput>;
 export type HttpListenerConfig = z.infer<typeof httpListener>;
 export type SyslogListenerConfig = z.infer<typeof udpListener> | z.infer<typeof tcpListener>;
 export type ListenerConfig = z.infer<typeof listenerSchema>;
-export type RouteConfig = z.infer<typeof routeSchema>;
-export type FilterRuleConfig = z.infer<typeof filterRule>;

@@ -37,3 +37,20 @@ export interface OutputTelemetry {
   concurrency(limit: number): void;
   inFlight(sends: number): void;
 }
+
+/** What the HTTP output reports besides the runner's: requests by status class, body sizes, durations. */
+export interface HttpOutputTelemetry {
+  /** A request's outcome: '2xx', '4xx', '5xx', 'other', or 'error' (no answer). */
+  request(statusClass: '2xx' | '4xx' | '5xx' | 'other' | 'error'): void;
+  /** A request body: its JSON bytes before compression. */
+  bodyBytes(bytes: number): void;
+  requestSeconds(seconds: number): void;
+}
+
+/**
+ * The telemetry of every kind of component, bound to the labels of the one asking: each component
+ * takes the part it reports through. Implemented from the metrics registry in pipeline/.
+ */
+export interface Instruments {
+  httpOutput(): HttpOutputTelemetry;
+}

@@ -8,6 +8,9 @@ import type { AddressInfo } from 'node:net';
 import { selfSignedCertificate } from './self-signed.ts';
 import { SEKOIA_SD_ID } from '../syslog/format.ts';
 
+/** Key used towards the emulator for intakes that have none (emulator.when: no_intake_key). */
+export const EMULATOR_DEMO_KEY = 'emulatorDemoKey0000000000000000';
+
 export interface ReceivedMessage {
   readonly raw: string;
   readonly pri: number;

@@ -11,8 +11,8 @@ import { Agent, EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from '
 import type { Batch, LogEvent } from '../core/event.ts';
 import { RelayError, classifyConnectError } from '../core/errors.ts';
 import { PeerTextRedactor } from '../core/peer-text.ts';
-import type { Metrics } from '../telemetry/metrics.ts';
 import type { Concurrency, SendResult, Sink, SinkEvents } from '../core/contracts.ts';
+import type { HttpOutputTelemetry } from '../core/telemetry.ts';
 
 const gzip = promisify(gzipCb);
 /** Of an answer's body, what is read: an error page's head explains it; the rest is not kept. */
@@ -37,7 +37,7 @@ export interface HttpJsonOptions {
   /** 'env': HTTPS_PROXY / HTTP_PROXY / NO_PROXY; 'none'; or a proxy URL. */
   readonly proxy: string;
   readonly userAgent: string;
-  readonly metrics: Metrics;
+  readonly telemetry: HttpOutputTelemetry;
 }
 
 export class HttpJsonSink implements Sink {
@@ -47,7 +47,7 @@ export class HttpJsonSink implements Sink {
   readonly #auth: string;
   /** What the intake or a proxy says goes into errors (logs, /status) only through this. */
   readonly #peerText: PeerTextRedactor;
-  readonly #m;
+  readonly #t: HttpOutputTelemetry;
   #dispatcher: Dispatcher | undefined;
   #events: SinkEvents | undefined;
   #inFlight = 0;
@@ -58,16 +58,7 @@ export class HttpJsonSink implements Sink {
     this.concurrency = o.concurrency;
     this.#auth = `Basic ${Buffer.from(`:${o.intakeKey}`).toString('base64')}`;
     this.#peerText = new PeerTextRedactor([o.intakeKey, ...proxyCredentials(o.proxy)]);
-    const m = o.metrics;
-    this.#m = {
-      c2: m.httpRequests.labels({ intake: o.intake, status_class: '2xx' }),
-      c4: m.httpRequests.labels({ intake: o.intake, status_class: '4xx' }),
-      c5: m.httpRequests.labels({ intake: o.intake, status_class: '5xx' }),
-      cOther: m.httpRequests.labels({ intake: o.intake, status_class: 'other' }),
-      cErr: m.httpRequests.labels({ intake: o.intake, status_class: 'error' }),
-      body: m.httpBodyBytes.labels({ intake: o.intake }),
-      duration: m.httpRequestDuration.labels({ intake: o.intake }),
-    };
+    this.#t = o.telemetry;
   }
 
   get unacknowledged(): number {
@@ -130,12 +121,12 @@ export class HttpJsonSink implements Sink {
       sentBody = true;
       // Read the answer to its end, or the connection leaks; one too long to keep closes it.
       const text = await readHead(res.body, ANSWER_READ_BYTES).catch(() => '');
-      this.#m.duration.observe((performance.now() - started) / 1000);
+      this.#t.requestSeconds((performance.now() - started) / 1000);
       this.#events?.wrote(body.length);
-      this.#m.body.inc(json.length);
+      this.#t.bodyBytes(json.length);
       return this.#answer(res.statusCode, res.headers, text, batch);
     } catch (err) {
-      this.#m.cErr.inc();
+      this.#t.request('error');
       this.#up = false;
       const timeout = isTimeout(err);
       const error = timeout
@@ -150,9 +141,8 @@ export class HttpJsonSink implements Sink {
 
   #answer(status: number, headers: Record<string, string | string[] | undefined>, text: string, batch: Batch): SendResult {
     const o = this.#o;
-    const m = this.#m;
     if (status >= 200 && status < 300) {
-      m.c2.inc();
+      this.#t.request('2xx');
       if (!this.#up) {
         this.#up = true;
         this.#events?.connected();
@@ -160,7 +150,7 @@ export class HttpJsonSink implements Sink {
       this.#events?.acknowledged(batch.seq, batch.events.length);
       return { status: 'sent' };
     }
-    (status >= 500 ? m.c5 : status >= 400 ? m.c4 : m.cOther).inc();
+    this.#t.request(status >= 500 ? '5xx' : status >= 400 ? '4xx' : 'other');
     const detail = this.#peerText.clean(text);
     const error = (msg: string, code: 'ERELAY_HTTP_STATUS' | 'ERELAY_KEY_REJECTED' = 'ERELAY_HTTP_STATUS'): RelayError =>
       new RelayError(code, `${msg} (HTTP ${status} from ${o.url.host}${detail ? `: ${detail}` : ''}).`);

@@ -16,8 +16,9 @@ import { DiskQueue } from '../core/disk-queue.ts';
 import { BoundedQueue, type EventQueue } from '../core/queue.ts';
 import { RateLimiter } from '../core/rate-limiter.ts';
 import { SinkRunner } from '../core/runner.ts';
-import { IntakeEmulator, maskKey } from '../emulator/intake-emulator.ts';
-import { buildSink } from '../outputs/registry.ts';
+import { EMULATOR_DEMO_KEY, IntakeEmulator, maskKey } from '../emulator/intake-emulator.ts';
+import { outputOf } from '../outputs/registry.ts';
+import { emulatorOutput, syslogOutput } from '../outputs/syslog.ts';
 import type { Sink } from '../core/contracts.ts';
 import type { InputContext, Target } from '../inputs/event-builder.ts';
 import type { HeaderDefaults } from '../syslog/parse.ts';
@@ -28,7 +29,7 @@ import { UdpSyslogInput } from '../inputs/udp.ts';
 import { OpsServer, type HealthSource, type IntakeHealth, type ListenerHealth } from '../telemetry/ops-server.ts';
 import { ForwarderStats } from '../inputs/forwarder-stats.ts';
 import { Metrics } from '../telemetry/metrics.ts';
-import { outputTelemetry } from './instruments.ts';
+import { intakeInstruments, outputTelemetry } from './instruments.ts';
 
 interface Input {
   readonly label: string;
@@ -166,9 +167,7 @@ export class Daemon implements HealthSource {
         intakes: this.#pipelines.map((p) => ({
           name: p.intake.name,
           inputs: p.inputs.map((i) => `${i.label} ${i.where}`),
-          output: p.intake.toEmulator
-            ? `emulator 127.0.0.1:${this.#emulator?.port}`
-            : p.intake.output.type === 'http' ? `http ${p.intake.output.endpoint}` : `syslog ${p.intake.output.host}:${p.intake.output.port}`,
+          output: p.intake.toEmulator ? `emulator 127.0.0.1:${this.#emulator?.port}` : `${p.intake.output.type} ${outputOf(p.intake.output).where(p.intake.output)}`,
         })),
         listeners: cfg.listeners.map((l) => `${l.label} on port ${this.listenerPort(l.label)}`),
         metrics: this.#ops ? `http://${cfg.metrics.address}:${this.#ops.port}/metrics` : 'disabled',
@@ -213,16 +212,20 @@ export class Daemon implements HealthSource {
   /** The output of an intake: a sink and the runner that feeds it from `queue`. */
   #output(intake: ResolvedIntake, queue: EventQueue): SinkRunner {
     const emulator = intake.toEmulator ? this.#emulator : undefined;
-    const sink = buildSink(intake, this.metrics, emulator && { port: emulator.port, ca: emulator.caPem });
     const o = intake.output;
+    const def = outputOf(o);
+    const instruments = intakeInstruments(this.metrics, intake.name);
+    const sink = emulator
+      ? syslogOutput.create(emulatorOutput(emulator.port, emulator.caPem), { intake: intake.name, intakeKey: EMULATOR_DEMO_KEY, instruments })
+      : def.create(o, { intake: intake.name, intakeKey: intake.intakeKey, instruments });
     this.metrics.configInfo.set({ intake: intake.name, output: sink.type }, 1);
     return new SinkRunner({
       intake: intake.name,
       queue,
       sink,
       batch: { maxEvents: intake.batch.max_events, maxBytes: intake.batch.max_bytes, lingerMs: intake.batch.linger_ms },
-      backoff: { initialMs: o.backoff.initial_ms, maxMs: o.backoff.max_ms },
-      maxRetries: o.type === 'http' ? o.max_retries : undefined,
+      backoff: def.backoff(o),
+      maxRetries: def.maxRetries(o),
       telemetry: outputTelemetry(this.metrics, this.#log, intake.name, sink.type),
     });
   }
@@ -581,7 +584,7 @@ export class Daemon implements HealthSource {
     if (old.type === sink.type && old.handOver && sink.adopt) {
       // Closed as at a stop (no duplicates when the intake confirms); what it cannot confirm is
       // written again by the new output, first, and counted as resent.
-      const { state, events } = await old.handOver(AbortSignal.timeout(Math.min(5_000, n.output.type === 'syslog' ? n.output.resend_window_ms + 1_000 : 1_000)));
+      const { state, events } = await old.handOver(AbortSignal.timeout(5_000));
       sink.adopt(state);
       if (events > 0) this.metrics.eventsResent.inc({ intake: n.name, output: sink.type }, events);
     } else {

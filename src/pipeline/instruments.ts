@@ -3,7 +3,7 @@
 
 import type { Logger } from 'pino';
 import { RateLimiter } from '../core/rate-limiter.ts';
-import type { ComponentLog, OutputTelemetry } from '../core/telemetry.ts';
+import type { ComponentLog, HttpOutputTelemetry, Instruments, OutputTelemetry } from '../core/telemetry.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 
 /** A child logger with `fields` bound, and one line per key every 10 s for lines that could fire per event. */
@@ -54,5 +54,29 @@ export function outputTelemetry(m: Metrics, log: Logger, intake: string, output:
     batchEvents: (n) => batchEvents.observe(n),
     concurrency: (n) => limit.set(n),
     inFlight: (n) => inFlight.set(n),
+  };
+}
+
+export function httpOutputTelemetry(m: Metrics, intake: string): HttpOutputTelemetry {
+  const classes = {
+    '2xx': m.httpRequests.labels({ intake, status_class: '2xx' }),
+    '4xx': m.httpRequests.labels({ intake, status_class: '4xx' }),
+    '5xx': m.httpRequests.labels({ intake, status_class: '5xx' }),
+    other: m.httpRequests.labels({ intake, status_class: 'other' }),
+    error: m.httpRequests.labels({ intake, status_class: 'error' }),
+  };
+  const body = m.httpBodyBytes.labels({ intake });
+  const duration = m.httpRequestDuration.labels({ intake });
+  return {
+    request: (c) => classes[c].inc(),
+    bodyBytes: (n) => body.inc(n),
+    requestSeconds: (s) => duration.observe(s),
+  };
+}
+
+/** The instruments of the components of intake `intake` (its output, its inputs). */
+export function intakeInstruments(m: Metrics, intake: string): Instruments {
+  return {
+    httpOutput: () => httpOutputTelemetry(m, intake),
   };
 }

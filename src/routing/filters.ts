@@ -6,7 +6,8 @@
 
 import type { LogEvent } from '../core/event.ts';
 import { messageText } from '../core/event.ts';
-import { FACILITIES, SEVERITIES, type FilterRuleConfig } from '../config/schema.ts';
+import { FACILITIES, SEVERITIES } from '../syslog/priorities.ts';
+import type { FilterRuleConfig } from './schema.ts';
 
 type Scalar = string | number | boolean;
 type Get = (e: LogEvent, json: () => unknown) => Scalar | undefined;

@@ -8,7 +8,8 @@
 import { BlockList, isIP } from 'node:net';
 import type { LogEvent } from '../core/event.ts';
 import { messageText } from '../core/event.ts';
-import { FACILITIES, SEVERITIES, type RouteConfig } from '../config/schema.ts';
+import { FACILITIES, SEVERITIES } from '../syslog/priorities.ts';
+import type { RouteConfig } from './schema.ts';
 
 /** Where an event goes: an intake index, or one of the drops. */
 export const ROUTE_DROP = -1;

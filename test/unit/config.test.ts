@@ -235,6 +235,16 @@ describe('intake-relay validate', () => {
     expect(again.intakes[0]!.output).toMatchObject({ type: 'http', gzip: true, endpoint: 'https://intake.sekoia.io/jsons?path=%24.events&status_code=200' });
   });
 
+  it('--print of a syslog output is loadable again too (no internal keys)', () => {
+    const f = join(dir, 'print-syslog.yaml');
+    writeFileSync(f, `intakes:\n  - name: fw\n    intake_key: \${K}\n    inputs: [{ type: tcp, port: 514 }]\n`);
+    const r = cli(['validate', '--print', '-c', f], { K: KEY });
+    expect(r.status).toBe(0);
+    expect(r.stdout).not.toMatch(/proofBytes|caPem|label:/);
+    const again = parseConfig(r.stdout.replace('"[redacted]"', KEY), 'printed.yaml', {});
+    expect(again.intakes[0]!.output).toMatchObject({ type: 'syslog', host: 'intake.sekoia.io', port: 10514, resend_window_bytes: 'auto' });
+  });
+
   it('exits 64 on a usage error', () => {
     expect(cli(['frobnicate']).status).toBe(64);
     expect(cli(['--version']).stdout).toMatch(/^intake-relay \d+\.\d+\.\d+/);

@@ -3,7 +3,7 @@ import { FilterSet } from '../../src/routing/filters.ts';
 import { compileRoutes, NO_ROUTE, ROUTE_DROP, textMatcher } from '../../src/routing/router.ts';
 import { parseSyslog, type HeaderDefaults } from '../../src/syslog/parse.ts';
 import { parseConfig, ConfigError } from '../../src/config/load.ts';
-import type { RouteConfig } from '../../src/config/schema.ts';
+import type { RouteConfig } from '../../src/routing/schema.ts';
 
 const D: HeaderDefaults = { pri: 13, hostname: '', appName: '', procId: '' };
 const ev = (line: string, sender = '10.0.0.1') => {

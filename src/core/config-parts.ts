@@ -1,0 +1,53 @@
+// Pieces of configuration that several component types share: ports, sizes, the fields every
+// listening input has, a TLS server's files, header defaults, backoff. Component schemas build on
+// them; the loader checks them the same way wherever they appear.
+
+import { z } from 'zod';
+
+export const port = z.int().min(0).max(65535);
+export const positive = z.int().min(1);
+export const KiB = 1024;
+export const MiB = 1024 * KiB;
+
+/** The intake refuses events over 250 KiB. */
+export const INTAKE_MAX_EVENT_BYTES = 250 * KiB;
+
+export const printable = (max: number) => z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `must be 1 to ${max} printable ASCII characters without spaces`);
+
+export const headerDefaults = z
+  .strictObject({
+    hostname: printable(255).optional().describe('HOSTNAME for lines without one. Default: the sender\'s IP address.'),
+    app_name: printable(48).optional().describe('APP-NAME for lines without a header or tag. Default: none (-).'),
+    procid: printable(128).optional().describe('PROCID for lines without a header. Default: none (-).'),
+    facility: z.int().min(0).max(23).default(1).describe('Facility for lines without a PRI (1 = user).'),
+    severity: z.int().min(0).max(7).default(5).describe('Severity for lines without a PRI (5 = notice).'),
+  })
+  .describe('Header fields used for lines that arrive without a syslog header.');
+
+/** Fields of every input that listens on a port. */
+export const listener = {
+  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:\/-]{0,63}$/, 'must be letters, digits, _ . : / - (at most 64)').optional()
+    .describe('Name of this input in metrics and logs. Default: "<type>/<port>".'),
+  address: z.string().min(1).default('0.0.0.0').describe('Address to listen on ("0.0.0.0" all IPv4, "::" all IPv6, "127.0.0.1" local only).'),
+  port: port.describe('Port to listen on (0 picks a free port, for tests).'),
+  max_message_bytes: z.int().min(64).max(INTAKE_MAX_EVENT_BYTES).default(INTAKE_MAX_EVENT_BYTES)
+    .describe('Largest event accepted, in bytes (the intake refuses events over 250 KiB).'),
+  oversize: z.enum(['drop', 'truncate']).default('drop').describe('What to do with a larger event: drop it (counted as too_large) or truncate it (counted as truncated).'),
+  defaults: headerDefaults.prefault({}),
+};
+
+export const tlsServer = z.strictObject({
+  cert_file: z.string().min(1).describe('PEM certificate (chain) presented to senders.'),
+  key_file: z.string().min(1).describe('PEM private key of cert_file.'),
+  client_ca_file: z.string().min(1).optional().describe('PEM CA bundle: when set, senders must present a certificate it signed (mutual TLS).'),
+});
+
+export const backoff = z
+  .strictObject({
+    initial_ms: positive.default(500).describe('First retry delay.'),
+    max_ms: positive.default(30_000).describe('Longest retry delay.'),
+  })
+  .describe('Capped exponential backoff with jitter between delivery attempts. Retries go on forever (HTTP: unless max_retries is set).');
+
+/** One value, or a non-empty list of them. */
+export const oneOrMany = <T extends z.ZodType>(t: T) => z.union([t, z.array(t).min(1)]);
