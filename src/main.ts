@@ -4,7 +4,8 @@
 
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ConfigError, EX_CONFIG, loadConfig, type Config } from './config/load.ts';
+import { ConfigError, EX_CONFIG, loadConfig } from './config/load.ts';
+import type { Config } from './config/resolve.ts';
 import { effectiveYaml, summarize } from './cli/summary.ts';
 import { Daemon } from './pipeline/daemon.ts';
 import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';

@@ -7,7 +7,7 @@ import { lookup } from 'node:dns/promises';
 import net from 'node:net';
 import tls from 'node:tls';
 import { request } from 'undici';
-import type { Config } from '../config/load.ts';
+import type { Config } from '../config/resolve.ts';
 import type { TlsEndpoint } from '../core/component.ts';
 import { outputOf } from '../outputs/registry.ts';
 import { REGIONS } from '../config/regions.ts';

@@ -4,10 +4,10 @@
 // API key is sent as a Bearer token and never printed.
 
 import { request } from 'undici';
-import type { Config } from '../config/load.ts';
+import type { Config } from '../config/resolve.ts';
 import { REGIONS } from '../config/regions.ts';
 import { PeerTextRedactor } from '../core/peer-text.ts';
-import { parseRetryAfter } from '../outputs/http-json.ts';
+import { parseRetryAfter } from '../outputs/http/sink.ts';
 
 export const RULES_PATH = '/v1/sic/conf/intakes/optimization_rules/';
 /** `action` value the spec documents for dropping matching events. */

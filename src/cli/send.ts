@@ -3,7 +3,7 @@
 // the intake closing its side after reading everything.
 
 import { hostname } from 'node:os';
-import type { Config } from '../config/load.ts';
+import type { Config } from '../config/resolve.ts';
 import type { Batch } from '../core/event.ts';
 import { PeerTextRedactor } from '../core/peer-text.ts';
 import { outputOf } from '../outputs/registry.ts';

@@ -2,7 +2,8 @@
 // where. Keys appear only as "set (N characters, from ...)".
 
 import { stringify } from 'yaml';
-import { feedingListeners, type Config } from '../config/load.ts';
+import { feedingListeners, type Config } from '../config/resolve.ts';
+import { inputOf } from '../inputs/registry.ts';
 import { outputOf } from '../outputs/registry.ts';
 
 export function summarize(cfg: Config): string {
@@ -12,16 +13,7 @@ export function summarize(cfg: Config): string {
   for (const i of cfg.intakes) {
     lines.push(`intake "${i.name}":`);
     lines.push(`  key: ${i.toEmulator ? 'not set: forwards to the local emulator' : `set (${i.intakeKey.length} characters, from ${i.keySource})`}`);
-    for (const input of i.inputs) {
-      if (input.type === 'file') {
-        lines.push(`  input ${input.label}: lines of ${input.paths.join(', ')}${input.exclude.length > 0 ? ` except ${input.exclude.join(', ')}` : ''}` +
-          `, from the ${input.read_from} at first start, max ${input.max_line_bytes} bytes per line (${input.oversize})${input.multiline ? `, multiline from /${input.multiline.start_pattern}/` : ''}`);
-        lines.push(`    checkpoints in ${cfg.dataDir}`);
-        continue;
-      }
-      const kind = input.type === 'tcp' ? (input.tls ? `tls${input.tls.client_ca_file ? ' (client certificates required)' : ''}` : 'tcp') : 'udp';
-      lines.push(`  input ${input.label}: ${kind} on ${input.address}:${input.port}, max ${input.max_message_bytes} bytes per event (${input.oversize})`);
-    }
+    for (const input of i.inputs) for (const line of inputOf(input).describe(input)) lines.push(`  ${line}`);
     const feeders = feedingListeners(cfg.listeners, i.name);
     if (feeders.length > 0) lines.push(`  fed by listener${feeders.length > 1 ? 's' : ''} ${feeders.join(', ')}`);
     else if (i.inputs.length === 0) lines.push('  no inputs');
@@ -33,20 +25,7 @@ export function summarize(cfg: Config): string {
     lines.push(`  batch: ${i.batch.max_events} events / ${i.batch.max_bytes} bytes / ${i.batch.linger_ms} ms`);
     for (const f of i.filters) lines.push(`  filter "${f.description}"${f.enabled ? '' : ' (disabled)'}: drops events where ${f.filters.map((c) => `${c.field} ${c.operator} ${JSON.stringify(c.value)}`).join(' and ')}`);
   }
-  for (const l of cfg.listeners) {
-    if (l.type === 'http') {
-      lines.push(`listener ${l.label}: ${l.tls ? 'https' : 'http'} on ${l.address}:${l.port}`);
-      lines.push(`  intake API (/jsons, /plain, /plain/batch, /batch, /array) for the keys of: ${l.intakes ? l.intakes.join(', ') : 'all intakes'}`);
-      for (const r of l.paths) lines.push(`  path ${r.path} -> intake "${r.intake}" (${r.format}${r.bearer_token ? ', bearer token required' : ''})`);
-      continue;
-    }
-    lines.push(`listener ${l.label}: ${l.type === 'tcp' && l.tls ? 'tls' : l.type} on ${l.address}:${l.port}, ${l.routes.length} route${l.routes.length === 1 ? '' : 's'}`);
-    l.routes.forEach((r, i) => {
-      const conds = Object.entries(r.match).map(([k, v]) => `${k} ${JSON.stringify(v)}`).join(' and ') || 'everything';
-      lines.push(`  ${i + 1}. ${conds} -> ${r.intake ? `intake "${r.intake}"` : 'drop'}`);
-    });
-    lines.push(`  otherwise -> ${l.default === 'drop' ? 'drop (counted)' : `intake "${l.default}"`}`);
-  }
+  for (const l of cfg.listeners) lines.push(...inputOf(l).describe(l));
   if (cfg.stats) lines.push(`forwarder statistics: every ${cfg.stats.interval_ms / 1000} s to intake "${cfg.stats.intake}"`);
   lines.push(cfg.metrics.enabled ? `metrics: http://${cfg.metrics.address}:${cfg.metrics.port}/metrics` : 'metrics: disabled');
   for (const w of cfg.warnings) lines.push(`warning: ${w}`);

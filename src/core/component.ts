@@ -28,7 +28,10 @@ export interface ResolveContext {
   readFile(path: string, key: readonly PropertyKey[]): Buffer | undefined;
   /** A problem at `key`, relative to the component's own place in the file. */
   problem(key: readonly PropertyKey[], message: string): void;
+  /** A warning; it is prefixed with the component's place ("intakes[0].output."). */
   warn(message: string): void;
+  /** Index of the intake named `name` (any case) in the configuration; -1 when there is none. */
+  intakeIndex(name: string): number;
 }
 
 /** A port a component listens on (checked for conflicts across the whole configuration). */
@@ -36,6 +39,24 @@ export interface Listening {
   readonly proto: 'tcp' | 'udp';
   readonly address: string;
   readonly port: number;
+}
+
+/**
+ * An input type: an intake's own input (`intakes[].inputs`), a listener shared by several intakes
+ * (`listeners`), or both. Its resolved configuration carries `type` and `label`.
+ */
+export interface InputDefinition<Config, Resolved> {
+  /** Its schema under `intakes[].inputs`; undefined when it is only a shared listener. */
+  readonly inputSchema: z.ZodObject | undefined;
+  /** Its schema under `listeners` (routes, or keys, choose the intake); undefined when it cannot be shared. */
+  readonly listenerSchema: z.ZodObject | undefined;
+  resolve(config: Config, ctx: ResolveContext): Resolved;
+  /** The port it listens on, checked for conflicts across the configuration; undefined if none. */
+  listening(config: Config): Listening | undefined;
+  /** As a shared listener: whether it can hand events to the intake named `name`. */
+  feeds(config: Resolved, name: string): boolean;
+  /** Lines for `validate`'s summary, the first naming it ("input tcp/514: ..."). */
+  describe(config: Resolved): string[];
 }
 
 /** Certificates and keys of a TLS server, read at load. */

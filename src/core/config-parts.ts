@@ -51,3 +51,8 @@ export const backoff = z
 
 /** One value, or a non-empty list of them. */
 export const oneOrMany = <T extends z.ZodType>(t: T) => z.union([t, z.array(t).min(1)]);
+
+/** A name as part of a file name: letters, digits, . _ - kept, anything else %-escaped. */
+export function fileSafe(name: string): string {
+  return name.replace(/[^A-Za-z0-9._-]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}

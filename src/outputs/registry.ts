@@ -2,8 +2,8 @@
 // `send`, the start-up log and the daemon all go through this map.
 
 import type { OutputDefinition } from '../core/component.ts';
-import { httpOutput } from './http.ts';
-import { syslogOutput } from './syslog.ts';
+import { httpOutput } from './http/definition.ts';
+import { syslogOutput } from './syslog/definition.ts';
 
 export const OUTPUTS = {
   syslog: syslogOutput,

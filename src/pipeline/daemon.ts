@@ -7,9 +7,15 @@
 // closed and opened again.
 
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import type { RouteConfig } from '../routing/schema.ts';
 import type { Logger } from 'pino';
-import { fileSafe, type Config, type ResolvedInput, type ResolvedIntake, type ResolvedSyslogInput, type ResolvedSyslogListener } from '../config/load.ts';
+import type { Config, ResolvedIntake } from '../config/resolve.ts';
+import type { ResolvedInput } from '../inputs/registry.ts';
+import type { ResolvedTcp } from '../inputs/tcp/definition.ts';
+import type { ResolvedUdp } from '../inputs/udp/definition.ts';
+
+type ResolvedSyslogInput = ResolvedTcp | ResolvedUdp;
+type ResolvedSyslogListener = ResolvedSyslogInput & { readonly routes: RouteConfig[]; readonly default: string };
 import { FilterSet } from '../routing/filters.ts';
 import { compileRoutes } from '../routing/router.ts';
 import { DiskQueue } from '../core/disk-queue.ts';
@@ -18,17 +24,18 @@ import { RateLimiter } from '../core/rate-limiter.ts';
 import { SinkRunner } from '../core/runner.ts';
 import { EMULATOR_DEMO_KEY, IntakeEmulator, maskKey } from '../emulator/intake-emulator.ts';
 import { outputOf } from '../outputs/registry.ts';
-import { emulatorOutput, syslogOutput } from '../outputs/syslog.ts';
+import { emulatorOutput, syslogOutput } from '../outputs/syslog/definition.ts';
 import type { Sink } from '../core/contracts.ts';
 import type { InputContext, Target } from '../inputs/event-builder.ts';
 import type { HeaderDefaults } from '../syslog/parse.ts';
 import { FileInput } from '../inputs/file/tail.ts';
 import { HttpReceiver, type HttpTarget } from '../inputs/http/receiver.ts';
-import { TcpSyslogInput } from '../inputs/tcp.ts';
-import { UdpSyslogInput } from '../inputs/udp.ts';
+import { TcpSyslogInput } from '../inputs/tcp/input.ts';
+import { UdpSyslogInput } from '../inputs/udp/input.ts';
 import { OpsServer, type HealthSource, type IntakeHealth, type ListenerHealth } from '../telemetry/ops-server.ts';
 import { ForwarderStats } from '../inputs/forwarder-stats.ts';
 import { Metrics } from '../telemetry/metrics.ts';
+import { httpInputTelemetry } from './http-instruments.ts';
 import { intakeInstruments, outputTelemetry } from './instruments.ts';
 
 interface Input {
@@ -148,7 +155,7 @@ export class Daemon implements HealthSource {
       }
       for (const l of cfg.listeners) {
         if (l.type !== 'http') continue;
-        const receiver = new HttpReceiver(l, this.#httpTargets(), this.metrics, this.#log);
+        const receiver = new HttpReceiver(l, this.#httpTargets(), httpInputTelemetry(this.metrics, this.#log, l.label));
         this.#listeners.push(receiver);
         await receiver.start();
       }
@@ -258,7 +265,7 @@ export class Daemon implements HealthSource {
     const m = this.metrics;
     if (input.type !== 'file') return this.#syslogInput(input, { input: input.label, metrics: m, defaults: defaultsOf(input.defaults), targets: [target] }, intake.name);
     const ctx = { input: input.label, metrics: m, defaults: { pri: 0, hostname: '', appName: '', procId: '' }, targets: [target] };
-    const file = new FileInput(input, ctx, join(this.config.dataDir, 'files', `${fileSafe(intake.name)}--${fileSafe(input.label)}.json`), hostname(), this.#log);
+    const file = new FileInput(input, ctx, input.checkpointFile, hostname(), this.#log);
     return {
       label: input.label,
       key: json(input),
@@ -528,7 +535,7 @@ export class Daemon implements HealthSource {
           kept.retarget(targets);
           continue;
         }
-        const receiver = new HttpReceiver(l, targets, this.metrics, this.#log);
+        const receiver = new HttpReceiver(l, targets, httpInputTelemetry(this.metrics, this.#log, l.label));
         if (await started(l.label, () => receiver.start())) this.#listeners.push(receiver);
         continue;
       }

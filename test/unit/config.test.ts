@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config/load.ts';
 import { summarize } from '../../src/cli/summary.ts';
-import { unreadCapacityBytes } from '../../src/outputs/tcp-buffers.ts';
+import { unreadCapacityBytes } from '../../src/outputs/syslog/tcp-buffers.ts';
 import { configJsonSchema } from '../../src/config/json-schema.ts';
 import { configReference, withReference } from '../../src/config/reference.ts';
 

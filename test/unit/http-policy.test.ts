@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AdaptiveConcurrency } from '../../src/core/adaptive-concurrency.ts';
-import { parseRetryAfter } from '../../src/outputs/http-json.ts';
+import { parseRetryAfter } from '../../src/outputs/http/sink.ts';
 
 describe('parseRetryAfter (RFC 9110 §10.2.3)', () => {
   const now = Date.parse('2026-11-22T10:00:00Z');

@@ -20,7 +20,7 @@ import { open, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { isAscii } from 'node:buffer';
 import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import type { ResolvedFileInput } from '../../config/load.ts';
+import type { ResolvedFileInput } from './definition.ts';
 import { RateLimiter } from '../../core/rate-limiter.ts';
 import { CheckpointStore, FINGERPRINT_BYTES, fingerprint, type Checkpoint } from './checkpoints.ts';
 import { EventBuilder, inputCounters, utf8Boundary, type InputContext, type InputCounters } from '../event-builder.ts';

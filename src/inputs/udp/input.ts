@@ -5,9 +5,9 @@ import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import type { Logger } from 'pino';
-import { RelayError } from '../core/errors.ts';
-import type { Oversize } from '../syslog/framing.ts';
-import { EventBuilder, inputCounters, ownerIntake, senderAddress, type InputContext } from './event-builder.ts';
+import { RelayError } from '../../core/errors.ts';
+import type { Oversize } from '../../syslog/framing.ts';
+import { EventBuilder, inputCounters, ownerIntake, senderAddress, type InputContext } from '../event-builder.ts';
 
 export interface UdpInputOptions {
   readonly address: string;

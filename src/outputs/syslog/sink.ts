@@ -17,11 +17,11 @@
 
 import { isIP } from 'node:net';
 import tls from 'node:tls';
-import type { Batch } from '../core/event.ts';
-import { RelayError, classifyConnectError } from '../core/errors.ts';
+import type { Batch } from '../../core/event.ts';
+import { RelayError, classifyConnectError } from '../../core/errors.ts';
 import { BufferPool } from './buffer-pool.ts';
-import type { Rfc5424Formatter } from '../syslog/format.ts';
-import type { SendResult, Sink, SinkEvents } from '../core/contracts.ts';
+import type { Rfc5424Formatter } from '../../syslog/format.ts';
+import type { SendResult, Sink, SinkEvents } from '../../core/contracts.ts';
 
 export interface SyslogTlsOptions {
   readonly host: string;

@@ -3,10 +3,10 @@
 // built and described.
 
 import { z } from 'zod';
-import type { OutputDefinition } from '../core/component.ts';
-import { backoff, port, positive } from '../core/config-parts.ts';
-import { Rfc5424Formatter } from '../syslog/format.ts';
-import { SyslogTlsSink } from './syslog-tls.ts';
+import type { OutputDefinition } from '../../core/component.ts';
+import { backoff, port, positive } from '../../core/config-parts.ts';
+import { Rfc5424Formatter } from '../../syslog/format.ts';
+import { SyslogTlsSink } from './sink.ts';
 import { unreadCapacityBytes } from './tcp-buffers.ts';
 
 export const syslogOutputSchema = z.strictObject({

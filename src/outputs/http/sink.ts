@@ -8,11 +8,11 @@
 import { promisify } from 'node:util';
 import { gzip as gzipCb, constants as zlib } from 'node:zlib';
 import { Agent, EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from 'undici';
-import type { Batch, LogEvent } from '../core/event.ts';
-import { RelayError, classifyConnectError } from '../core/errors.ts';
-import { PeerTextRedactor } from '../core/peer-text.ts';
-import type { Concurrency, SendResult, Sink, SinkEvents } from '../core/contracts.ts';
-import type { HttpOutputTelemetry } from '../core/telemetry.ts';
+import type { Batch, LogEvent } from '../../core/event.ts';
+import { RelayError, classifyConnectError } from '../../core/errors.ts';
+import { PeerTextRedactor } from '../../core/peer-text.ts';
+import type { Concurrency, SendResult, Sink, SinkEvents } from '../../core/contracts.ts';
+import type { HttpOutputTelemetry } from '../../core/telemetry.ts';
 
 const gzip = promisify(gzipCb);
 /** Of an answer's body, what is read: an error page's head explains it; the rest is not kept. */

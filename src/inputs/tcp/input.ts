@@ -5,10 +5,10 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
-import { listen } from '../core/net.ts';
-import { RateLimiter } from '../core/rate-limiter.ts';
-import { Deframer, type Oversize } from '../syslog/framing.ts';
-import { EventBuilder, inputCounters, ownerIntake, senderAddress, type InputContext } from './event-builder.ts';
+import { listen } from '../../core/net.ts';
+import { RateLimiter } from '../../core/rate-limiter.ts';
+import { Deframer, type Oversize } from '../../syslog/framing.ts';
+import { EventBuilder, inputCounters, ownerIntake, senderAddress, type InputContext } from '../event-builder.ts';
 
 export interface TcpInputOptions {
   readonly address: string;

@@ -3,10 +3,10 @@
 // it is built and described.
 
 import { z } from 'zod';
-import type { OutputDefinition } from '../core/component.ts';
-import { MiB, backoff, positive } from '../core/config-parts.ts';
-import { VERSION } from '../version.ts';
-import { HttpJsonSink } from './http-json.ts';
+import type { OutputDefinition } from '../../core/component.ts';
+import { MiB, backoff, positive } from '../../core/config-parts.ts';
+import { VERSION } from '../../version.ts';
+import { HttpJsonSink } from './sink.ts';
 
 /** The intake's HTTP endpoint for JSON events (../shared/intake-platform-spec.md, "Event intake"). */
 export const JSONS_PATH = '/jsons?path=%24.events&status_code=200';

@@ -1,0 +1,38 @@
+// What the syslog inputs (UDP, TCP/TLS) share as a configured component: the default label, the
+// routes of a shared listener checked against the intakes, and their lines in `validate`'s summary.
+
+import type { ResolveContext } from '../core/component.ts';
+import { compileRoutes } from '../routing/router.ts';
+import { routeLines, routesFeed, type RouteConfig } from '../routing/schema.ts';
+
+interface SyslogListening {
+  readonly name?: string | undefined;
+  readonly address: string;
+  readonly port: number;
+  readonly max_message_bytes: number;
+  readonly oversize: string;
+  /** Only as a shared listener. */
+  readonly routes?: readonly RouteConfig[];
+  readonly default?: string;
+}
+
+/** Its label ("<kind>/<port>" unless named); a shared listener's routes must name intakes that exist. */
+export function syslogLabel(c: SyslogListening, kind: string, ctx: ResolveContext): string {
+  if (c.routes) {
+    for (const rp of compileRoutes(c.routes, c.default ?? 'drop', ctx.intakeIndex).problems) ctx.problem(rp.path, rp.message);
+  }
+  return c.name ?? `${kind}/${c.port}`;
+}
+
+export function describeSyslog(c: SyslogListening & { readonly label: string }, kind: string): string[] {
+  if (!c.routes) return [`input ${c.label}: ${kind} on ${c.address}:${c.port}, max ${c.max_message_bytes} bytes per event (${c.oversize})`];
+  const fallback = c.default ?? 'drop';
+  return [
+    `listener ${c.label}: ${kind.replace(/ \(.*/, '')} on ${c.address}:${c.port}, ${c.routes.length} route${c.routes.length === 1 ? '' : 's'}`,
+    ...routeLines(c.routes, fallback).map((l) => `  ${l}`),
+  ];
+}
+
+export function syslogFeeds(c: SyslogListening, name: string): boolean {
+  return c.routes !== undefined && routesFeed(c.routes, c.default ?? 'drop', name);
+}

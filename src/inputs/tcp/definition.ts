@@ -1,0 +1,41 @@
+// The TCP (and TLS) syslog input type (the server is input.ts): as an intake's input, or as a
+// listener shared through routes.
+
+import { z } from 'zod';
+import type { InputDefinition, TlsFiles } from '../../core/component.ts';
+import { listener, positive, tlsServer } from '../../core/config-parts.ts';
+import { routingFields } from '../../routing/schema.ts';
+import { describeSyslog, syslogFeeds, syslogLabel } from '../syslog-config.ts';
+
+export const tcpInputSchema = z.strictObject({
+  type: z.literal('tcp').describe('Syslog over TCP, octet-counted or newline-delimited (detected per frame).'),
+  ...listener,
+  tls: tlsServer.optional().describe('Serve TLS (RFC 5425) instead of plain TCP.'),
+  max_connections: positive.default(1024).describe('Connections accepted at once; more are refused and counted.'),
+  idle_timeout_ms: z.int().min(0).default(0).describe('Close a connection that sent nothing for this long (0 = never).'),
+});
+
+export const tcpListenerSchema = tcpInputSchema.extend({ ...routingFields, type: z.literal('tcp').describe('Syslog over TCP (or TLS), shared by several intakes through routes.') });
+
+export type TcpConfig = z.infer<typeof tcpInputSchema> | z.infer<typeof tcpListenerSchema>;
+export type ResolvedTcp = TcpConfig & { readonly label: string; readonly tlsFiles: TlsFiles | undefined };
+
+const kindOf = (c: TcpConfig): string => (c.tls ? `tls${c.tls.client_ca_file ? ' (client certificates required)' : ''}` : 'tcp');
+
+export const tcpInput = {
+  inputSchema: tcpInputSchema,
+  listenerSchema: tcpListenerSchema,
+  resolve(c, ctx) {
+    let tlsFiles: TlsFiles | undefined;
+    if (c.tls) {
+      const cert = ctx.readFile(c.tls.cert_file, ['tls', 'cert_file']);
+      const key = ctx.readFile(c.tls.key_file, ['tls', 'key_file']);
+      const ca = c.tls.client_ca_file ? ctx.readFile(c.tls.client_ca_file, ['tls', 'client_ca_file']) : undefined;
+      if (cert && key) tlsFiles = { cert, key, ca };
+    }
+    return { ...c, label: syslogLabel(c, c.tls ? 'tls' : 'tcp', ctx), tlsFiles };
+  },
+  listening: (c) => ({ proto: 'tcp', address: c.address, port: c.port }),
+  feeds: syslogFeeds,
+  describe: (c) => describeSyslog(c, kindOf(c)),
+} satisfies InputDefinition<TcpConfig, ResolvedTcp>;
