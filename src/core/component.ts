@@ -5,9 +5,10 @@
 // all go through them, so a new type is its own file(s) plus one registry line.
 
 import type { z } from 'zod';
-import type { EventQueue } from './queue.ts';
-import type { Sink } from './contracts.ts';
-import type { ComponentLog, Instruments } from './telemetry.ts';
+import type { AdmitResult, EventQueue, OfferResult } from './queue.ts';
+import type { LogEvent } from './event.ts';
+import type { DropReason, Sink, Source } from './contracts.ts';
+import type { FileTelemetry, HttpInputTelemetry, Instruments, SyslogInputTelemetry } from './telemetry.ts';
 
 /** The region's endpoints, with `endpoints:` overrides applied. */
 export interface Endpoints {
@@ -57,6 +58,19 @@ export interface InputDefinition<Config, Resolved> {
   feeds(config: Resolved, name: string): boolean;
   /** Lines for `validate`'s summary, the first naming it ("input tcp/514: ..."). */
   describe(config: Resolved): string[];
+  /** Its record in the forwarder statistics (rsyslog impstats shape), or undefined: rsyslog has no such input. */
+  impstats(port: number, submitted: number): Record<string, unknown> | undefined;
+  /** Whether its source stops reading when a queue is full (TCP, files); one that cannot (UDP) drops, counted. */
+  readonly canPause: boolean;
+  /** Its data keeps (files): it waits for room even under when_full: drop_newest. */
+  readonly alwaysWait: boolean;
+  create(config: Resolved, ctx: SourceContext): Source;
+}
+
+/** What a source is built with: the sender its events go through, and its telemetry. */
+export interface SourceContext {
+  readonly sender: Sender;
+  readonly instruments: InputInstruments;
 }
 
 /** Certificates and keys of a TLS server, read at load. */
@@ -102,11 +116,32 @@ export interface TlsEndpoint {
   readonly key: Buffer | undefined;
 }
 
-/** What a source is built with: where its events go, and what it reports. */
-export interface SourceContext<Telemetry> {
-  readonly sender: Sender;
-  readonly telemetry: Telemetry;
-  readonly log: ComponentLog;
+
+/** An intake's drop rules (routing/filters.ts). */
+export interface EventFilter {
+  readonly empty: boolean;
+  /** Index of the first rule that drops `e`, or -1. */
+  match(e: LogEvent): number;
+  /** A rule's name in metrics: its description. */
+  name(rule: number): string;
+}
+
+/**
+ * One intake a source can feed: its queue and its filters (and its key, which HTTP senders present).
+ * A reload changes the filters (and a queue's limits) in place, so running sources see them at once.
+ */
+export interface Target {
+  readonly intake: string;
+  readonly intakeKey: string;
+  readonly queue: EventQueue;
+  filters: EventFilter;
+}
+
+/** Where a source's events go: its targets and, for a shared listener, the router that picks among them. */
+export interface Routing {
+  readonly targets: readonly Target[];
+  /** The target index of each event (negative: dropped, counted); absent: everything goes to targets[0]. */
+  readonly router?: { route(e: LogEvent): number } | undefined;
 }
 
 /**
@@ -115,16 +150,23 @@ export interface SourceContext<Telemetry> {
  * the rest to the queue. Whether its source can pause is fixed when it is made.
  */
 export interface Sender {
-  /** The intake the source belongs to, for labels; '' for a shared listener. */
+  /** The intake of a plain input, for labels; '' for a shared listener. */
   readonly owner: string;
+  /** The intakes it feeds now (a reload may change them between two reads). */
+  readonly targets: readonly Target[];
   /** Offers a read's events (their total size `bytes`); 'slow_down' means pause until writable(). */
-  send(events: import('./event.ts').LogEvent[], bytes: number): import('./queue.ts').OfferResult;
+  send(events: LogEvent[], bytes: number): OfferResult;
+  /** All of `events` to `target`, or none (sources that can answer "later"); `admitted`: after the filters. */
+  admit(target: Target, events: LogEvent[], bytes: number): { readonly result: AdmitResult; readonly admitted: number };
+  /** Events `target` received that will never be delivered (refused one by one), counted as such. */
+  refuse(target: Target, reason: DropReason, events: number): void;
   /** Resolves once every queue that asked this source to slow down has room again. */
   writable(): Promise<void>;
 }
 
-/** An intake's queue as a source that answers "later" (HTTP) sees it. */
-export interface AdmitTarget {
-  readonly intake: string;
-  readonly queue: EventQueue;
+/** The telemetry of each kind of source, bound to the labels of the one asking. */
+export interface InputInstruments {
+  syslog(): SyslogInputTelemetry;
+  http(): HttpInputTelemetry;
+  file(): FileTelemetry;
 }

@@ -14,6 +14,14 @@ export const DROP_REASONS: readonly DropReason[] = ['queue_full', 'too_large', '
  * Something that takes events in (an input, a shared listener, the forwarder statistics) and hands
  * them to intakes through its Sender. start/stop are idempotent; stop is safe before start.
  */
+export interface SourceHealth {
+  readonly name: string;
+  /** Turning requests away for want of resources. */
+  readonly saturated: boolean;
+  readonly inflightBytes: number;
+  readonly budgetBytes: number;
+}
+
 export interface Source {
   /** Its name in metrics and logs. */
   readonly label: string;
@@ -24,8 +32,13 @@ export interface Source {
   start(): Promise<void>;
   /** Stops taking in events (what was read is offered first), within `graceMs` for open connections. */
   stop(graceMs?: number): Promise<void>;
-  /** After the outputs have drained: saves what must survive a restart (file checkpoints). */
-  finish?(): Promise<void>;
+  /**
+   * After stop(), while and after the outputs drain: finishes what is in flight (answers to
+   * requests, within `graceMs`) and saves what must survive a restart (file checkpoints).
+   */
+  finish?(graceMs?: number): Promise<void>;
+  /** Whether it can take events now, for /readyz (an HTTP listener out of memory budget cannot). */
+  health?(): SourceHealth;
   /** Stops reporting (it is gone for good: a reload removed it). */
   dispose?(): void;
 }

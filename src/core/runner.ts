@@ -44,6 +44,8 @@ export class SinkRunner {
   #state: OutputState = 'starting';
   #lastError: RelayError | undefined;
   #lastAckAt = 0;
+  /** Batches taken and not sent when the runner stopped: put back in the queue once its sends end. */
+  readonly #unsent: Batch[] = [];
   readonly #t: OutputTelemetry;
 
   constructor(options: RunnerOptions) {
@@ -135,6 +137,9 @@ export class SinkRunner {
       await this.#inFlight.onSizeLessThan(1);
     }
     await this.#inFlight.onIdle();
+    // Put back together, oldest first: sends end in any order (a batch waiting for a slot ends
+    // before the one ahead of it, in its backoff), and the next runner must not send a later batch first.
+    if (this.#unsent.length > 0) queue.requeue(this.#unsent.splice(0).sort((a, b) => a.seq - b.seq));
   }
 
   /** Waits while the whole output is paused (throttled, key refused). */
@@ -152,7 +157,7 @@ export class SinkRunner {
     for (;;) {
       await this.#gate();
       if (stop.aborted) {
-        if (batch !== EMPTY) queue.requeue([batch]);
+        if (batch !== EMPTY) this.#unsent.push(batch);
         return;
       }
       t.inFlight(this.#inFlight.pending);

@@ -47,10 +47,83 @@ export interface HttpOutputTelemetry {
   requestSeconds(seconds: number): void;
 }
 
-/**
- * The telemetry of every kind of component, bound to the labels of the one asking: each component
- * takes the part it reports through. Implemented from the metrics registry in pipeline/.
- */
+/** What a source's Sender counts, per intake its events go to (labels: intake, and the source's name). */
+export interface SenderTelemetry {
+  received(intake: string, events: number, bytes: number): void;
+  dropped(intake: string, reason: DropReason, events: number): void;
+  /** One event an intake's drop rule `rule` matched (also counted as dropped, reason filtered). */
+  filtered(intake: string, rule: string): void;
+  /** Events a shared listener handed to no intake: a route said drop, or nothing matched. */
+  unrouted(reason: 'route_drop' | 'no_route', events: number): void;
+}
+
+/** What building events from frames reports: repairs, and frames too large to forward. */
+export interface EventTelemetry {
+  modified(reason: 'invalid_utf8' | 'invalid_header' | 'truncated' | 'split', events: number): void;
+  /** Frames over the size limit, dropped (counted as received and dropped for a plain input's intake). */
+  tooLarge(events: number): void;
+}
+
+/** A listening syslog input (UDP, TCP/TLS): its events, its connections, backpressure, kernel drops. */
+export interface SyslogInputTelemetry extends EventTelemetry {
+  readonly log: ComponentLog;
+  /** The source stopped reading because a queue was full. */
+  paused(): void;
+  /** The listener is up: its open-connections gauge starts at 0. */
+  listening(): void;
+  /** A connection opened (true) or closed (false). */
+  connection(open: boolean): void;
+  rejected(reason: 'max_connections' | 'tls_handshake' | 'idle_timeout'): void;
+  /** Reads the kernel's count of datagrams it dropped for this socket, whenever metrics are collected. */
+  watchKernelDrops(read: () => number | undefined): void;
+  /** Stops reporting (the source is gone). */
+  dispose(): void;
+}
+
+/** A file input: the files it follows, rotations, errors, lines split or dropped for their size. */
+export type RotationKind = 'rename' | 'truncate' | 'delete' | 'copy';
+
+/** The files of one input as they are now. */
+export interface FileGauges {
+  /** Followed: matched by the paths, or rotated away and read to their end. */
+  readonly tracked: number;
+  /** Held open (at most max_open_files). */
+  readonly open: number;
+  /** Appended and not read yet. */
+  readonly unread: number;
+}
+
+/** `modified('split')`: a line over max_line_bytes forwarded in pieces; `tooLarge`: one dropped (oversize: drop). */
+export interface FileTelemetry extends EventTelemetry {
+  readonly log: ComponentLog;
+  rotated(kind: RotationKind): void;
+  /** An error, by system error code (EACCES, EMFILE, ...) or `checkpoint`. */
+  error(code: string): void;
+  /** Reports `read()` whenever metrics are collected, until the returned function is called. */
+  watchFiles(read: () => FileGauges): () => void;
+}
+
+
+/** The HTTP input, bound to its listener: requests answered and refused, its memory budget, repairs. */
+export interface HttpInputTelemetry {
+  /** Per-request lines go through its rate-limited methods. */
+  readonly log: ComponentLog;
+  /** A request refused or not finished, by reason (a fixed list: inputs/http/error.ts). */
+  refused(reason: string): void;
+  /** A request accepted, by the success status answered. */
+  answered(status: number): void;
+  /** Reports `read()` as the budget bytes in use, read at each collection, until the returned function is called. */
+  inflightBytes(read: () => number): () => void;
+  /** Events forwarded to `intake` after a repair. */
+  modified(intake: string, reason: 'truncated' | 'invalid_utf8', events: number): void;
+}
+
+/** The telemetry an output's sink may report through besides the runner's, bound to its intake. */
 export interface Instruments {
   httpOutput(): HttpOutputTelemetry;
+}
+
+/** Sums of counters over the series whose labels match: what the forwarder statistics report. */
+export interface CounterReader {
+  total(counter: 'events_sent' | 'events_dropped' | 'events_received' | 'output_retries' | 'output_reconnects', labels: Record<string, string>): Promise<number>;
 }

@@ -9,33 +9,30 @@
 // Counts are what happened since the previous report.
 
 import { hostname } from 'node:os';
+import type { Sender } from '../core/component.ts';
 import type { LogEvent } from '../core/event.ts';
 import type { EventQueue } from '../core/queue.ts';
+import type { CounterReader } from '../core/telemetry.ts';
 import { headerlessEvent } from '../syslog/parse.ts';
-import type { Metrics } from '../telemetry/metrics.ts';
 
-/** What the statistics describe: the intakes now, with their inputs and queues. */
+/** What the statistics describe: the intakes now, with their queues, and their inputs' records. */
 export interface StatsView {
-  intakes(): readonly { readonly name: string; readonly queue: EventQueue; readonly inputs: readonly { readonly label: string; readonly type: string; readonly port: number }[] }[];
+  intakes(): readonly {
+    readonly name: string;
+    readonly queue: EventQueue;
+    /** Per input: its impstats record for `submitted` events, or undefined (rsyslog has no such module). */
+    readonly inputs: readonly { readonly label: string; record(submitted: number): Record<string, unknown> | undefined }[];
+  }[];
 }
 
 const PRI_SYSLOG_INFO = 5 * 8 + 6;
 const APP_NAME = 'rsyslogd-pstats';
 
-type Labels = Record<string, string | number>;
-
-/** Sum of a counter's series whose labels match `want`. */
-async function total(metric: { get(): Promise<{ values: { labels: Labels; value: number }[] }> }, want: Labels): Promise<number> {
-  const { values } = await metric.get();
-  let sum = 0;
-  for (const v of values) if (Object.entries(want).every(([k, x]) => String(v.labels[k]) === String(x))) sum += v.value;
-  return sum;
-}
-
 export class ForwarderStats {
-  readonly #metrics: Metrics;
+  readonly #counters: CounterReader;
   readonly #view: StatsView;
-  readonly #intake: string;
+  /** Routes to the statistics intake (a reload may replace it). */
+  readonly #sender: Sender;
   readonly #intervalMs: number;
   /** Counter totals at the previous report, by record and field. */
   readonly #last = new Map<string, number>();
@@ -45,10 +42,10 @@ export class ForwarderStats {
   #sampler: NodeJS.Timeout | undefined;
   readonly #host = hostname();
 
-  constructor(metrics: Metrics, view: StatsView, intake: string, intervalMs: number) {
-    this.#metrics = metrics;
+  constructor(counters: CounterReader, view: StatsView, sender: Sender, intervalMs: number) {
+    this.#counters = counters;
     this.#view = view;
-    this.#intake = intake;
+    this.#sender = sender;
     this.#intervalMs = intervalMs;
   }
 
@@ -84,7 +81,7 @@ export class ForwarderStats {
   /** The records of one report. */
   async records(): Promise<Record<string, unknown>[]> {
     this.#sample();
-    const m = this.#metrics;
+    const total = (counter: Parameters<CounterReader['total']>[0], labels: Record<string, string>): Promise<number> => this.#counters.total(counter, labels);
     const out: Record<string, unknown>[] = [];
     let enqueuedAll = 0;
     let discardedAll = 0;
@@ -95,14 +92,14 @@ export class ForwarderStats {
       out.push({
         name,
         origin: 'core.action',
-        processed: this.#delta(`${name}|processed`, await total(m.eventsSent, intake)),
-        failed: this.#delta(`${name}|failed`, await total(m.eventsDropped, { ...intake, stage: 'output' })),
-        suspended: this.#delta(`${name}|suspended`, await total(m.outputRetries, intake)),
+        processed: this.#delta(`${name}|processed`, await total('events_sent', intake)),
+        failed: this.#delta(`${name}|failed`, await total('events_dropped', { ...intake, stage: 'output' })),
+        suspended: this.#delta(`${name}|suspended`, await total('output_retries', intake)),
         'suspended.duration': 0,
-        resumed: this.#delta(`${name}|resumed`, await total(m.outputReconnects, intake)),
+        resumed: this.#delta(`${name}|resumed`, await total('output_reconnects', intake)),
       });
-      const enqueued = this.#delta(`${name}|enqueued`, await total(m.eventsReceived, intake));
-      const full = this.#delta(`${name}|full`, await total(m.eventsDropped, { ...intake, reason: 'queue_full' }));
+      const enqueued = this.#delta(`${name}|enqueued`, await total('events_received', intake));
+      const full = this.#delta(`${name}|full`, await total('events_dropped', { ...intake, reason: 'queue_full' }));
       const size = i.queue.pendingEvents;
       out.push({ name: `${name} queue`, origin: 'core.queue', size, enqueued, full: full > 0 ? 1 : 0, 'discarded.full': full, 'discarded.nf': 0, maxqsize: this.#maxSize.get(i.name) ?? size });
       this.#maxSize.set(i.name, size);
@@ -110,10 +107,9 @@ export class ForwarderStats {
       discardedAll += full;
       sizeAll += size;
       for (const input of i.inputs) {
-        if (input.type !== 'tcp' && input.type !== 'udp') continue;
-        const rec = input.type === 'tcp' ? `imtcp(${input.port})` : `imudp(*:${input.port})`;
-        const submitted = this.#delta(`${i.name}|${input.label}`, await total(m.eventsReceived, { intake: i.name, input: input.label }));
-        out.push(input.type === 'tcp' ? { name: rec, origin: 'imtcp', submitted } : { name: rec, origin: 'imudp', submitted, disallowed: 0 });
+        if (!input.record(0)) continue;
+        const submitted = this.#delta(`${i.name}|${input.label}`, await total('events_received', { intake: i.name, input: input.label }));
+        out.push(input.record(submitted) as Record<string, unknown>);
       }
     }
     out.push({ name: 'main Q', origin: 'core.queue', size: sizeAll, enqueued: enqueuedAll, full: discardedAll > 0 ? 1 : 0, 'discarded.full': discardedAll, 'discarded.nf': 0, maxqsize: this.#maxSize.get('') ?? sizeAll });
@@ -126,10 +122,9 @@ export class ForwarderStats {
     return out;
   }
 
-  /** Builds a report and offers it to the statistics intake's queue (counted like any input's events). */
+  /** Builds a report and hands it to the statistics intake (counted like any input's events). */
   async report(): Promise<void> {
-    const target = this.#view.intakes().find((i) => i.name.toLowerCase() === this.#intake.toLowerCase());
-    if (!target) return;
+    if (this.#sender.targets.length === 0) return;
     const records = await this.records();
     const now = Date.now();
     const defaults = { pri: PRI_SYSLOG_INFO, hostname: this.#host, appName: APP_NAME, procId: '' };
@@ -140,10 +135,6 @@ export class ForwarderStats {
       events.push(headerlessEvent(buf, 0, buf.length, now, '', defaults));
       bytes += buf.length;
     }
-    const m = this.#metrics;
-    m.eventsReceived.inc({ intake: target.name, input: 'stats' }, events.length);
-    m.bytesReceived.inc({ intake: target.name, input: 'stats' }, bytes);
-    const r = target.queue.offer(events, bytes, false);
-    if (r.dropped > 0) m.eventsDropped.inc({ intake: target.name, stage: 'input', reason: 'queue_full' }, r.dropped);
+    this.#sender.send(events, bytes);
   }
 }

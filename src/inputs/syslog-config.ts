@@ -4,6 +4,7 @@
 import type { ResolveContext } from '../core/component.ts';
 import { compileRoutes } from '../routing/router.ts';
 import { routeLines, routesFeed, type RouteConfig } from '../routing/schema.ts';
+import type { HeaderDefaults } from '../syslog/parse.ts';
 
 interface SyslogListening {
   readonly name?: string | undefined;
@@ -31,6 +32,11 @@ export function describeSyslog(c: SyslogListening & { readonly label: string }, 
     `listener ${c.label}: ${kind.replace(/ \(.*/, '')} on ${c.address}:${c.port}, ${c.routes.length} route${c.routes.length === 1 ? '' : 's'}`,
     ...routeLines(c.routes, fallback).map((l) => `  ${l}`),
   ];
+}
+
+/** The header fields a plain line gets, from an input's `defaults`. */
+export function headerDefaults(d: { readonly facility: number; readonly severity: number; readonly hostname?: string | undefined; readonly app_name?: string | undefined; readonly procid?: string | undefined }): HeaderDefaults {
+  return { pri: d.facility * 8 + d.severity, hostname: d.hostname ?? '', appName: d.app_name ?? '', procId: d.procid ?? '' };
 }
 
 export function syslogFeeds(c: SyslogListening, name: string): boolean {

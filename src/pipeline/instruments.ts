@@ -2,25 +2,12 @@
 // gauges from the one metrics registry, and rate-limited logs from a child logger.
 
 import type { Logger } from 'pino';
-import { RateLimiter } from '../core/rate-limiter.ts';
-import type { ComponentLog, HttpOutputTelemetry, Instruments, OutputTelemetry } from '../core/telemetry.ts';
+import type { CounterReader, HttpOutputTelemetry, Instruments, OutputTelemetry, SenderTelemetry, SyslogInputTelemetry } from '../core/telemetry.ts';
+import type { InputInstruments } from '../core/component.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-
-/** A child logger with `fields` bound, and one line per key every 10 s for lines that could fire per event. */
-export function componentLog(log: Logger, fields: Record<string, unknown>): ComponentLog {
-  const logger = log.child(fields);
-  const limiter = new RateLimiter(10_000);
-  const emit = (level: 'info' | 'warn' | 'error', key: string, extra: object, msg: string): void => {
-    const suppressed = limiter.allow(key);
-    if (suppressed !== undefined) logger[level]({ ...extra, suppressed }, msg);
-  };
-  return {
-    logger,
-    info: (key, extra, msg) => emit('info', key, extra, msg),
-    warn: (key, extra, msg) => emit('warn', key, extra, msg),
-    error: (key, err, extra, msg) => emit('error', key, { ...extra, err }, msg),
-  };
-}
+import { componentLog } from './component-log.ts';
+import { fileTelemetry } from './file-instruments.ts';
+import { httpInputTelemetry } from './http-instruments.ts';
 
 export function outputTelemetry(m: Metrics, log: Logger, intake: string, output: string): OutputTelemetry {
   const labels = { intake, output };
@@ -78,5 +65,98 @@ export function httpOutputTelemetry(m: Metrics, intake: string): HttpOutputTelem
 export function intakeInstruments(m: Metrics, intake: string): Instruments {
   return {
     httpOutput: () => httpOutputTelemetry(m, intake),
+  };
+}
+
+/** The counting of a source's Sender: per intake its events reach, labelled with the source's name. */
+export function senderTelemetry(m: Metrics, input: string): SenderTelemetry {
+  const counters = (intake: string) => ({ received: m.eventsReceived.labels({ intake, input }), bytes: m.bytesReceived.labels({ intake, input }) });
+  const perIntake = new Map<string, ReturnType<typeof counters>>();
+  const of = (intake: string): ReturnType<typeof counters> => {
+    let c = perIntake.get(intake);
+    if (!c) perIntake.set(intake, (c = counters(intake)));
+    return c;
+  };
+  return {
+    received(intake, events, bytes) {
+      const c = of(intake);
+      c.received.inc(events);
+      c.bytes.inc(bytes);
+    },
+    dropped: (intake, reason, events) => m.eventsDropped.inc({ intake, stage: 'input', reason }, events),
+    filtered: (intake, rule) => m.eventsFiltered.inc({ intake, rule }),
+    unrouted: (reason, events) => m.routeDropped.inc({ listener: input, reason }, events),
+  };
+}
+
+/**
+ * A listening syslog input's telemetry. `owner` is its intake, or '' for a shared listener: what
+ * happens before routing (repairs, oversized frames) is counted under the intake of a plain input
+ * and under the listener for a shared one.
+ */
+export function syslogInputTelemetry(m: Metrics, log: Logger, owner: string, input: string): SyslogInputTelemetry {
+  const labels = { intake: owner, input };
+  const modified = {
+    invalid_utf8: m.eventsModified.labels({ ...labels, reason: 'invalid_utf8' }),
+    invalid_header: m.eventsModified.labels({ ...labels, reason: 'invalid_header' }),
+    truncated: m.eventsModified.labels({ ...labels, reason: 'truncated' }),
+    split: m.eventsModified.labels({ ...labels, reason: 'split' }),
+  };
+  const oversize = m.framingErrors.labels({ ...labels, reason: 'too_large' });
+  const paused = m.inputPaused.labels(labels);
+  const connections = m.connections.labels(labels);
+  const probes: (() => void)[] = [];
+  return {
+    log: componentLog(log, owner ? labels : { input }),
+    modified: (reason, events) => modified[reason].inc(events),
+    tooLarge(events) {
+      oversize.inc(events);
+      if (owner) {
+        m.eventsDropped.inc({ intake: owner, stage: 'input', reason: 'too_large' }, events);
+        m.eventsReceived.inc(labels, events);
+      } else {
+        m.routeDropped.inc({ listener: input, reason: 'too_large' }, events);
+      }
+    },
+    paused: () => paused.inc(),
+    listening: () => connections.set(0),
+    connection: (open) => (open ? connections.inc() : connections.dec()),
+    rejected: (reason) => m.connectionsRejected.inc({ ...labels, reason }),
+    watchKernelDrops(read) {
+      const drops = m.udpKernelDrops.labels(labels);
+      let seen: number | undefined;
+      probes.push(m.addProbe(() => {
+        const now = read();
+        if (now === undefined) return;
+        // The first reading is the socket's own count since it was opened.
+        if (now > (seen ?? 0)) drops.inc(now - (seen ?? 0));
+        seen = now;
+      }));
+    },
+    dispose: () => {
+      for (const p of probes.splice(0)) p();
+    },
+  };
+}
+
+/** The telemetry of a source named `input`, of intake `owner` ('' for a shared listener). */
+export function inputInstruments(m: Metrics, log: Logger, owner: string, input: string): InputInstruments {
+  return {
+    syslog: () => syslogInputTelemetry(m, log, owner, input),
+    http: () => httpInputTelemetry(m, log, input),
+    file: () => fileTelemetry(m, log, owner, input),
+  };
+}
+
+/** The counters the forwarder statistics read, summed over the series whose labels match. */
+export function counterReader(m: Metrics): CounterReader {
+  const counters = { events_sent: m.eventsSent, events_dropped: m.eventsDropped, events_received: m.eventsReceived, output_retries: m.outputRetries, output_reconnects: m.outputReconnects };
+  return {
+    async total(counter, want) {
+      const { values } = await counters[counter].get();
+      let sum = 0;
+      for (const v of values) if (Object.entries(want).every(([k, x]) => String((v.labels as Record<string, unknown>)[k]) === x)) sum += v.value;
+      return sum;
+    },
   };
 }

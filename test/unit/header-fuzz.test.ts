@@ -4,9 +4,8 @@
 // be written. Seeded, so a failure is reproduced by running the test again.
 import { describe, expect, it } from 'vitest';
 import { BoundedQueue } from '../../src/core/queue.ts';
-import { FilterSet } from '../../src/routing/filters.ts';
 import { Rfc5424Formatter } from '../../src/syslog/format.ts';
-import { EventBuilder, inputCounters, type InputContext } from '../../src/inputs/event-builder.ts';
+import { frameBuilder } from '../helpers/frame-input.ts';
 import { Deframer, type Oversize } from '../../src/syslog/framing.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
 import { metricValue } from '../helpers/relay.ts';
@@ -77,8 +76,7 @@ function frameGenerator(rnd: () => number) {
 function input(maxMessageBytes: number, oversize: Oversize, canPause: boolean) {
   const queue = new BoundedQueue({ maxEvents: 1_000_000, maxBytes: 1 << 30, whenFull: 'block' });
   const metrics = new Metrics(false);
-  const ctx: InputContext = { input: 'in', metrics, defaults: { pri: 13, hostname: '', appName: '', procId: '' }, targets: [{ intake: 'i', queue, filters: new FilterSet([]) }] };
-  const builder = new EventBuilder(ctx, inputCounters(ctx), canPause);
+  const builder = frameBuilder(queue, metrics, canPause);
   return { queue, metrics, builder, deframer: new Deframer(maxMessageBytes, oversize, builder) };
 }
 

@@ -1,50 +1,55 @@
-// HTTP(S) receiver: the intake's own API (/jsons, /plain, /plain/batch, /batch, /array), so a sender
-// configured for the intake only changes its base URL, and per-intake routes for newline-delimited
-// events. The key the sender presents selects the intake; a key of no intake served here gets 401.
-// The answer is sent only once the events are in the intake's queue; a full queue gets 429 with a
-// Retry-After from how fast it drains, never "accepted, then dropped". Every refusal is counted.
-// Requests in flight share one memory budget (max_inflight_bytes: 429 when it is used up), JSON
-// nests at most max_depth deep, and a listener stopped by a reload finishes what is in flight.
+// HTTP(S) receiver, the server: the intake's own API (/jsons, /plain, /plain/batch, /batch, /array),
+// so a sender configured for the intake only changes its base URL, and per-intake routes for
+// newline-delimited events; their bodies are decoded by decoders.ts. The key the sender presents
+// selects the intake; a key of no intake served here gets 401. The answer is sent only once the
+// events are in the intake's queue; a full queue gets 429 with a Retry-After from how fast it
+// drains, never "accepted, then dropped". Every refusal is counted. Requests in flight share one
+// memory budget (max_inflight_bytes: 429 when it is used up), JSON nests at most max_depth deep,
+// and a listener stopped by a reload finishes what is in flight.
 
-import { isUtf8 } from 'node:buffer';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { Logger } from 'pino';
-import type { LogEvent } from '../../core/event.ts';
-import type { ResolvedHttpListener } from '../../config/load.ts';
-import { RateLimiter } from '../../core/rate-limiter.ts';
-import type { Metrics } from '../../telemetry/metrics.ts';
-import type { ListenerHealth } from '../../telemetry/ops-server.ts';
+import type { ResolvedHttpListener } from './config.ts';
 import { BodyBudget, type BudgetLease } from './budget.ts';
-import { readBody, refuseUnless } from './body.ts';
-import { HttpError, type Reason } from './error.ts';
-import { scanJson } from './json-scan.ts';
+import { readBody } from './body.ts';
+import { INTAKE_API, routeDecoder, type ApiFacts, type Built, type Decoded, type DecodeSettings, type Refusal } from './decoders.ts';
+import { HttpError } from './error.ts';
+import type { Sender, Target } from '../../core/component.ts';
 import { listen } from '../../core/net.ts';
-import { applyFilters, utf8Boundary, senderAddress, type Target } from '../event-builder.ts';
-import { headerlessEvent, type HeaderDefaults } from '../../syslog/parse.ts';
+import type { HttpInputTelemetry } from '../../core/telemetry.ts';
+import { senderAddress } from '../frame-builder.ts';
 
-/** An intake this listener can feed. */
-export interface HttpTarget extends Target {
-  readonly intakeKey: string;
+/** For /readyz: the listener's memory budget, and whether it is turning requests away. */
+export interface HttpListenerHealth {
+  readonly name: string;
+  readonly inflightBytes: number;
+  readonly budgetBytes: number;
+  readonly saturated: boolean;
 }
 
-/** One event as text: strings as they are, anything else as its JSON text. */
-function eventText(v: unknown): string {
-  return typeof v === 'string' ? v : JSON.stringify(v);
+/** Decodes a request to this listener: an intake-API path's decoder, or a route's. */
+type Decode = (body: Buffer, s: DecodeSettings, f: ApiFacts<Target>) => Decoded<Target>;
+
+/** A per-intake route (`paths`): its intake, its format's decoder, the bearer token it asks for. */
+interface Route {
+  readonly target: Target;
+  readonly decode: Decode;
+  readonly token: Buffer | undefined;
 }
 
 export class HttpReceiver {
   readonly #l: ResolvedHttpListener;
-  readonly #byKey = new Map<string, HttpTarget>();
-  readonly #byName = new Map<string, HttpTarget>();
-  readonly #metrics: Metrics;
-  readonly #log: Logger;
-  readonly #limiter = new RateLimiter();
-  readonly #defaults: HeaderDefaults;
-  #routes = new Map<string, { target: HttpTarget; format: 'ndjson' | 'lines'; token: Buffer | undefined }>();
+  readonly #sender: Sender;
+  /** The sender's targets the maps below were made from: a reload replaces them. */
+  #mapped: readonly Target[] | undefined;
+  readonly #byKey = new Map<string, Target>();
+  readonly #byName = new Map<string, Target>();
+  readonly #t: HttpInputTelemetry;
+  readonly #decode: DecodeSettings;
+  #routes = new Map<string, Route>();
   #server: http.Server | undefined;
   readonly #budget: BodyBudget;
   /** Requests not yet answered, for a stop to finish. */
@@ -52,20 +57,29 @@ export class HttpReceiver {
   /** Connections with requests being handled (their end, if the client goes, is counted there). */
   readonly #reading = new WeakMap<Duplex, number>();
   #stopping = false;
-  #disposeProbe: (() => void) | undefined;
+  #stopInflight: (() => void) | undefined;
+  /** A stopped server's requests in flight, for finish(). */
+  #closing: http.Server | undefined;
+  #closed: Promise<void> = Promise.resolve();
 
-  constructor(listener: ResolvedHttpListener, targets: readonly HttpTarget[], metrics: Metrics, log: Logger) {
+  constructor(listener: ResolvedHttpListener, sender: Sender, telemetry: HttpInputTelemetry) {
     this.#l = listener;
-    this.#metrics = metrics;
-    this.#log = log;
-    this.retarget(targets);
+    this.#sender = sender;
+    this.#t = telemetry;
+    this.#map();
     const d = listener.defaults;
-    this.#defaults = { pri: d.facility * 8 + d.severity, hostname: d.hostname ?? '', appName: d.app_name ?? '', procId: d.procid ?? '' };
+    this.#decode = {
+      maxDepth: listener.max_depth,
+      maxEvents: listener.max_events_per_request,
+      maxMessageBytes: listener.max_message_bytes,
+      oversize: listener.oversize,
+      defaults: { pri: d.facility * 8 + d.severity, hostname: d.hostname ?? '', appName: d.app_name ?? '', procId: d.procid ?? '' },
+    };
     this.#budget = new BodyBudget(listener.max_inflight_bytes);
   }
 
   /** For /readyz: saturated while requests are turned away for want of memory budget. */
-  health(): ListenerHealth {
+  health(): HttpListenerHealth {
     return { name: this.#l.label, inflightBytes: this.#budget.used, budgetBytes: this.#budget.capacity, saturated: this.#budget.saturated };
   }
 
@@ -73,8 +87,11 @@ export class HttpReceiver {
     return this.#l.label;
   }
 
-  /** The intakes it serves (at start, and when a reload adds, removes or changes intakes). */
-  retarget(targets: readonly HttpTarget[]): void {
+  /** Keys and routes of the intakes it serves, made again when a reload changed the sender's targets. */
+  #map(): void {
+    const targets = this.#sender.targets;
+    if (targets === this.#mapped) return;
+    this.#mapped = targets;
     const served = this.#l.intakes?.map((n) => n.toLowerCase());
     this.#byKey.clear();
     this.#byName.clear();
@@ -83,10 +100,10 @@ export class HttpReceiver {
       if (t.intakeKey && (!served || served.includes(t.intake.toLowerCase()))) this.#byKey.set(t.intakeKey, t);
     }
     this.#routes = new Map(
-      this.#l.paths.map((r) => [
-        r.path,
-        { target: this.#byName.get(r.intake.toLowerCase()) as HttpTarget, format: r.format, token: r.bearer_token ? Buffer.from(r.bearer_token) : undefined },
-      ]),
+      this.#l.paths.map((r): [string, Route] => {
+        const target = this.#byName.get(r.intake.toLowerCase()) as Target;
+        return [r.path, { target, decode: routeDecoder(target, r.format), token: r.bearer_token ? Buffer.from(r.bearer_token) : undefined }];
+      }),
     );
   }
 
@@ -94,12 +111,16 @@ export class HttpReceiver {
     return (this.#server?.address() as AddressInfo | null)?.port ?? this.#l.port;
   }
 
+  get where(): string {
+    return `on port ${this.port}`;
+  }
+
   async start(): Promise<void> {
     const l = this.#l;
     const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
       // #handle answers every error itself; anything that still escapes must not take the process down.
       this.#handle(req, res).catch((err: unknown) => {
-        this.#note('error', 'internal', { err }, 'HTTP input failed on a request.');
+        this.#t.log.error('internal', err, {}, 'HTTP input failed on a request.');
         res.destroy();
       });
     };
@@ -130,31 +151,17 @@ export class HttpReceiver {
         return;
       }
       const slow = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
-      this.#count(slow ? 'slow_client' : 'bad_request');
+      this.#t.refused(slow ? 'slow_client' : 'bad_request');
       socket.end(slow ? 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n' : 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-      this.#warn(slow ? 'slow' : 'client', { err: err.message }, slow ? 'Slow client cut off (headers_timeout_ms / request_timeout_ms).' : 'Malformed HTTP request.');
+      this.#t.log.warn(slow ? 'slow' : 'client', { err: err.message }, slow ? 'Slow client cut off (headers_timeout_ms / request_timeout_ms).' : 'Malformed HTTP request.');
     });
     this.#server = server;
     await listen(server, l.address, l.port, `listener ${l.label}`);
-    const m = this.#metrics;
-    this.#disposeProbe = m.addProbe(() => m.httpInputInflightBytes.set({ listener: l.label }, this.#budget.used));
-  }
-
-  #count(reason: Reason): void {
-    this.#metrics.httpInputRefused.inc({ listener: this.#l.label, reason });
-  }
-
-  #warn(key: string, fields: object, msg: string): void {
-    this.#note('warn', key, fields, msg);
-  }
-
-  /** A log line that could fire per request: one per interval per key, carrying how many it stood for. */
-  #note(level: 'info' | 'warn' | 'error', key: string, fields: object, msg: string): void {
-    const suppressed = this.#limiter.allow(key);
-    if (suppressed !== undefined) this.#log[level]({ listener: this.#l.label, ...fields, suppressed }, msg);
+    this.#stopInflight = this.#t.inflightBytes(() => this.#budget.used);
   }
 
   async #handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    this.#map();
     const lease = this.#budget.lease();
     this.#inflight.add(res);
     const socket = req.socket;
@@ -165,25 +172,24 @@ export class HttpReceiver {
       const url = URL.parse(req.url ?? '/', 'http://relay');
       if (!url) throw new HttpError(400, 'bad_request', 'The request target is not a valid URL.');
       const route = this.#routes.get(url.pathname);
-      const api = !route && ['/jsons', '/plain', '/plain/batch', '/batch', '/array'].includes(url.pathname);
-      if (!route && !api) throw new HttpError(404, 'not_found', `No such endpoint: ${url.pathname}. The intake API is /jsons, /plain, /plain/batch, /batch and /array.`);
+      const decode = route ? route.decode : INTAKE_API.get(url.pathname);
+      if (!decode) throw new HttpError(404, 'not_found', `No such endpoint: ${url.pathname}. The intake API is /jsons, /plain, /plain/batch, /batch and /array.`);
       if (req.method !== 'POST') throw new HttpError(405, 'method_not_allowed', `${req.method ?? '?'} is not allowed here: use POST.`, { allow: 'POST' });
       if (route) this.#authorizeRoute(req, route.token);
       // A full queue refuses before the body is read (reading it only to refuse it costs memory
       // for nothing) when the intake is known from the route or a key in the headers.
-      const known = route ? route.target : url.pathname.startsWith('/plain') || url.pathname === '/jsons' ? this.#byKey.get(this.#requestKey(req, url) ?? '') : undefined;
+      const key = route ? undefined : this.#requestKey(req, url);
+      const known = route ? route.target : url.pathname.startsWith('/plain') || url.pathname === '/jsons' ? this.#byKey.get(key ?? '') : undefined;
       if (known) this.#checkRoom(known);
       const l = this.#l;
       const body = await readBody(req, { maxBodyBytes: l.max_body_bytes, maxDecompressedBytes: l.max_decompressed_bytes }, lease);
       // Answered meanwhile (503 at the end of a stop's grace): its events must not go in after all.
       if (res.headersSent) return;
-      const sender = senderAddress(req.socket.remoteAddress);
-      if (route) {
-        const events = route.format === 'ndjson' ? this.#ndjson(body, sender, lease) : this.#lines(body, sender);
-        await this.#accept(res, url, route.target, events, false, lease);
-        return;
-      }
-      await this.#intakeApi(req, res, url, body, sender, lease);
+      const byKey = this.#byKey;
+      const facts: ApiFacts<Target> = {
+        sender: senderAddress(req.socket.remoteAddress), receivedAt: Date.now(), lease, key, path: url.searchParams.get('path'), target: (k) => byKey.get(k),
+      };
+      await this.#accept(res, url, decode(body, this.#decode, facts), lease);
     } catch (err) {
       const e = err instanceof HttpError ? err : new HttpError(500, 'bad_request', 'Internal error.');
       // Already answered (a stop's 503): counted then.
@@ -192,8 +198,8 @@ export class HttpReceiver {
         this.#clientClosed();
         return;
       }
-      this.#count(e.reason);
-      if (!(err instanceof HttpError)) this.#note('error', 'internal', { err }, 'HTTP input failed on a request.');
+      this.#t.refused(e.reason);
+      if (!(err instanceof HttpError)) this.#t.log.error('internal', err, {}, 'HTTP input failed on a request.');
       const close = e.status === 413 || this.#stopping;
       res.writeHead(e.status, { 'content-type': 'application/json', ...e.headers, ...(close ? { connection: 'close' } : {}) });
       res.end(`${JSON.stringify({ error: e.message, reason: e.reason })}\n`);
@@ -207,15 +213,8 @@ export class HttpReceiver {
 
   /** Nobody to answer, and nothing wrong here: a client went away (its timeout, a restart, a crash). */
   #clientClosed(): void {
-    this.#count('client_closed');
-    this.#note('info', 'client_closed', {}, 'Clients closed connections before the end of their request (counted as refused, reason client_closed).');
-  }
-
-  /** JSON text within max_depth, and its parse within the memory budget; a deeper body gets 400 before anything recurses on it. */
-  #parse(body: Buffer, lease: BudgetLease, what: string): void {
-    const scan = scanJson(body, this.#l.max_depth);
-    if (scan.tooDeep) throw new HttpError(400, 'too_deep', `${what} nests deeper than ${this.#l.max_depth} levels (max_depth).`);
-    refuseUnless(lease.take(scan.parseBytes), lease, `Parsing ${what.toLowerCase()}`);
+    this.#t.refused('client_closed');
+    this.#t.log.info('client_closed', {}, 'Clients closed connections before the end of their request (counted as refused, reason client_closed).');
   }
 
   #authorizeRoute(req: http.IncomingMessage, token: Buffer | undefined): void {
@@ -239,153 +238,7 @@ export class HttpReceiver {
     return url.searchParams.get('intake_key') ?? undefined;
   }
 
-  #target(key: string | undefined): HttpTarget {
-    const t = key ? this.#byKey.get(key) : undefined;
-    if (!t) throw new HttpError(401, 'unauthorized', key ? 'This intake key is not served here.' : 'No intake key: give it as Basic password, X-SEKOIAIO-INTAKE-KEY or ?intake_key=.', { 'www-authenticate': 'Basic realm="intake"' });
-    return t;
-  }
-
-  async #intakeApi(req: http.IncomingMessage, res: http.ServerResponse, url: URL, body: Buffer, sender: string, lease: BudgetLease): Promise<void> {
-    const path = url.pathname;
-    if (path === '/plain') {
-      await this.#accept(res, url, this.#target(this.#requestKey(req, url)), this.#fromStrings([body.toString('utf8')], sender), true, lease);
-      return;
-    }
-    if (path === '/plain/batch') {
-      await this.#accept(res, url, this.#target(this.#requestKey(req, url)), this.#lines(body, sender), false, lease);
-      return;
-    }
-    this.#parse(body, lease, 'The body');
-    const doc = parseJson(body);
-    if (path === '/jsons') {
-      const target = this.#target(this.#requestKey(req, url));
-      const list = select(doc, url.searchParams.get('path'));
-      await this.#accept(res, url, target, this.#fromStrings(list.map(eventText), sender), false, lease);
-      return;
-    }
-    if (path === '/batch') {
-      const o = doc as { intake_key?: unknown; jsons?: unknown };
-      if (typeof o !== 'object' || o === null || !Array.isArray(o.jsons)) throw new HttpError(400, 'not_a_list', 'Expected {"intake_key": "...", "jsons": [...]}.');
-      const target = this.#target(typeof o.intake_key === 'string' ? o.intake_key : this.#requestKey(req, url));
-      await this.#accept(res, url, target, this.#fromStrings(o.jsons.map(eventText), sender), false, lease);
-      return;
-    }
-    // /array: [{"intake_key", "json"}], possibly for several intakes; unknown keys refused per event.
-    if (!Array.isArray(doc)) throw new HttpError(400, 'not_a_list', 'Expected [{"intake_key": "...", "json": ...}, ...].');
-    const groups = new Map<HttpTarget, string[]>();
-    const refused: { index: number; error: string }[] = [];
-    doc.forEach((item: unknown, index) => {
-      const o = item as { intake_key?: unknown; json?: unknown };
-      const t = typeof o === 'object' && o !== null && typeof o.intake_key === 'string' ? this.#byKey.get(o.intake_key) : undefined;
-      if (!t || o.json === undefined) {
-        refused.push({ index, error: t ? 'no "json" member' : 'intake key not served here' });
-        return;
-      }
-      let g = groups.get(t);
-      if (!g) groups.set(t, (g = []));
-      g.push(eventText(o.json));
-    });
-    if (groups.size === 0) throw new HttpError(401, 'unauthorized', 'No element carries an intake key served here.');
-    const total = [...groups.values()].reduce((n, g) => n + g.length, 0);
-    if (total > this.#l.max_events_per_request) throw new HttpError(413, 'too_many_events', `More than ${this.#l.max_events_per_request} events in one request.`);
-    // Admit every group or none, so a retry after 429 does not duplicate part of the request.
-    const batches = [...groups].map(([t, strings]) => ({ t, built: this.#fromStrings(strings, sender) }));
-    for (const { t } of batches) this.#checkRoom(t);
-    let accepted = 0;
-    const ends: [HttpTarget, number][] = [];
-    for (const { t, built } of batches) {
-      accepted += this.#admit(t, built);
-      ends.push([t, t.queue.nextSeq]);
-    }
-    lease.end();
-    await this.#settled(ends);
-    if (refused.length > 0) this.#count('unauthorized');
-    this.#answer(res, url, accepted, refused.concat(batches.flatMap(({ built }) => built.refused)), false);
-  }
-
-  /** Events from strings: encoded into one buffer per request, each event a range of it. */
-  #fromStrings(strings: readonly string[], sender: string): Built {
-    if (strings.length > this.#l.max_events_per_request) throw new HttpError(413, 'too_many_events', `More than ${this.#l.max_events_per_request} events in one request.`);
-    let total = 0;
-    for (const s of strings) total += Buffer.byteLength(s, 'utf8');
-    const buf = Buffer.allocUnsafe(total);
-    const ranges: [number, number][] = [];
-    let off = 0;
-    for (const s of strings) {
-      const n = buf.write(s, off, 'utf8');
-      ranges.push([off, off + n]);
-      off += n;
-    }
-    return this.#build(buf, ranges, sender);
-  }
-
-  /** Events from lines of the body (LF or CRLF), empty lines skipped: ranges of the body itself. */
-  #lines(raw: Buffer, sender: string): Built {
-    // Invalid UTF-8 becomes U+FFFD (counted per event); valid bodies are used in place.
-    const repaired = !isUtf8(raw);
-    const body = repaired ? Buffer.from(raw.toString('utf8')) : raw;
-    const ranges: [number, number][] = [];
-    let pos = 0;
-    while (pos < body.length) {
-      let end = body.indexOf(0x0a, pos);
-      const next = end < 0 ? body.length : end + 1;
-      if (end < 0) end = body.length;
-      if (end > pos && body[end - 1] === 0x0d) end--;
-      if (end > pos) ranges.push([pos, end]);
-      pos = next;
-    }
-    if (ranges.length > this.#l.max_events_per_request) throw new HttpError(413, 'too_many_events', `More than ${this.#l.max_events_per_request} events in one request.`);
-    const built = this.#build(body, ranges, sender);
-    if (repaired) built.repaired = built.events.filter((e) => body.subarray(e.start, e.end).includes(REPLACEMENT)).length;
-    return built;
-  }
-
-  /** NDJSON: each line one JSON value; strings are their text, other values their JSON text. */
-  #ndjson(body: Buffer, sender: string, lease: BudgetLease): Built {
-    this.#parse(body, lease, 'The body');
-    const strings: string[] = [];
-    let lineNo = 0;
-    for (const line of body.toString('utf8').split('\n')) {
-      lineNo++;
-      const t = line.trim();
-      if (t === '') continue;
-      let v: unknown;
-      try {
-        v = JSON.parse(t);
-      } catch {
-        throw new HttpError(400, 'invalid_json', `Line ${lineNo} is not valid JSON.`);
-      }
-      strings.push(typeof v === 'string' ? v : t);
-    }
-    return this.#fromStrings(strings, sender);
-  }
-
-  /** LogEvents over `buf`; events over max_message_bytes are truncated or refused (counted). */
-  #build(buf: Buffer, ranges: [number, number][], sender: string): Built {
-    const l = this.#l;
-    const events: LogEvent[] = [];
-    const refused: { index: number; error: string }[] = [];
-    let bytes = 0;
-    let truncated = 0;
-    const now = Date.now();
-    const d = this.#defaults;
-    ranges.forEach(([start, endIn], index) => {
-      let end = endIn;
-      if (end - start > l.max_message_bytes) {
-        if (l.oversize === 'drop') {
-          refused.push({ index, error: `event larger than ${l.max_message_bytes} bytes` });
-          return;
-        }
-        end = utf8Boundary(buf, start, start + l.max_message_bytes);
-        truncated++;
-      }
-      bytes += end - start;
-      events.push(headerlessEvent(buf, start, end, now, sender, d));
-    });
-    return { events, bytes, refused, truncated, repaired: 0 };
-  }
-
-  #checkRoom(t: HttpTarget): void {
+  #checkRoom(t: Target): void {
     if (t.queue.closed) throw new HttpError(503, 'shutdown', 'intake-relay is shutting down.', { 'retry-after': '5' });
     if (t.queue.full) {
       throw new HttpError(429, 'throttled', `The queue of intake "${t.intake}" is full: retry later.`, { 'retry-after': String(t.queue.retryAfterSeconds()) });
@@ -393,47 +246,40 @@ export class HttpReceiver {
   }
 
   /** Puts the events in the queue (the caller checked there is room); returns how many. */
-  #admit(t: HttpTarget, b: Built): number {
-    const m = this.#metrics;
-    const labels = { intake: t.intake, input: this.#l.label };
-    const received = b.events.length + b.refused.length;
-    m.eventsReceived.inc(labels, received);
-    m.bytesReceived.inc(labels, b.bytes);
-    if (b.refused.length > 0) m.eventsDropped.inc({ intake: t.intake, stage: 'input', reason: 'too_large' }, b.refused.length);
-    if (b.truncated > 0) m.eventsModified.inc({ ...labels, reason: 'truncated' }, b.truncated);
-    if (b.repaired > 0) m.eventsModified.inc({ ...labels, reason: 'invalid_utf8' }, b.repaired);
-    let events = b.events;
-    let bytes = b.bytes;
-    if (!t.filters.empty) {
-      const f = applyFilters(t, b.events, m);
-      if (f.filtered > 0) m.eventsDropped.inc({ intake: t.intake, stage: 'input', reason: 'filtered' }, f.filtered);
-      events = f.events;
-      bytes = f.bytes;
-    }
-    if (events.length === 0) return 0;
-    const r = t.queue.admit(events, bytes);
-    if (r !== 'ok') {
-      // Checked just before, in the same turn of the event loop: cannot happen; never lose silently.
-      m.eventsDropped.inc({ intake: t.intake, stage: 'input', reason: r === 'closed' ? 'shutdown' : 'queue_full' }, events.length);
-      throw new HttpError(503, 'shutdown', 'The queue refused the events.', { 'retry-after': '5' });
-    }
-    return events.length;
+  #admit(t: Target, b: Built): number {
+    this.#sender.refuse(t, 'too_large', b.refused.length);
+    if (b.truncated > 0) this.#t.modified(t.intake, 'truncated', b.truncated);
+    if (b.repaired > 0) this.#t.modified(t.intake, 'invalid_utf8', b.repaired);
+    const { result, admitted } = this.#sender.admit(t, b.events, b.bytes);
+    // Room was checked just before, in the same turn of the event loop: a refusal here (counted
+    // by the sender) means the queue closed for a stop.
+    if (result !== 'ok') throw new HttpError(503, 'shutdown', 'The queue refused the events.', { 'retry-after': '5' });
+    return admitted;
   }
 
-  async #accept(res: http.ServerResponse, url: URL, t: HttpTarget, b: Built, single: boolean, lease: BudgetLease): Promise<void> {
-    this.#checkRoom(t);
-    const accepted = this.#admit(t, b);
+
+  /** Queues a request's events and answers; for several intakes (/array), every batch or none. */
+  async #accept(res: http.ServerResponse, url: URL, d: Decoded<Target>, lease: BudgetLease): Promise<void> {
+    // Room for every batch first, so a retry after 429 does not duplicate part of the request.
+    for (const { target } of d.batches) this.#checkRoom(target);
+    let accepted = 0;
+    const ends: [Target, number][] = [];
+    for (const { target, built } of d.batches) {
+      accepted += this.#admit(target, built);
+      ends.push([target, target.queue.nextSeq]);
+    }
     // Queued: the queue's own limits hold them from here.
     lease.end();
-    await this.#settled([[t, t.queue.nextSeq]]);
-    this.#answer(res, url, accepted, b.refused, single);
+    await this.#settled(ends);
+    if (d.refused.length > 0) this.#t.refused('unauthorized');
+    this.#answer(res, url, accepted, d.refused.concat(d.batches.flatMap(({ built }) => built.refused)), d.single);
   }
 
   /**
    * The answer waits until the request's events are safe: in a disk queue (written when admitted),
    * or, with a memory queue, delivered (respond_when: auto). respond_when: queued answers at once.
    */
-  async #settled(ends: readonly [HttpTarget, number][]): Promise<void> {
+  async #settled(ends: readonly [Target, number][]): Promise<void> {
     if (this.#l.respond_when === 'queued') return;
     const waits = ends.filter(([t]) => !t.queue.durable).map(([t, end]) => t.queue.untilSettled(end));
     if (waits.length === 0) return;
@@ -447,13 +293,13 @@ export class HttpReceiver {
   }
 
   /** The success answer: status_code= honoured; counts and relay-side ids like the intake's. */
-  #answer(res: http.ServerResponse, url: URL, accepted: number, refused: { index: number; error: string }[], single: boolean): void {
+  #answer(res: http.ServerResponse, url: URL, accepted: number, refused: Refusal[], single: boolean): void {
     const asked = Number(url.searchParams.get('status_code'));
     const status = Number.isInteger(asked) && asked >= 200 && asked <= 299 ? asked : 200;
     if (res.headersSent) return; // a stop's 503 went first
     const ids = Array.from({ length: accepted }, () => randomUUID());
     const body = single && refused.length === 0 ? { event_id: ids[0], accepted } : { event_ids: ids, accepted, ...(refused.length > 0 ? { refused } : {}) };
-    this.#metrics.httpInputRequests.inc({ listener: this.#l.label, status: String(status) });
+    this.#t.answered(status);
     res.writeHead(status, { 'content-type': 'application/json', ...(this.#stopping ? { connection: 'close' } : {}) }).end(`${JSON.stringify(body)}\n`);
   }
 
@@ -464,60 +310,42 @@ export class HttpReceiver {
    * are closed now). One still unanswered after `graceMs` gets 503 + Retry-After. Resolves once
    * every connection is closed.
    */
-  async stop(graceMs = this.#l.delivery_timeout_ms): Promise<void> {
+  /**
+   * Stops accepting connections at once (the port is free for a new listener); requests in flight
+   * go on, and are finished by finish().
+   */
+  async stop(): Promise<void> {
     const s = this.#server;
     this.#server = undefined;
     if (!s) return;
     this.#stopping = true;
-    this.#disposeProbe?.();
-    this.#metrics.httpInputInflightBytes.remove({ listener: this.#l.label });
-    const closed = new Promise<void>((resolve) => s.close(() => resolve()));
+    this.#stopInflight?.();
+    this.#stopInflight = undefined;
+    this.#closed = new Promise<void>((resolve) => s.close(() => resolve()));
+    this.#closing = s;
+  }
+
+  /**
+   * Waits for the requests in flight (answered as usual, with Connection: close) up to `graceMs`;
+   * those still unanswered then get 503 with Retry-After, and what that cannot close is cut.
+   */
+  async finish(graceMs = this.#l.delivery_timeout_ms): Promise<void> {
+    const s = this.#closing;
+    if (!s) return;
+    this.#closing = undefined;
     let last: NodeJS.Timeout | undefined;
     const grace = setTimeout(() => {
       for (const res of this.#inflight) {
         if (res.headersSent) continue;
-        this.#count('shutdown');
+        this.#t.refused('shutdown');
         res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', connection: 'close' });
         res.end(`${JSON.stringify({ error: 'This listener is being restarted or stopped: retry.', reason: 'shutdown' })}\n`);
       }
       // What the answers above cannot close (a client that reads nothing) is cut a second later.
       last = setTimeout(() => s.closeAllConnections(), 1_000);
     }, graceMs);
-    await closed;
+    await this.#closed;
     clearTimeout(grace);
     clearTimeout(last);
   }
-}
-
-interface Built {
-  readonly events: LogEvent[];
-  readonly bytes: number;
-  readonly refused: { index: number; error: string }[];
-  readonly truncated: number;
-  /** Events whose invalid UTF-8 was replaced. */
-  repaired: number;
-}
-
-const REPLACEMENT = Buffer.from('\uFFFD');
-
-function parseJson(body: Buffer): unknown {
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch {
-    throw new HttpError(400, 'invalid_json', 'The body is not valid JSON.');
-  }
-}
-
-/** `?path=` as the intake reads it: `$` then `.member` steps (e.g. `$.events`); the result must be a list. */
-function select(doc: unknown, path: string | null): unknown[] {
-  let v: unknown = doc;
-  if (path && path !== '$') {
-    if (!path.startsWith('$.')) throw new HttpError(400, 'path_not_found', `path must look like $.events, not "${path}".`);
-    for (const step of path.slice(2).split('.')) {
-      if (typeof v !== 'object' || v === null || !(step in v)) throw new HttpError(400, 'path_not_found', `path ${path} selects nothing in the body.`);
-      v = (v as Record<string, unknown>)[step];
-    }
-  }
-  if (!Array.isArray(v)) throw new HttpError(400, 'not_a_list', path ? `path ${path} does not select a list.` : 'Expected a JSON list of events (or give ?path=).');
-  return v;
 }

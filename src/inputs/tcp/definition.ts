@@ -5,7 +5,8 @@ import { z } from 'zod';
 import type { InputDefinition, TlsFiles } from '../../core/component.ts';
 import { listener, positive, tlsServer } from '../../core/config-parts.ts';
 import { routingFields } from '../../routing/schema.ts';
-import { describeSyslog, syslogFeeds, syslogLabel } from '../syslog-config.ts';
+import { describeSyslog, headerDefaults, syslogFeeds, syslogLabel } from '../syslog-config.ts';
+import { TcpSyslogInput } from './input.ts';
 
 export const tcpInputSchema = z.strictObject({
   type: z.literal('tcp').describe('Syslog over TCP, octet-counted or newline-delimited (detected per frame).'),
@@ -37,5 +38,17 @@ export const tcpInput = {
   },
   listening: (c) => ({ proto: 'tcp', address: c.address, port: c.port }),
   feeds: syslogFeeds,
+  impstats: (port: number, submitted: number) => ({ name: `imtcp(${port})`, origin: 'imtcp', submitted }),
   describe: (c) => describeSyslog(c, kindOf(c)),
+  canPause: true,
+  alwaysWait: false,
+  create: (c, ctx) =>
+    new TcpSyslogInput(
+      {
+        label: c.label, address: c.address, port: c.port, maxConnections: c.max_connections, idleTimeoutMs: c.idle_timeout_ms,
+        maxMessageBytes: c.max_message_bytes, oversize: c.oversize, tls: c.tlsFiles, defaults: headerDefaults(c.defaults),
+      },
+      ctx.sender,
+      ctx.instruments.syslog(),
+    ),
 } satisfies InputDefinition<TcpConfig, ResolvedTcp>;

@@ -1,44 +1,44 @@
 // Syslog over TCP, optionally TLS (RFC 6587 framing, RFC 5425 transport). Each read is deframed and
-// offered to the queue in one call; when the queue says slow_down the socket stops reading until
-// the queue has room (backpressure reaches the sender through TCP flow control).
+// handed to the sender in one call; when a queue says slow_down the socket stops reading until it
+// has room (backpressure reaches the sender through TCP flow control).
 
 import net from 'node:net';
 import tls from 'node:tls';
-import type { Logger } from 'pino';
+import type { Sender, TlsFiles } from '../../core/component.ts';
+import type { Source } from '../../core/contracts.ts';
 import { listen } from '../../core/net.ts';
-import { RateLimiter } from '../../core/rate-limiter.ts';
+import type { SyslogInputTelemetry } from '../../core/telemetry.ts';
 import { Deframer, type Oversize } from '../../syslog/framing.ts';
-import { EventBuilder, inputCounters, ownerIntake, senderAddress, type InputContext } from '../event-builder.ts';
+import type { HeaderDefaults } from '../../syslog/parse.ts';
+import { FrameBuilder, senderAddress } from '../frame-builder.ts';
 
 export interface TcpInputOptions {
+  readonly label: string;
   readonly address: string;
   readonly port: number;
   readonly maxConnections: number;
   readonly idleTimeoutMs: number;
   readonly maxMessageBytes: number;
   readonly oversize: Oversize;
-  readonly tls: { cert: Buffer; key: Buffer; ca: Buffer | undefined } | undefined;
+  readonly tls: TlsFiles | undefined;
+  readonly defaults: HeaderDefaults;
 }
 
-export class TcpSyslogInput {
+export class TcpSyslogInput implements Source {
   readonly #o: TcpInputOptions;
-  readonly #ctx: InputContext;
-  readonly #log: Logger;
-  readonly #c;
-  readonly #limiter = new RateLimiter();
+  readonly #sender: Sender;
+  readonly #t: SyslogInputTelemetry;
   readonly #sockets = new Set<net.Socket>();
   #server: net.Server | undefined;
 
-  /** The intake for labels; '' on a shared listener. */
-  get #intake(): string {
-    return ownerIntake(this.#ctx);
+  constructor(options: TcpInputOptions, sender: Sender, telemetry: SyslogInputTelemetry) {
+    this.#o = options;
+    this.#sender = sender;
+    this.#t = telemetry;
   }
 
-  constructor(options: TcpInputOptions, ctx: InputContext, log: Logger) {
-    this.#o = options;
-    this.#ctx = ctx;
-    this.#log = log;
-    this.#c = inputCounters(ctx);
+  get label(): string {
+    return this.#o.label;
   }
 
   get port(): number {
@@ -46,13 +46,15 @@ export class TcpSyslogInput {
     return typeof a === 'object' && a ? a.port : this.#o.port;
   }
 
+  get where(): string {
+    return `on port ${this.port}`;
+  }
+
   async start(): Promise<void> {
+    if (this.#server) return;
     const o = this.#o;
-    const { metrics: m, input } = this.#ctx;
-    const intake = this.#intake;
-    const connections = m.connections.labels({ intake, input });
-    connections.set(0);
-    const onSocket = (socket: net.Socket): void => this.#accept(socket, connections);
+    const t = this.#t;
+    const onSocket = (socket: net.Socket): void => this.#accept(socket);
     let server: net.Server;
     if (o.tls) {
       server = tls.createServer(
@@ -60,57 +62,55 @@ export class TcpSyslogInput {
         onSocket,
       );
       server.on('tlsClientError', (err, socket) => {
-        m.connectionsRejected.inc({ intake, input, reason: 'tls_handshake' });
-        this.#warn('tls', { err: err.message, sender: senderAddress(socket.remoteAddress) }, 'TLS handshake with a sender failed.');
+        t.rejected('tls_handshake');
+        t.log.warn('tls', { err: err.message, sender: senderAddress(socket.remoteAddress) }, 'TLS handshake with a sender failed.');
       });
     } else {
       server = net.createServer(onSocket);
     }
     server.maxConnections = o.maxConnections;
     server.on('drop', (d) => {
-      m.connectionsRejected.inc({ intake, input, reason: 'max_connections' });
-      this.#warn('drop', { sender: senderAddress(d?.remoteAddress), max_connections: o.maxConnections }, 'Connection refused: max_connections reached.');
+      t.rejected('max_connections');
+      t.log.warn('drop', { sender: senderAddress(d?.remoteAddress), max_connections: o.maxConnections }, 'Connection refused: max_connections reached.');
     });
     this.#server = server;
-    await listen(server, o.address, o.port, intake ? `${intake}/${input}` : `listener ${input}`);
+    t.listening();
+    const owner = this.#sender.owner;
+    await listen(server, o.address, o.port, owner ? `${owner}/${o.label}` : `listener ${o.label}`);
   }
 
-  #warn(key: string, fields: object, msg: string): void {
-    const suppressed = this.#limiter.allow(key);
-    if (suppressed !== undefined) this.#log.warn({ intake: this.#intake || undefined, input: this.#ctx.input, ...fields, suppressed }, msg);
-  }
-
-  #accept(socket: net.Socket, connections: { inc(): void; dec(): void }): void {
-    const sender = senderAddress(socket.remoteAddress);
-    const builder = new EventBuilder(this.#ctx, this.#c, true);
+  #accept(socket: net.Socket): void {
+    const from = senderAddress(socket.remoteAddress);
+    const t = this.#t;
+    const builder = new FrameBuilder(this.#sender, t, this.#o.defaults);
     const deframer = new Deframer(this.#o.maxMessageBytes, this.#o.oversize, builder);
     this.#sockets.add(socket);
-    connections.inc();
+    t.connection(true);
     if (this.#o.idleTimeoutMs > 0) {
       socket.setTimeout(this.#o.idleTimeoutMs, () => {
-        this.#ctx.metrics.connectionsRejected.inc({ intake: this.#intake, input: this.#ctx.input, reason: 'idle_timeout' });
+        t.rejected('idle_timeout');
         socket.end();
       });
     }
     socket.on('data', (chunk: Buffer) => {
-      builder.begin(chunk, sender);
+      builder.begin(chunk, from);
       deframer.push(chunk);
       if (builder.flush() === 'slow_down' && !socket.isPaused()) {
         socket.pause();
-        this.#c.paused.inc();
+        t.paused();
         void builder.writable().then(() => socket.resume());
       }
     });
     socket.on('end', () => {
-      builder.begin(Buffer.alloc(0), sender);
+      builder.begin(Buffer.alloc(0), from);
       deframer.end();
       builder.flush();
       socket.end();
     });
-    socket.on('error', (err) => this.#warn('socket', { err: err.message, sender }, 'Sender connection failed.'));
+    socket.on('error', (err) => t.log.warn('socket', { err: err.message, sender: from }, 'Sender connection failed.'));
     socket.on('close', () => {
       this.#sockets.delete(socket);
-      connections.dec();
+      t.connection(false);
     });
   }
 
@@ -126,5 +126,9 @@ export class TcpSyslogInput {
     }, graceMs);
     await closed;
     clearTimeout(timer);
+  }
+
+  dispose(): void {
+    this.#t.dispose();
   }
 }

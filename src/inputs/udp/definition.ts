@@ -5,7 +5,8 @@ import { z } from 'zod';
 import type { InputDefinition } from '../../core/component.ts';
 import { KiB, MiB, listener } from '../../core/config-parts.ts';
 import { routingFields } from '../../routing/schema.ts';
-import { describeSyslog, syslogFeeds, syslogLabel } from '../syslog-config.ts';
+import { describeSyslog, headerDefaults, syslogFeeds, syslogLabel } from '../syslog-config.ts';
+import { UdpSyslogInput } from './input.ts';
 
 export const udpInputSchema = z.strictObject({
   type: z.literal('udp').describe('Syslog over UDP: one datagram, one event.'),
@@ -25,5 +26,14 @@ export const udpInput = {
   resolve: (c, ctx) => ({ ...c, label: syslogLabel(c, 'udp', ctx), tlsFiles: undefined }),
   listening: (c) => ({ proto: 'udp', address: c.address, port: c.port }),
   feeds: syslogFeeds,
+  impstats: (port: number, submitted: number) => ({ name: `imudp(*:${port})`, origin: 'imudp', submitted, disallowed: 0 }),
   describe: (c) => describeSyslog(c, 'udp'),
+  canPause: false,
+  alwaysWait: false,
+  create: (c, ctx) =>
+    new UdpSyslogInput(
+      { label: c.label, address: c.address, port: c.port, receiveBufferBytes: c.receive_buffer_bytes, maxMessageBytes: c.max_message_bytes, oversize: c.oversize, defaults: headerDefaults(c.defaults) },
+      ctx.sender,
+      ctx.instruments.syslog(),
+    ),
 } satisfies InputDefinition<UdpConfig, ResolvedUdp>;

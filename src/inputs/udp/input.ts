@@ -1,42 +1,57 @@
-// Syslog over UDP (RFC 5426): one datagram, one event. UDP cannot be paused, so when the queue is
+// Syslog over UDP (RFC 5426): one datagram, one event. UDP cannot be paused, so when a queue is
 // full the datagram is dropped and counted (reason queue_full), whatever when_full says.
 
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
-import type { Logger } from 'pino';
+import type { Sender } from '../../core/component.ts';
+import type { Source } from '../../core/contracts.ts';
 import { RelayError } from '../../core/errors.ts';
+import type { SyslogInputTelemetry } from '../../core/telemetry.ts';
 import type { Oversize } from '../../syslog/framing.ts';
-import { EventBuilder, inputCounters, ownerIntake, senderAddress, type InputContext } from '../event-builder.ts';
+import type { HeaderDefaults } from '../../syslog/parse.ts';
+import { FrameBuilder, senderAddress } from '../frame-builder.ts';
 
 export interface UdpInputOptions {
+  readonly label: string;
   readonly address: string;
   readonly port: number;
   readonly receiveBufferBytes: number | undefined;
   readonly maxMessageBytes: number;
   readonly oversize: Oversize;
+  readonly defaults: HeaderDefaults;
 }
 
-export class UdpSyslogInput {
+export class UdpSyslogInput implements Source {
   readonly #o: UdpInputOptions;
-  readonly #ctx: InputContext;
-  readonly #log: Logger;
+  readonly #sender: Sender;
+  readonly #t: SyslogInputTelemetry;
   #socket: dgram.Socket | undefined;
   #flush: (() => void) | undefined;
 
-  constructor(options: UdpInputOptions, ctx: InputContext, log: Logger) {
+  constructor(options: UdpInputOptions, sender: Sender, telemetry: SyslogInputTelemetry) {
     this.#o = options;
-    this.#ctx = ctx;
-    this.#log = log;
+    this.#sender = sender;
+    this.#t = telemetry;
+  }
+
+  get label(): string {
+    return this.#o.label;
   }
 
   get port(): number {
     return this.#socket?.address().port ?? this.#o.port;
   }
 
+  get where(): string {
+    return `on port ${this.port}`;
+  }
+
   async start(): Promise<void> {
+    if (this.#socket) return;
     const o = this.#o;
-    const builder = new EventBuilder(this.#ctx, inputCounters(this.#ctx), false);
+    const t = this.#t;
+    const builder = new FrameBuilder(this.#sender, t, o.defaults);
     const socket = dgram.createSocket({ type: isIPv6(o.address) ? 'udp6' : 'udp4', reuseAddr: false });
     // Datagrams arrive back to back within one turn of the event loop: offer them to the queue,
     // and count them, once per turn (or per 512), not once per datagram.
@@ -63,31 +78,32 @@ export class UdpSyslogInput {
         setImmediate(flush);
       }
     });
-    const intake = ownerIntake(this.#ctx);
-    const what = intake ? `${intake}/${this.#ctx.input}` : `listener ${this.#ctx.input}`;
+    const owner = this.#sender.owner;
+    const what = owner ? `${owner}/${o.label}` : `listener ${o.label}`;
     await new Promise<void>((resolve, reject) => {
       socket.once('error', (err: NodeJS.ErrnoException) =>
         reject(new RelayError('ERELAY_LISTEN', `${what}: cannot listen on udp ${o.address}:${o.port}: ${err.code === 'EACCES' ? 'ports below 1024 need CAP_NET_BIND_SERVICE or root' : err.message}.`, { cause: err })),
       );
       socket.bind({ address: o.address, port: o.port }, () => resolve());
     });
-    socket.on('error', (err) => this.#log.error({ input: this.#ctx.input, err: err.message }, 'UDP socket error.'));
+    socket.on('error', (err) => t.log.error('socket', err, {}, 'UDP socket error.'));
     if (o.receiveBufferBytes) {
       socket.setRecvBufferSize(o.receiveBufferBytes);
       const got = socket.getRecvBufferSize();
       // Linux reports twice what it grants; less than asked means net.core.rmem_max capped it.
       if (got < o.receiveBufferBytes) {
-        this.#log.warn({ input: this.#ctx.input, asked: o.receiveBufferBytes, granted: got }, 'UDP receive buffer capped by the kernel (raise net.core.rmem_max).');
+        t.log.logger.warn({ asked: o.receiveBufferBytes, granted: got }, 'UDP receive buffer capped by the kernel (raise net.core.rmem_max).');
       }
     }
     this.#socket = socket;
+    t.watchKernelDrops(() => this.#kernelDrops());
   }
 
   /**
    * Datagrams the kernel dropped for this socket because its receive buffer was full (Linux
    * /proc/net/udp "drops" column); undefined where the kernel does not tell.
    */
-  kernelDrops(): number | undefined {
+  #kernelDrops(): number | undefined {
     const s = this.#socket;
     if (!s) return undefined;
     const { port, family } = s.address();
@@ -100,6 +116,10 @@ export class UdpSyslogInput {
     if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
     // Datagrams read but still waiting for their turn's flush go to the queue before it closes.
     this.#flush?.();
+  }
+
+  dispose(): void {
+    this.#t.dispose();
   }
 }
 

@@ -2,17 +2,15 @@ import { isUtf8 } from 'node:buffer';
 import { describe, expect, it } from 'vitest';
 import { messageText } from '../../src/core/event.ts';
 import { BoundedQueue } from '../../src/core/queue.ts';
-import { EventBuilder, inputCounters, type InputContext } from '../../src/inputs/event-builder.ts';
+import { frameBuilder } from '../helpers/frame-input.ts';
 import { Deframer } from '../../src/syslog/framing.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
-import { FilterSet } from '../../src/routing/filters.ts';
 import { metricValue } from '../helpers/relay.ts';
 
 function setup() {
   const queue = new BoundedQueue({ maxEvents: 100, maxBytes: 1 << 20, whenFull: 'block' });
   const metrics = new Metrics(false);
-  const ctx: InputContext = { input: 'in', metrics, defaults: { pri: 13, hostname: '', appName: '', procId: '' }, targets: [{ intake: 'i', queue, filters: new FilterSet([]) }] };
-  const builder = new EventBuilder(ctx, inputCounters(ctx), true);
+  const builder = frameBuilder(queue, metrics);
   const deframer = new Deframer(1000, 'drop', builder);
   const read = (chunk: Buffer): void => {
     builder.begin(chunk, '10.0.0.1');
@@ -22,7 +20,7 @@ function setup() {
   return { queue, metrics, read };
 }
 
-describe('EventBuilder', () => {
+describe('FrameBuilder', () => {
   it('repairs invalid UTF-8 in a frame joined across reads, even when the later read is valid', async () => {
     const { queue, metrics, read } = setup();
     read(Buffer.from([...Buffer.from('<13>bad '), 0xff]));
@@ -41,7 +39,7 @@ describe('EventBuilder', () => {
   });
 });
 
-describe('EventBuilder accounting', () => {
+describe('FrameBuilder accounting', () => {
   it('counts a repaired frame at its repaired size, so the queue\'s bytes return to zero', async () => {
     const { queue, read } = setup();
     read(Buffer.from([...Buffer.from('<13>bad '), 0xff, 0xfe, 0x0a, ...Buffer.from('<13>ok\n')]));
@@ -52,7 +50,7 @@ describe('EventBuilder accounting', () => {
   });
 });
 
-describe('EventBuilder: what reaches the queue is valid UTF-8 with clean header fields (issue 12)', () => {
+describe('FrameBuilder: what reaches the queue is valid UTF-8 with clean header fields (issue 12)', () => {
   const take = async (queue: BoundedQueue) => (await queue.take({ maxEvents: 100, maxBytes: 1 << 20, lingerMs: 0 }, new AbortController().signal))!.events;
   const octet = (b: Buffer, count = b.length) => Buffer.concat([Buffer.from(`${count} `), b]);
 

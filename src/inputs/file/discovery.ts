@@ -1,0 +1,273 @@
+// The files a file input follows: the files its globs match (glob.ts), each known by its identity
+// (identity.ts), where reading starts in a new one, and rotation:
+// - by rename: a file no longer matched stays followed and is read to its end (the tail loop
+//   closes it once it has not grown for rotate_wait_ms); renamed while the relay was stopped, its
+//   unread end is found beside its old name from the checkpoint;
+// - copytruncate: a file that shrinks is read again from the start, and the lines written to the
+//   old content after the last read are taken from the rotated copy (a sibling that starts with
+//   the same bytes), where it can still be read;
+// - delete: read to its end, then let go;
+// - copy: a file that starts with the same bytes as one already read starts where that one was.
+// At most max_open_files are held open: the least recently active is closed for one with unread bytes.
+
+import type { FileHandle } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
+import type { ResolvedFileInput } from './config.ts';
+import { FINGERPRINT_BYTES, fingerprint, type Checkpoint } from './checkpoints.ts';
+import { expandGlobs } from './glob.ts';
+import { fileKey, findSibling, fingerprintOf, readHead, type FingerprintOf, type OnFileError, type Sibling } from './identity.ts';
+import type { LineSplitter } from './lines.ts';
+import type { FileTelemetry } from '../../core/telemetry.ts';
+import { reportError } from './telemetry.ts';
+
+export interface Mark {
+  /** The queue's next sequence number after an offer: everything before it came from lines before `offset`. */
+  readonly seq: number;
+  readonly offset: number;
+}
+
+/** A followed file as discovery knows it; the reader's own parts (`R`) are made by the input. */
+export interface FileState {
+  /** "device:inode". */
+  readonly key: string;
+  path: string;
+  fh: FileHandle | undefined;
+  /** Next byte to read. */
+  offset: number;
+  /** Size at the last stat. */
+  size: number;
+  fp: string;
+  fpLen: number;
+  marks: Mark[];
+  /** Every line before this offset is settled. */
+  committed: number;
+  /** Not matched by the globs any more (renamed away, deleted): read to the end, then closed. */
+  goneAt: number;
+  deleted: boolean;
+  lastGrowAt: number;
+  lastActiveAt: number;
+  /** The file's lines; what they hold back keeps the checkpoint before them. */
+  readonly lines: LineSplitter;
+}
+
+export type Tracked<R> = FileState & R;
+
+export class Discovery<R extends { readonly lines: LineSplitter }> {
+  readonly #cfg: ResolvedFileInput;
+  readonly #t: FileTelemetry;
+  readonly #reader: (path: string) => R;
+  readonly #unreadable: OnFileError;
+  /** Followed files, by key. */
+  readonly tracked = new Map<string, Tracked<R>>();
+  /** Checkpoints of files not followed now (and, after a save, of those followed). */
+  saved = new Map<string, Checkpoint>();
+  /** No checkpoint file existed: files there at start are read from read_from. */
+  #firstStart = false;
+
+  /** `reader`: the parts of a followed file that read it (its lines and events), made when it is first followed. */
+  constructor(cfg: ResolvedFileInput, telemetry: FileTelemetry, reader: (path: string) => R) {
+    this.#cfg = cfg;
+    this.#t = telemetry;
+    this.#reader = reader;
+    this.#unreadable = (err, code, path) => this.#error(code, path, err, { file: path }, 'Cannot read a matched file: it is not followed until it can be read.');
+  }
+
+  /** The checkpoints loaded at start; `firstStart`: there was no checkpoint file. */
+  restore(saved: Map<string, Checkpoint>, firstStart: boolean): void {
+    this.saved = saved;
+    this.#firstStart = firstStart;
+  }
+
+  /** The file offset before which every line has been forwarded (the rest waits in its line splitter). */
+  consumed(t: FileState): number {
+    return t.offset - t.lines.held;
+  }
+
+  /** Matches the globs again: new files are followed, files gone are noted as rotated or deleted. */
+  async scan(initial: boolean): Promise<void> {
+    const cfg = this.#cfg;
+    const { files, problems } = await expandGlobs(cfg.paths, cfg.exclude);
+    for (const p of problems) this.#error(p.code, p.path, undefined, { path: p.path }, `Cannot read ${p.path}: files under it are not followed (the other files are).`);
+    const seen = new Set<string>();
+    const now = Date.now();
+    for (const path of files) {
+      let st;
+      try {
+        st = await stat(path, { bigint: true });
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
+        if (code !== 'ENOENT') this.#error(code, path, err, { file: path }, 'Cannot stat a matched file.');
+        continue;
+      }
+      if (!st.isFile()) continue;
+      const key = fileKey(st);
+      const size = Number(st.size);
+      seen.add(key);
+      const t = this.tracked.get(key);
+      if (t) {
+        if (t.path !== path) t.path = path; // renamed, still matched
+        if (t.goneAt > 0 && !t.deleted) t.goneAt = 0;
+        if (!t.fh) t.size = size;
+        continue;
+      }
+      await this.#discover(key, path, size, initial);
+    }
+    for (const t of [...this.tracked.values()]) {
+      if (seen.has(t.key) || t.goneAt > 0) continue;
+      t.goneAt = now;
+      if (!t.fh) {
+        // Closed (max_open_files) when it was renamed: look for it beside its old name.
+        const found = await this.#sibling(t.path, (key) => key === t.key, 0);
+        if (found) {
+          t.path = found.path;
+          t.size = found.size;
+        }
+      }
+      if (t.fh && !t.deleted) t.deleted = (await t.fh.stat().catch(() => undefined))?.nlink === 0;
+      if (t.deleted) this.#t.rotated('delete');
+      else {
+        this.#t.rotated('rename');
+        this.#t.log.logger.info({ file: t.path }, 'File rotated or moved away: reading it to its end.');
+      }
+    }
+    for (const [key, cp] of this.saved) {
+      if (!this.tracked.has(key) && now - cp.seenAt > cfg.forget_after_ms) this.saved.delete(key);
+    }
+  }
+
+  /** Files rotated by rename while the relay was stopped: read their unread end from the checkpoint. */
+  async recoverRotatedWhileStopped(): Promise<void> {
+    for (const cp of [...this.saved.values()]) {
+      if (this.tracked.has(cp.key)) continue;
+      const found = await this.#sibling(cp.path, (key, fp) => key === cp.key && (cp.fpLen === 0 || fp(cp.fpLen) === cp.fp), cp.offset + 1);
+      if (!found) continue;
+      this.#t.rotated('rename');
+      this.#t.log.logger.info({ file: found.path, offset: cp.offset }, 'File rotated while stopped: reading its end.');
+      const t = this.#track(cp.key, found.path, cp.offset, found.size);
+      t.fp = cp.fp;
+      t.fpLen = cp.fpLen;
+      t.goneAt = Date.now();
+    }
+  }
+
+  /** copytruncate (or a writer that truncated): read again from the start, after the rotated copy's unread part. */
+  async truncated(t: FileState): Promise<void> {
+    this.#t.rotated('truncate');
+    const consumed = this.consumed(t);
+    this.#t.log.logger.info({ file: t.path, offset: consumed }, 'File truncated (copytruncate rotation?): reading it again from the start.');
+    if (t.fpLen > 0) {
+      const copy = await this.#sibling(t.path, (key, fp) => key !== t.key && !this.tracked.has(key) && fp(t.fpLen) === t.fp, consumed + 1);
+      if (copy) {
+        this.#t.log.logger.info({ file: copy.path, offset: consumed }, 'Reading the rotated copy from where the truncated file was.');
+        this.#t.rotated('copy');
+        const c = this.#track(copy.key, copy.path, consumed, copy.size);
+        c.fp = t.fp;
+        c.fpLen = t.fpLen;
+        c.goneAt = Date.now();
+      }
+    }
+    t.offset = 0;
+    t.lines.reset();
+    t.fp = '';
+    t.fpLen = 0;
+    // Lines of the old content still in flight settle without moving this file's checkpoint.
+    t.marks = [];
+    t.committed = 0;
+  }
+
+  /** Opens a followed file; at max_open_files, only when it has unread bytes (`evict`), by closing the least active. */
+  async open(t: FileState, evict: boolean): Promise<boolean> {
+    const max = this.#cfg.max_open_files;
+    const open_ = [...this.tracked.values()].filter((x) => x.fh);
+    if (open_.length >= max) {
+      if (!evict) return false;
+      // Close the least recently active file still at its path (it is reopened when it grows).
+      const idle = open_.filter((x) => x.goneAt === 0).sort((a, b) => a.lastActiveAt - b.lastActiveAt)[0];
+      if (!idle) return false;
+      await this.close(idle);
+    }
+    try {
+      const fh = await open(t.path, 'r');
+      const st = await fh.stat({ bigint: true });
+      if (fileKey(st) !== t.key) {
+        // The path now holds another file; the next scan sorts it out.
+        await fh.close();
+        return false;
+      }
+      t.fh = fh;
+      t.lastActiveAt = Date.now();
+      return true;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
+      if (code !== 'ENOENT') this.#error(code, t.path, err, { file: t.path }, 'Cannot open a matched file.');
+      return false;
+    }
+  }
+
+  async close(t: FileState): Promise<void> {
+    const fh = t.fh;
+    t.fh = undefined;
+    await fh?.close().catch(() => {});
+  }
+
+  /** A file not followed yet: where to start in it. */
+  async #discover(key: string, path: string, size: number, initial: boolean): Promise<void> {
+    const cfg = this.#cfg;
+    const head = await readHead(path, this.#unreadable);
+    if (head === undefined) return;
+    const fpOf = fingerprintOf(head);
+    let start: number;
+    const cp = this.saved.get(key);
+    if (cp && (cp.fpLen === 0 || fpOf(cp.fpLen) === cp.fp)) {
+      // Known: resume. Shorter than the checkpoint means truncated while we were stopped.
+      start = cp.offset <= size ? cp.offset : 0;
+    } else {
+      const original = head.length >= FINGERPRINT_BYTES ? this.#copyOf(key, fpOf(FINGERPRINT_BYTES) as string) : undefined;
+      if (original !== undefined && original <= size) {
+        this.#t.rotated('copy');
+        this.#t.log.logger.info({ file: path, offset: original }, 'File is a copy of one already read: starting where that one was.');
+        start = original;
+      } else {
+        const from = initial && this.#firstStart ? cfg.read_from : cfg.new_files_from;
+        start = from === 'end' ? size : 0;
+      }
+    }
+    const t = this.#track(key, path, start, size);
+    const fpLen = Math.min(head.length, FINGERPRINT_BYTES);
+    t.fpLen = fpLen;
+    t.fp = fingerprint(head.subarray(0, fpLen));
+    // Held open from now on (within max_open_files): a rename before the first read cannot hide it.
+    await this.open(t, false);
+    this.#t.log.logger.debug({ file: path, offset: start }, 'Following a file.');
+  }
+
+  /** The offset reached in a followed or checkpointed file whose first bytes are `fp`, if any. */
+  #copyOf(key: string, fp: string): number | undefined {
+    for (const t of this.tracked.values()) {
+      if (t.key !== key && t.fpLen === FINGERPRINT_BYTES && t.fp === fp) return this.consumed(t);
+    }
+    for (const cp of this.saved.values()) {
+      if (cp.key !== key && cp.fpLen === FINGERPRINT_BYTES && cp.fp === fp) return cp.offset;
+    }
+    return undefined;
+  }
+
+  #track(key: string, path: string, offset: number, size: number): Tracked<R> {
+    const now = Date.now();
+    const t: Tracked<R> = {
+      ...this.#reader(path),
+      key, path, fh: undefined, offset, size, fp: '', fpLen: 0, marks: [], committed: offset,
+      goneAt: 0, deleted: false, lastGrowAt: now, lastActiveAt: now,
+    };
+    this.tracked.set(key, t);
+    return t;
+  }
+
+  #sibling(path: string, test: (key: string, fp: FingerprintOf) => boolean, minSize: number): Promise<Sibling | undefined> {
+    return findSibling(path, test, minSize, this.#unreadable);
+  }
+
+  #error(code: string, what: string, err: unknown, fields: object, msg: string): void {
+    reportError(this.#t, code, what, err, fields, msg);
+  }
+}

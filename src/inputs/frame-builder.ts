@@ -1,0 +1,138 @@
+// Turns the frames of one read (a TCP chunk, a UDP datagram, a file's lines) into events and hands
+// them to the source's Sender in one call: one reception time and one encoding check per read, and
+// counts once per read, not per event. Events keep referring to the read's buffer (Node gives each
+// read its own, exactly sized): no copy. Invalid UTF-8 is repaired (counted), never forwarded.
+
+import { isAscii, isUtf8 } from 'node:buffer';
+import type { Sender } from '../core/component.ts';
+import type { LogEvent } from '../core/event.ts';
+import type { OfferResult } from '../core/queue.ts';
+import type { EventTelemetry } from '../core/telemetry.ts';
+import type { FrameSink } from '../syslog/framing.ts';
+import { fieldCache, headerlessEvent, parseSyslog, type HeaderDefaults } from '../syslog/parse.ts';
+
+export class FrameBuilder implements FrameSink {
+  readonly #sender: Sender;
+  readonly #t: EventTelemetry;
+  readonly #defaults: HeaderDefaults;
+  readonly #parse: boolean;
+  readonly #fields = fieldCache();
+  #events: LogEvent[] = [];
+  #bytes = 0;
+  #from = '';
+  #chunk: Buffer | undefined;
+  #receivedAt = 0;
+  #utf8 = true;
+  #invalid = 0;
+  #truncated = 0;
+  #tooLarge = 0;
+
+  /** `parse`: read a syslog header where a frame has one; false: every frame is a whole message. */
+  constructor(sender: Sender, telemetry: EventTelemetry, defaults: HeaderDefaults, parse = true) {
+    this.#sender = sender;
+    this.#t = telemetry;
+    this.#defaults = defaults;
+    this.#parse = parse;
+  }
+
+  #event(buf: Buffer, start: number, end: number): LogEvent {
+    return this.#parse
+      ? parseSyslog(buf, start, end, this.#receivedAt, this.#from, this.#defaults, this.#fields)
+      : headerlessEvent(buf, start, end, this.#receivedAt, this.#from, this.#defaults);
+  }
+
+  /** Events built and not yet offered. */
+  get pending(): number {
+    return this.#events.length;
+  }
+
+  /** Start a read from the address `from`: one reception time and one encoding check for all its frames. */
+  begin(chunk: Buffer, from: string): void {
+    this.#from = from;
+    this.#chunk = chunk;
+    this.#receivedAt = Date.now();
+    this.#utf8 = isAscii(chunk) || isUtf8(chunk);
+  }
+
+  frame(buf: Buffer, start: number, end: number, truncated: boolean): void {
+    if (truncated) {
+      end = utf8Boundary(buf, start, end);
+      this.#truncated++;
+    }
+    // The read was checked as a whole; a frame joined from an earlier read's tail was not. A part
+    // of valid UTF-8 is valid when it neither starts nor ends inside a character, which an octet
+    // count (or the end of a skipped oversized frame) may not respect.
+    const checked = buf === this.#chunk && this.#utf8 && !isContinuation(buf[start]) && !isContinuation(buf[end]);
+    if (!checked && !isUtf8(buf.subarray(start, end))) {
+      // Forward what a UTF-8 decoder makes of it (U+FFFD for each bad sequence), never bad bytes.
+      this.#invalid++;
+      const fixed = Buffer.from(buf.toString('utf8', start, end), 'utf8');
+      this.#events.push(this.#event(fixed, 0, fixed.length));
+      // The queue accounts each event by its own size: the repaired one's.
+      this.#bytes += fixed.length;
+      return;
+    }
+    this.#events.push(this.#event(buf, start, end));
+    this.#bytes += end - start;
+  }
+
+  oversized(): void {
+    this.#tooLarge++;
+  }
+
+  /** Offers what this read produced; returns what the caller must do (pause on slow_down). */
+  flush(): OfferResult {
+    const t = this.#t;
+    if (this.#tooLarge > 0) {
+      t.tooLarge(this.#tooLarge);
+      this.#tooLarge = 0;
+    }
+    if (this.#invalid > 0) {
+      t.modified('invalid_utf8', this.#invalid);
+      this.#invalid = 0;
+    }
+    if (this.#truncated > 0) {
+      t.modified('truncated', this.#truncated);
+      this.#truncated = 0;
+    }
+    if (this.#fields.repaired > 0) {
+      t.modified('invalid_header', this.#fields.repaired);
+      this.#fields.repaired = 0;
+    }
+    const events = this.#events;
+    if (events.length === 0) return 'ok';
+    const bytes = this.#bytes;
+    this.#events = [];
+    this.#bytes = 0;
+    return this.#sender.send(events, bytes);
+  }
+
+  /** Resolves when every queue that asked this source to slow down has room again. */
+  writable(): Promise<void> {
+    return this.#sender.writable();
+  }
+}
+
+/** "::ffff:10.0.0.1" -> "10.0.0.1". */
+export function senderAddress(addr: string | undefined): string {
+  if (!addr) return '';
+  return addr.startsWith('::ffff:') ? addr.slice(7) : addr;
+}
+
+/** A UTF-8 continuation byte (10xxxxxx); false past the end of the buffer. */
+function isContinuation(b: number | undefined): boolean {
+  return b !== undefined && (b & 0xc0) === 0x80;
+}
+
+/** `end`, moved back so that [start, end) does not finish inside a multi-byte UTF-8 sequence. */
+export function utf8Boundary(buf: Buffer, start: number, end: number): number {
+  let k = end - 1;
+  let cont = 0;
+  while (k > start && ((buf[k] as number) & 0xc0) === 0x80 && cont < 3) {
+    k--;
+    cont++;
+  }
+  const lead = buf[k] as number;
+  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return end - k < need ? k : end;
+}

@@ -1,0 +1,13 @@
+// What pipelines and sources are built with: the metrics registry, the logger, and the local
+// intake emulator when intakes without a key forward to it.
+
+import type { Logger } from 'pino';
+import type { Metrics } from '../telemetry/metrics.ts';
+
+/** What every pipeline is built with. */
+export interface PipelineEnv {
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  /** The local intake emulator, when intakes without a key forward to it. */
+  emulator(): { readonly port: number; readonly caPem: string } | undefined;
+}

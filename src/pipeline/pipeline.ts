@@ -1,0 +1,156 @@
+// One intake's pipeline: its queue, the runner and sink that deliver from it, its own inputs, and
+// its gauges. It starts output first, takes a reload's changes in place (filters, queue limits, a
+// new output that takes over the queue and what the old one had not confirmed), and drains at a
+// stop: inputs are stopped by then, the queue is delivered until the deadline, the output closes.
+
+import type { ResolvedIntake } from '../config/resolve.ts';
+import type { Target } from '../core/component.ts';
+import type { Sink, Source } from '../core/contracts.ts';
+import { DiskQueue } from '../core/disk-queue.ts';
+import { BoundedQueue, type EventQueue } from '../core/queue.ts';
+import { SinkRunner } from '../core/runner.ts';
+import { EMULATOR_DEMO_KEY } from '../emulator/intake-emulator.ts';
+import type { ResolvedInput } from '../inputs/registry.ts';
+import { outputOf } from '../outputs/registry.ts';
+import { emulatorOutput, syslogOutput } from '../outputs/syslog/definition.ts';
+import { FilterSet } from '../routing/filters.ts';
+import { intakeInstruments, outputTelemetry } from './instruments.ts';
+import { openQueue } from './queues.ts';
+import type { PipelineEnv } from './env.ts';
+import { createSource } from './sources.ts';
+
+export class Pipeline {
+  intake: ResolvedIntake;
+  readonly queue: EventQueue;
+  readonly target: Target;
+  runner: SinkRunner;
+  /** Its own inputs, by label. */
+  readonly sources = new Map<string, Source>();
+  readonly #env: PipelineEnv;
+  readonly #disposers: (() => void)[] = [];
+
+  /** Opens the queue (a disk queue is checked and repaired now) and builds the output; nothing starts yet. */
+  constructor(intake: ResolvedIntake, env: PipelineEnv) {
+    this.intake = intake;
+    this.#env = env;
+    const { queue, dispose } = openQueue(intake, env.metrics, env.log);
+    this.queue = queue;
+    this.#disposers.push(dispose);
+    this.target = { intake: intake.name, intakeKey: intake.intakeKey, queue, filters: new FilterSet(intake.filters) };
+    this.runner = this.#output(intake);
+    const m = env.metrics;
+    const gauges = {
+      events: m.queueEvents.labels({ intake: intake.name }),
+      bytes: m.queueBytes.labels({ intake: intake.name }),
+      unacked: m.unackedEvents.labels({ intake: intake.name }),
+    };
+    this.#disposers.push(m.addProbe(() => {
+      gauges.events.set(queue.pendingEvents);
+      gauges.bytes.set(queue.pendingBytes);
+      gauges.unacked.set(this.sink.unacknowledged);
+    }));
+  }
+
+  get name(): string {
+    return this.intake.name;
+  }
+
+  get sink(): Sink {
+    return this.runner.sink;
+  }
+
+  /** Its output, as the start-up log names it. */
+  get outputWhere(): string {
+    const emulator = this.intake.toEmulator ? this.#env.emulator() : undefined;
+    return emulator ? `emulator 127.0.0.1:${emulator.port}` : `${this.intake.output.type} ${outputOf(this.intake.output).where(this.intake.output)}`;
+  }
+
+  /** The runner and sink that deliver from the queue, for `intake`'s output settings. */
+  #output(intake: ResolvedIntake): SinkRunner {
+    const { metrics, log } = this.#env;
+    const o = intake.output;
+    const def = outputOf(o);
+    const instruments = intakeInstruments(metrics, intake.name);
+    const emulator = intake.toEmulator ? this.#env.emulator() : undefined;
+    const sink = emulator
+      ? syslogOutput.create(emulatorOutput(emulator.port, emulator.caPem), { intake: intake.name, intakeKey: EMULATOR_DEMO_KEY, instruments })
+      : def.create(o, { intake: intake.name, intakeKey: intake.intakeKey, instruments });
+    metrics.configInfo.set({ intake: intake.name, output: sink.type }, 1);
+    return new SinkRunner({
+      intake: intake.name,
+      queue: this.queue,
+      sink,
+      batch: { maxEvents: intake.batch.max_events, maxBytes: intake.batch.max_bytes, lingerMs: intake.batch.linger_ms },
+      backoff: def.backoff(o),
+      maxRetries: def.maxRetries(o),
+      telemetry: outputTelemetry(metrics, log, intake.name, sink.type),
+    });
+  }
+
+  /** One of its own inputs, built (not started): its events go to this intake only. */
+  input(config: ResolvedInput): Source {
+    return createSource(config, { targets: [this.target] }, this.intake.name, this.#env);
+  }
+
+  /** A reload's new filters, in place: running inputs see them at their next read. */
+  setFilters(intake: ResolvedIntake): void {
+    this.target.filters = new FilterSet(intake.filters);
+  }
+
+  /** A reload's new queue limits, in place (a queue's type or path needs a restart). */
+  setLimits(intake: ResolvedIntake): void {
+    const q = intake.queue;
+    if (q.type === 'memory' && this.queue instanceof BoundedQueue) this.queue.setLimits({ maxEvents: q.max_events, maxBytes: q.max_bytes, whenFull: q.when_full });
+    if (q.type === 'disk' && this.queue instanceof DiskQueue) this.queue.setLimits(q.max_bytes, q.when_full);
+  }
+
+  /**
+   * A new output (key, endpoint, TLS, batching changed): the old runner stops taking batches, the
+   * new one takes over the queue. A sink of the same kind that can hand over gives the new one
+   * what it had not confirmed (written again first, counted as resent); any other finishes its
+   * own writes in the background, and what it cannot confirm is counted as at a shutdown.
+   */
+  async replaceOutput(intake: ResolvedIntake, background: (work: Promise<unknown>) => void, shutdownTimeoutMs: number): Promise<void> {
+    const m = this.#env.metrics;
+    const runner = this.#output(intake);
+    const sink = runner.sink;
+    await this.runner.detach();
+    const old = this.sink;
+    if (old.type === sink.type && old.handOver && sink.adopt) {
+      const { state, events } = await old.handOver(AbortSignal.timeout(5_000));
+      sink.adopt(state);
+      if (events > 0) m.eventsResent.inc({ intake: intake.name, output: sink.type }, events);
+    } else {
+      const name = this.intake.name;
+      background(old.stop(AbortSignal.timeout(shutdownTimeoutMs)).then((lost) => {
+        if (lost > 0) m.eventsDropped.inc({ intake: name, stage: 'output', reason: 'shutdown' }, lost);
+      }));
+    }
+    if (old.type !== sink.type) m.configInfo.remove({ intake: this.intake.name, output: old.type });
+    await runner.start();
+    this.runner = runner;
+  }
+
+  /**
+   * Delivers what the queue holds (its inputs are stopped) until `deadline`, then closes the
+   * output. Returns the events lost: what a memory queue could not deliver (a disk queue keeps
+   * them for the next start).
+   */
+  async drain(deadline: AbortSignal): Promise<number> {
+    this.queue.close();
+    const pending = await this.runner.stop(deadline);
+    if (this.queue instanceof DiskQueue) {
+      await this.queue.finish();
+      if (pending > 0) this.#env.log.info({ intake: this.name, events: pending }, 'Events kept in the disk queue for the next start.');
+      return 0;
+    }
+    if (pending > 0) this.#env.metrics.eventsDropped.inc({ intake: this.name, stage: 'output', reason: 'shutdown' }, pending);
+    return pending;
+  }
+
+  /** Stops reporting (the intake is gone). */
+  dispose(): void {
+    for (const d of this.#disposers.splice(0)) d();
+    this.#env.metrics.configInfo.remove({ intake: this.name, output: this.sink.type });
+  }
+}

@@ -1,0 +1,109 @@
+// What a reload changes, worked out from the configuration in force and the new one, before
+// anything is touched: a pure function, unit-tested on its own. Intakes are matched by name (any
+// case), inputs by label within their intake, listeners by label; a component whose configuration
+// is unchanged is kept with its connections, one that changed is closed and opened again.
+
+import type { Config, ResolvedIntake } from '../config/resolve.ts';
+import type { ResolvedListener } from '../inputs/registry.ts';
+
+/** Kept, restarted (changed), added and removed members of a set of components, by label. */
+export interface Diff {
+  readonly keep: readonly string[];
+  readonly restart: readonly string[];
+  readonly add: readonly string[];
+  readonly remove: readonly string[];
+}
+
+export interface IntakeChange {
+  readonly name: string;
+  readonly next: ResolvedIntake;
+  readonly filters: boolean;
+  /** same; limits: new limits applied in place; restart: only a restart can apply it (reported). */
+  readonly queue: 'same' | 'limits' | 'restart';
+  /** A new output (key, endpoint, TLS, batching changed) takes over the queue. */
+  readonly output: boolean;
+  readonly inputs: Diff;
+}
+
+export interface ReloadPlan {
+  /** Intakes that go: their inputs stop at once, their queues drain in the background. */
+  readonly removed: readonly string[];
+  readonly added: readonly ResolvedIntake[];
+  /** Intakes in both configurations, changed or not. */
+  readonly kept: readonly IntakeChange[];
+  readonly listeners: Diff;
+  /** The forwarder statistics are set up again. */
+  readonly stats: boolean;
+  /** What only a restart applies; these stay as they are. */
+  readonly notApplied: readonly string[];
+}
+
+const json = (v: unknown): string => JSON.stringify(v);
+/** What a new output (runner + sink) is needed for. */
+const outputKey = (i: ResolvedIntake): string => json([i.intakeKey, i.output, i.batch, i.toEmulator]);
+
+export function planReload(old: Config, next: Config): ReloadPlan {
+  const notApplied: string[] = [];
+  for (const k of ['metrics', 'emulator', 'dataDir'] as const) if (json(old[k]) !== json(next[k])) notApplied.push(k === 'dataDir' ? 'data_dir' : k);
+  const before = new Map(old.intakes.map((i) => [i.name.toLowerCase(), i]));
+  const after = new Set(next.intakes.map((i) => i.name.toLowerCase()));
+  const kept: IntakeChange[] = [];
+  const added: ResolvedIntake[] = [];
+  for (const n of next.intakes) {
+    const o = before.get(n.name.toLowerCase());
+    if (!o) {
+      added.push(n);
+      continue;
+    }
+    const queue = queueChange(o, n, notApplied);
+    kept.push({
+      name: n.name,
+      next: n,
+      filters: json(o.filters) !== json(n.filters),
+      queue,
+      output: outputKey(o) !== outputKey(n),
+      inputs: diff(o.inputs, n.inputs),
+    });
+  }
+  return {
+    removed: old.intakes.filter((i) => !after.has(i.name.toLowerCase())).map((i) => i.name),
+    added,
+    kept,
+    listeners: diff<ResolvedListener>(old.listeners, next.listeners),
+    stats: json(old.stats) !== json(next.stats),
+    notApplied,
+  };
+}
+
+/** Whether an intake changed at all (filters, queue limits, output, or its inputs). */
+export function changed(c: IntakeChange): boolean {
+  return c.filters || c.queue === 'limits' || c.output;
+}
+
+function queueChange(o: ResolvedIntake, n: ResolvedIntake, notApplied: string[]): IntakeChange['queue'] {
+  const [a, b] = [o.queue, n.queue];
+  if (json(a) === json(b)) return 'same';
+  if (a.type === 'memory' && b.type === 'memory') return 'limits';
+  if (a.type === 'disk' && b.type === 'disk' && a.path === b.path) {
+    if (a.memory_events !== b.memory_events || a.memory_bytes !== b.memory_bytes || a.segment_bytes !== b.segment_bytes || a.fsync_interval_ms !== b.fsync_interval_ms) {
+      notApplied.push(`intakes.${n.name}.queue (memory stage, segments, fsync)`);
+    }
+    return 'limits';
+  }
+  notApplied.push(`intakes.${n.name}.queue (type or path)`);
+  return 'restart';
+}
+
+function diff<C extends { readonly label: string }>(old: readonly C[], next: readonly C[]): Diff {
+  const was = new Map(old.map((c) => [c.label, json(c)]));
+  const is = new Set(next.map((c) => c.label));
+  const d = { keep: [] as string[], restart: [] as string[], add: [] as string[], remove: [] as string[] };
+  for (const c of next) {
+    const w = was.get(c.label);
+    if (w === undefined) d.add.push(c.label);
+    else if (w === json(c)) d.keep.push(c.label);
+    else d.restart.push(c.label);
+  }
+  for (const c of old) if (!is.has(c.label)) d.remove.push(c.label);
+  return d;
+}

@@ -1,0 +1,25 @@
+// A source from its configuration, through the input registry: its Sender (the one way into the
+// queues of the intakes it feeds) and its telemetry, bound to its labels. An intake's own input
+// feeds that intake; a shared listener feeds the intakes its routes or keys choose.
+
+import type { Routing } from '../core/component.ts';
+import type { Source } from '../core/contracts.ts';
+import { inputOf, type ResolvedInput, type ResolvedListener } from '../inputs/registry.ts';
+import { Sender } from '../routing/sender.ts';
+import { inputInstruments, senderTelemetry } from './instruments.ts';
+import type { PipelineEnv } from './env.ts';
+
+/** `owner`: the intake of an intake's own input; '' for a shared listener. */
+export function createSource(config: ResolvedInput | ResolvedListener, routing: Routing, owner: string, env: Pick<PipelineEnv, 'metrics' | 'log'>): Source {
+  return createSourceWithSender(config, routing, owner, env).source;
+}
+
+/** The source and its sender, whose routing a reload changes (shared listeners). */
+export function createSourceWithSender(
+  config: ResolvedInput | ResolvedListener, routing: Routing, owner: string, env: Pick<PipelineEnv, 'metrics' | 'log'>,
+): { source: Source; sender: Sender } {
+  const def = inputOf(config);
+  const sender = new Sender(routing, { canPause: def.canPause, alwaysWait: def.alwaysWait }, senderTelemetry(env.metrics, config.label));
+  const source = def.create(config, { sender, instruments: inputInstruments(env.metrics, env.log, owner, config.label) });
+  return { source, sender };
+}

@@ -1,0 +1,14 @@
+// A syslog input's event building without a socket: a FrameBuilder feeding one intake's queue
+// through a Sender, with the telemetry the daemon gives a plain input named "in" of intake "i".
+import pino from 'pino';
+import type { EventQueue } from '../../src/core/queue.ts';
+import { FrameBuilder } from '../../src/inputs/frame-builder.ts';
+import { senderTelemetry, syslogInputTelemetry } from '../../src/pipeline/instruments.ts';
+import { FilterSet } from '../../src/routing/filters.ts';
+import { Sender } from '../../src/routing/sender.ts';
+import type { Metrics } from '../../src/telemetry/metrics.ts';
+
+export function frameBuilder(queue: EventQueue, metrics: Metrics, canPause = true): FrameBuilder {
+  const sender = new Sender({ targets: [{ intake: 'i', intakeKey: '', queue, filters: new FilterSet([]) }] }, { canPause }, senderTelemetry(metrics, 'in'));
+  return new FrameBuilder(sender, syslogInputTelemetry(metrics, pino({ level: 'silent' }), 'i', 'in'), { pri: 13, hostname: '', appName: '', procId: '' });
+}
