@@ -4,7 +4,7 @@
 
 import type { LogEvent } from '../core/event.ts';
 import { timestampText } from '../core/event.ts';
-import { bsdToRfc3339 } from './parse.ts';
+import { bsdToRfc3339 } from './timestamps.ts';
 
 export type TimestampMode = 'received' | 'source';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bsdToRfc3339, fieldCache, parseSyslog, type HeaderDefaults } from '../../src/syslog/parse.ts';
+import { fieldCache, parseSyslog, type HeaderDefaults } from '../../src/syslog/parse.ts';
+import { bsdToRfc3339 } from '../../src/syslog/timestamps.ts';
 import { messageText, structuredDataText, timestampText } from '../../src/core/event.ts';
 
 const D: HeaderDefaults = { pri: 13, hostname: '', appName: '', procId: '' };

@@ -100,7 +100,7 @@ export class FileInput {
     try {
       loaded = await this.#store.load();
     } catch (err) {
-      throw new Error(`File input "${this.label}" of intake "${this.#intake}": cannot use the checkpoint file ${this.#store.file}: ${(err as Error).message}. Check data_dir.`);
+      throw new Error(`File input "${this.label}" of intake "${this.#intake}": cannot use the checkpoint file ${this.#store.file}: ${(err as Error).message}. Check data_dir.`, { cause: err });
     }
     if (loaded.problem) this.#t.log.logger.error({ file: this.#store.file, problem: loaded.problem }, 'Checkpoint file damaged: files are read as new ones (duplicates possible, nothing skipped).');
     this.#files.restore(loaded.entries, !loaded.existed);

@@ -153,7 +153,7 @@ export class HttpReceiver {
       const slow = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
       this.#t.refused(slow ? 'slow_client' : 'bad_request');
       socket.end(slow ? 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n' : 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-      this.#t.log.warn(slow ? 'slow' : 'client', { err: err.message }, slow ? 'Slow client cut off (headers_timeout_ms / request_timeout_ms).' : 'Malformed HTTP request.');
+      this.#t.log.warn(slow ? 'slow' : 'client', { err }, slow ? 'Slow client cut off (headers_timeout_ms / request_timeout_ms).' : 'Malformed HTTP request.');
     });
     this.#server = server;
     await listen(server, l.address, l.port, `listener ${l.label}`);

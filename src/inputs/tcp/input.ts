@@ -63,7 +63,7 @@ export class TcpSyslogInput implements Source {
       );
       server.on('tlsClientError', (err, socket) => {
         t.rejected('tls_handshake');
-        t.log.warn('tls', { err: err.message, sender: senderAddress(socket.remoteAddress) }, 'TLS handshake with a sender failed.');
+        t.log.warn('tls', { err, sender: senderAddress(socket.remoteAddress) }, 'TLS handshake with a sender failed.');
       });
     } else {
       server = net.createServer(onSocket);
@@ -107,7 +107,7 @@ export class TcpSyslogInput implements Source {
       builder.flush();
       socket.end();
     });
-    socket.on('error', (err) => t.log.warn('socket', { err: err.message, sender: from }, 'Sender connection failed.'));
+    socket.on('error', (err) => t.log.warn('socket', { err, sender: from }, 'Sender connection failed.'));
     socket.on('close', () => {
       this.#sockets.delete(socket);
       t.connection(false);

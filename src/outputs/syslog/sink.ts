@@ -20,6 +20,7 @@ import tls from 'node:tls';
 import type { Batch } from '../../core/event.ts';
 import { RelayError, classifyConnectError } from '../../core/errors.ts';
 import { BufferPool } from './buffer-pool.ts';
+import { Connection, type Written } from './connection.ts';
 import type { Rfc5424Formatter } from '../../syslog/format.ts';
 import type { SendResult, Sink, SinkEvents } from '../../core/contracts.ts';
 
@@ -46,96 +47,6 @@ const MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
 /** Unconfirmed bytes beyond the proof distance before new batches wait (a connection that keeps failing). */
 const HEADROOM_BYTES = 8 * 1024 * 1024;
 const MiB = 1024 * 1024;
-
-interface Written {
-  readonly buf: Buffer;
-  /** The batch's events: [seq, seq + events). */
-  readonly seq: number;
-  readonly events: number;
-  /** When it was written on its connection. */
-  readonly at: number;
-  /** Bytes the kernel had taken on this connection once this batch was in; -1 until then. */
-  end: number;
-}
-
-/** A FIFO with O(1) shift (a low-rate stream keeps many one-event batches waiting). */
-class Fifo<T> {
-  #items: T[] = [];
-  #head = 0;
-
-  get length(): number {
-    return this.#items.length - this.#head;
-  }
-  peek(): T | undefined {
-    return this.#items[this.#head];
-  }
-  push(item: T): void {
-    this.#items.push(item);
-  }
-  shift(): T | undefined {
-    const item = this.#items[this.#head];
-    if (item === undefined) return undefined;
-    this.#head++;
-    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
-      this.#items = this.#items.slice(this.#head);
-      this.#head = 0;
-    }
-    return item;
-  }
-  /** Empties the FIFO; returns what it held, oldest first. */
-  drain(): T[] {
-    const rest = this.#items.slice(this.#head);
-    this.#items = [];
-    this.#head = 0;
-    return rest;
-  }
-}
-
-class Connection {
-  readonly socket: tls.TLSSocket;
-  /** Written on this connection and not yet proven, oldest first. */
-  readonly window = new Fifo<Written>();
-  written = 0;
-  lastWriteAt = 0;
-  /** Bytes the kernel has taken on this connection. */
-  taken = 0;
-  /** Last time the kernel took bytes (or the connection opened, or its close began). */
-  progressAt = Date.now();
-  closing = false;
-  /** Everything we wrote, and our close, went out. */
-  finished = false;
-  peerClosed = false;
-  done = false;
-  /** It carries what a failed connection held: close it for confirmation once that is written. */
-  confirmSoon = false;
-
-  readonly #waiters = new Set<() => void>();
-
-  constructor(socket: tls.TLSSocket) {
-    this.socket = socket;
-  }
-
-  /** Resolves once the socket drains, or once this connection is closed or fails (end() never emits 'drain'). */
-  drained(signal: AbortSignal): Promise<void> {
-    if (this.closing || this.done) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = (): void => {
-        this.socket.off('drain', done);
-        signal.removeEventListener('abort', done);
-        this.#waiters.delete(done);
-        resolve();
-      };
-      this.socket.on('drain', done);
-      signal.addEventListener('abort', done, { once: true });
-      this.#waiters.add(done);
-    });
-  }
-
-  /** Lets every send() waiting on this connection go on (it is closed or failed). */
-  release(): void {
-    for (const w of [...this.#waiters]) w();
-  }
-}
 
 export class SyslogTlsSink implements Sink {
   readonly type = 'syslog';
@@ -366,7 +277,7 @@ export class SyslogTlsSink implements Sink {
         minVersion: 'TLSv1.2',
         rejectUnauthorized: true,
       });
-      const timer = setTimeout(() => fail(Object.assign(new Error('connect timeout'), { code: 'ERELAY_CONNECT_TIMEOUT' })), o.connectTimeoutMs);
+      const timer = setTimeout(() => fail(new RelayError('ERELAY_CONNECT_TIMEOUT', `Connection to ${o.host}:${o.port} timed out after ${o.connectTimeoutMs} ms.`)), o.connectTimeoutMs);
       const onAbort = (): void => fail(new RelayError('ERELAY_SHUTDOWN', 'Connect aborted by shutdown.'));
       signal.addEventListener('abort', onAbort, { once: true });
       const cleanup = (): void => {
