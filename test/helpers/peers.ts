@@ -137,6 +137,27 @@ export function startSyslogNg(config: (dir: string) => string, dir = mkdtempSync
   return track(proc, dir);
 }
 
+/**
+ * A configuration for startSyslogNg: a TLS syslog() intake on `port` with the committed server
+ * certificate, writing each message to out.log in its directory as `template` formats it.
+ */
+export function syslogNgIntake(port: number, template: string, options: readonly string[] = []): (dir: string) => string {
+  const all = ['keep-hostname(yes)', 'use-dns(no)', 'chain-hostnames(no)', 'flush-lines(1)', 'stats-freq(0)', ...options];
+  return (dir) => `options { ${all.map((o) => `${o}; `).join('')}};
+source s_intake {
+  syslog(ip("127.0.0.1") port(${port}) transport("tls") max-connections(10)
+    tls(key-file("${TLS}server.key") cert-file("${TLS}server.crt") peer-verify(optional-untrusted)));
+};
+destination d_out { file("${dir}/out.log" template("${template}")); };
+log { source(s_intake); destination(d_out); };`;
+}
+
+/** The lines a peer wrote to `file` so far (none while it does not exist yet). */
+export function fileLines(file: string): string[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
+}
+
 /** Resolves once something accepts TCP connections on 127.0.0.1:port. */
 export async function waitListening(port: number, timeoutMs = 10_000): Promise<void> {
   const until = Date.now() + timeoutMs;

@@ -1,36 +1,23 @@
 // `intake-relay check` against real loopback peers: a good intake, a certificate for another name,
 // an expired certificate, a refusing port; and GET /v1/me on a REST API stand-in.
-import { execFile } from 'node:child_process';
 import http from 'node:http';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { IntakeEmulator } from '../../src/emulator/intake-emulator.ts';
 import { selfSignedCertificate } from '../../src/emulator/self-signed.ts';
 import { freePort } from '../helpers/peers.ts';
 import { TLS } from '../helpers/relay.ts';
+import { tempDir, track, trackServer } from '../helpers/cleanup.ts';
+import { runCli } from '../helpers/process.ts';
 
-const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
 const API_KEY = 'api-key-for-check-0123456789';
-const stops: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const s of stops.splice(0)) await s();
-});
 
 async function intake(cert: string | Buffer, key: string | Buffer): Promise<number> {
-  const e = new IntakeEmulator({ port: 0, cert, key });
+  const e = track(new IntakeEmulator({ port: 0, cert, key }));
   await e.start();
-  stops.push(() => e.stop());
   return e.port;
-}
-
-function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) =>
-    execFile(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env } }, (err, o, e) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, out: o + e })),
-  );
 }
 
 describe('intake-relay check', () => {
@@ -41,7 +28,7 @@ describe('intake-relay check', () => {
     const expired = selfSignedCertificate('expired', 0, Date.now() - 10 * day, Date.now() - day);
     const old = await intake(expired.cert, expired.key);
     const refusing = await freePort();
-    const dir = mkdtempSync(join(tmpdir(), 'check-'));
+    const dir = tempDir('check-');
     writeFileSync(join(dir, 'expired-ca.pem'), expired.cert);
     const out = (port: number, ca: string) => `    output: { type: syslog, host: localhost, port: ${port}, ca_file: ${ca} }`;
     writeFileSync(
@@ -61,7 +48,7 @@ ${out(old, join(dir, 'expired-ca.pem'))}
 ${out(refusing, `${TLS}ca.crt`)}
 `,
     );
-    const r = await cli(['check', '-c', join(dir, 'relay.yaml')]);
+    const r = await runCli(['check', '-c', join(dir, 'relay.yaml')]);
     expect(r.code).toBe(1);
     const section = (name: string) => r.out.slice(r.out.indexOf(`intake "${name}"`)).split('\nintake ')[0]!;
     expect(section('good')).toMatch(/ok +dns: .*127\.0\.0\.1/);
@@ -80,24 +67,24 @@ ${out(refusing, `${TLS}ca.crt`)}
       if (req.url !== '/v1/me') return void res.writeHead(404).end();
       res.writeHead(answer, { 'content-type': 'application/json' }).end(JSON.stringify({ uuid: 'u', email: 'soc@example.com', firstname: 'S', lastname: 'O' }));
     });
+    trackServer(api);
     await new Promise<void>((r) => api.listen(0, '127.0.0.1', () => r()));
-    stops.push(() => void api.close());
-    const dir = mkdtempSync(join(tmpdir(), 'check-'));
+    const dir = tempDir('check-');
     writeFileSync(join(dir, 'r.yaml'), `emulator: { when: no_intake_key }\nendpoints: { api_url: "http://127.0.0.1:${(api.address() as AddressInfo).port}" }\nintakes:\n  - name: a\n    intake_key: ""\n`);
-    const ok = await cli(['check', '-c', join(dir, 'r.yaml')], { INTAKE_RELAY_API_KEY: API_KEY });
+    const ok = await runCli(['check', '-c', join(dir, 'r.yaml')], { INTAKE_RELAY_API_KEY: API_KEY });
     expect(ok.code).toBe(0);
     expect(ok.out).toContain('ok     api key: valid (user soc@example.com)');
     expect(seen[0]).toBe(`Bearer ${API_KEY}`);
     answer = 401;
-    const bad = await cli(['check', '-c', join(dir, 'r.yaml'), '--api-key', API_KEY]);
+    const bad = await runCli(['check', '-c', join(dir, 'r.yaml'), '--api-key', API_KEY]);
     expect(bad.code).toBe(1);
     expect(bad.out).toContain('FAILED api key: HTTP 401: the API key is missing, expired or invalid');
     answer = 403;
-    const forbidden = await cli(['check', '-c', join(dir, 'r.yaml'), '--api-key', API_KEY]);
+    const forbidden = await runCli(['check', '-c', join(dir, 'r.yaml'), '--api-key', API_KEY]);
     expect(forbidden.code).toBe(1);
     expect(forbidden.out).toContain('FAILED api key: HTTP 403: the key lacks a permission');
     answer = 429;
-    const limited = await cli(['check', '-c', join(dir, 'r.yaml'), '--api-key', API_KEY]);
+    const limited = await runCli(['check', '-c', join(dir, 'r.yaml'), '--api-key', API_KEY]);
     expect(limited.code).toBe(1);
     expect(limited.out).toContain('FAILED api key: HTTP 429: rate limited');
     expect(ok.out + bad.out + forbidden.out + limited.out).not.toContain(API_KEY);
@@ -118,12 +105,12 @@ describe('intake-relay check: what the REST API says never carries the key', () 
       const a = answers[k++]!(req.headers.authorization ?? '');
       res.writeHead(a.status, { 'content-type': 'application/json' }).end(a.body);
     });
+    trackServer(api);
     await new Promise<void>((r) => api.listen(0, '127.0.0.1', () => r()));
-    stops.push(() => void api.close());
-    const dir = mkdtempSync(join(tmpdir(), 'check-'));
+    const dir = tempDir('check-');
     writeFileSync(join(dir, 'r.yaml'), `emulator: { when: no_intake_key }\nendpoints: { api_url: "http://127.0.0.1:${(api.address() as AddressInfo).port}" }\nintakes:\n  - name: a\n    intake_key: ""\n`);
     const outs: string[] = [];
-    for (let i = 0; i < answers.length; i++) outs.push((await cli(['check', '-c', join(dir, 'r.yaml'), '--api-key', API_KEY])).out);
+    for (let i = 0; i < answers.length; i++) outs.push((await runCli(['check', '-c', join(dir, 'r.yaml'), '--api-key', API_KEY])).out);
     expect(outs[0]).toContain('ok     api key: valid (user Bearer [redacted])');
     expect(outs[1]).toContain('FAILED api key: HTTP 200, but not the answer of GET /v1/me');
     expect(outs[1]).toContain('Bearer [redacted] is not allowed through this proxy ([redacted])');
@@ -140,11 +127,10 @@ describe('intake-relay send', () => {
   it('sends test events through the real syslog path and waits for the intake to confirm', async () => {
     const received: string[] = [];
     const keys: string[] = [];
-    const e = new IntakeEmulator({ port: 0, cert: readFileSync(`${TLS}server.crt`), key: readFileSync(`${TLS}server.key`), onMessage: (m) => { received.push(m.message); keys.push(m.intakeKey); } });
+    const e = track(new IntakeEmulator({ port: 0, cert: readFileSync(`${TLS}server.crt`), key: readFileSync(`${TLS}server.key`), onMessage: (m) => { received.push(m.message); keys.push(m.intakeKey); } }));
     await e.start();
-    stops.push(() => e.stop());
     const refusing = await freePort();
-    const dir = mkdtempSync(join(tmpdir(), 'send-'));
+    const dir = tempDir('send-');
     writeFileSync(join(dir, 'r.yaml'), `intakes:
   - name: fw
     intake_key: SendKey123
@@ -153,16 +139,16 @@ describe('intake-relay send', () => {
     intake_key: SendKey456
     output: { type: syslog, host: 127.0.0.1, port: ${refusing}, server_name: localhost, ca_file: ${TLS}ca.crt }
 `);
-    const ok = await cli(['send', '-c', join(dir, 'r.yaml'), '--intake', 'fw', 'hello', 'wörld']);
+    const ok = await runCli(['send', '-c', join(dir, 'r.yaml'), '--intake', 'fw', 'hello', 'wörld']);
     expect(ok.code).toBe(0);
     expect(ok.out).toContain(`ok: 2 events delivered to intake "fw" at 127.0.0.1:${e.port} (syslog)`);
     expect(received).toEqual(['hello', 'wörld']);
     expect(keys).toEqual(['SendKey123', 'SendKey123']);
     expect(ok.out).not.toContain('SendKey123');
-    const down = await cli(['send', '-c', join(dir, 'r.yaml'), '--intake', 'down', 'x']);
+    const down = await runCli(['send', '-c', join(dir, 'r.yaml'), '--intake', 'down', 'x']);
     expect(down.code).toBe(1);
     expect(down.out).toMatch(/FAILED: not delivered to 127\.0\.0\.1:\d+: Connection to 127\.0\.0\.1:\d+ refused/);
-    expect((await cli(['send', '-c', join(dir, 'r.yaml'), '--intake', 'nope', 'x'])).out).toContain('no intake is named "nope"');
-    expect((await cli(['send', '-c', join(dir, 'r.yaml')])).code).toBe(64);
+    expect((await runCli(['send', '-c', join(dir, 'r.yaml'), '--intake', 'nope', 'x'])).out).toContain('no intake is named "nope"');
+    expect((await runCli(['send', '-c', join(dir, 'r.yaml')])).code).toBe(64);
   });
 });

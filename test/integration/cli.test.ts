@@ -1,37 +1,20 @@
 // The real entry points as processes: `intake-relay emulate` as the intake, `intake-relay run` as
 // the relay, logger as the sender; then SIGTERM, a clean drain and exit 0. Also the operations
 // endpoints as an operator would query them.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { freePort, logger, waitListening } from '../helpers/peers.ts';
 import { TEST_KEY } from '../helpers/relay.ts';
-
-const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
-const procs: ChildProcess[] = [];
-afterEach(() => {
-  for (const p of procs) if (p.exitCode === null) p.kill('SIGKILL');
-  procs.length = 0;
-});
-
-function run(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const proc = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  procs.push(proc);
-  const out = { stdout: '', stderr: '' };
-  proc.stdout.on('data', (d: Buffer) => (out.stdout += d.toString()));
-  proc.stderr.on('data', (d: Buffer) => (out.stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  return { proc, out, exited };
-}
+import { tempDir } from '../helpers/cleanup.ts';
+import { startCli } from '../helpers/process.ts';
 
 describe('intake-relay run + emulate', () => {
   it('forwards end to end, serves metrics and health, drains on SIGTERM and exits 0', async () => {
     const [intakePort, inPort, opsPort] = [await freePort(), await freePort(), await freePort()];
-    const emulate = run(['emulate', '--port', String(intakePort)]);
+    const emulate = startCli(['emulate', '--port', String(intakePort)]);
     await vi.waitFor(() => expect(emulate.out.stderr).toContain('-----END CERTIFICATE-----'), { timeout: 10_000 });
-    const dir = mkdtempSync(join(tmpdir(), 'cli-test-'));
+    const dir = tempDir('cli-test-');
     const ca = emulate.out.stderr.slice(emulate.out.stderr.indexOf('-----BEGIN CERTIFICATE-----'));
     writeFileSync(join(dir, 'ca.pem'), ca);
     writeFileSync(
@@ -53,7 +36,7 @@ intakes:
       ca_file: ${join(dir, 'ca.pem')}
 `,
     );
-    const relay = run(['run', '-c', join(dir, 'relay.yaml')], { FW_KEY: TEST_KEY });
+    const relay = startCli(['run', '-c', join(dir, 'relay.yaml')], { env: { FW_KEY: TEST_KEY } });
     await waitListening(inPort);
     await vi.waitFor(async () => expect((await fetch(`http://127.0.0.1:${opsPort}/readyz`)).status).toBe(200), { timeout: 10_000 });
     for (let i = 0; i < 5; i++) logger(['-n', '127.0.0.1', '-P', String(inPort), '-T', '--octet-count', '-t', 'fw', '--', `deny tcp ${i}`]);
@@ -93,9 +76,9 @@ intakes:
     const port = await freePort();
     const blocker = (await import('node:net')).createServer().listen(port, '127.0.0.1');
     await new Promise((r) => blocker.once('listening', r));
-    const dir = mkdtempSync(join(tmpdir(), 'cli-test-'));
+    const dir = tempDir('cli-test-');
     writeFileSync(join(dir, 'r.yaml'), `metrics: { enabled: false }\nintakes:\n  - name: a\n    intake_key: ${TEST_KEY}\n    inputs:\n      - { type: tcp, address: 127.0.0.1, port: ${port} }\n`);
-    const relay = run(['run', '-c', join(dir, 'r.yaml')]);
+    const relay = startCli(['run', '-c', join(dir, 'r.yaml')]);
     expect(await relay.exited).toBe(1);
     blocker.close();
     expect(relay.out.stdout).toContain(`a/tcp/${port}: cannot listen on 127.0.0.1:${port}: another process already listens there.`);

@@ -3,30 +3,22 @@
 import { spawn } from 'node:child_process';
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { IntakeEmulator, type ReceivedMessage } from '../../src/emulator/intake-emulator.ts';
-import { books, startRelay, TEST_KEY, TLS, type RunningRelay, errText } from '../helpers/relay.ts';
+import { books, startRelay, TEST_KEY, TLS, errText } from '../helpers/relay.ts';
 import { freePort, sendTcp, startTestIntake, type TestIntake } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
-
-let relay: RunningRelay | undefined;
-let intakes: { stop(): Promise<void> }[] = [];
-afterEach(async () => {
-  await relay?.stop();
-  relay = undefined;
-  for (const i of intakes) await i.stop();
-  intakes = [];
-});
+import { track, trackServer } from '../helpers/cleanup.ts';
+import { syslogLines } from '../helpers/lines.ts';
 
 async function intakeWith(cert: string, port = 0): Promise<{ emulator: IntakeEmulator; received: ReceivedMessage[] }> {
   const received: ReceivedMessage[] = [];
-  const emulator = new IntakeEmulator({ port, cert: readFileSync(`${TLS}${cert}.crt`), key: readFileSync(`${TLS}${cert}.key`), onMessage: (m) => received.push(m) });
+  const emulator = track(new IntakeEmulator({ port, cert: readFileSync(`${TLS}${cert}.crt`), key: readFileSync(`${TLS}${cert}.key`), onMessage: (m) => received.push(m) }));
   await emulator.start();
-  intakes.push(emulator);
   return { emulator, received };
 }
 
-const lines = (n: number, tag = 'e'): string => Array.from({ length: n }, (_, i) => `<14>Nov 22 10:00:00 h app: ${tag}${i}\n`).join('');
+const lines = (n: number, tag = 'e'): string => syslogLines(0, n, (i) => `${tag}${i}`, '<14>Nov 22 10:00:00 h app: ');
 
 describe('TLS failures', () => {
   it.each([
@@ -35,9 +27,9 @@ describe('TLS failures', () => {
   ])('%s: a clear error, events kept, delivered once the intake is right', async (_what, cert, code, text) => {
     const port = await freePort();
     const bad = cert === 'other' ? await selfSignedIntake(port) : await intakeWith(cert, port);
-    relay = await startRelay(relayYaml({ intakePort: port }));
+    const relay = track(await startRelay(relayYaml({ intakePort: port })));
     await sendTcp(relay.port('t', 'tcp/0'), lines(50));
-    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_output_errors_total', { code })).toBeGreaterThan(0), { timeout: 10_000 });
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_output_errors_total', { code })).toBeGreaterThan(0), { timeout: 10_000 });
     const err = relay.logs.find((l) => l.code === code);
     expect(errText(err)).toMatch(text);
     expect(errText(err)).toContain(`127.0.0.1:${port}`);
@@ -45,65 +37,62 @@ describe('TLS failures', () => {
     await bad.emulator.stop();
     const good = await intakeWith('server', port);
     await vi.waitFor(() => expect(good.received).toHaveLength(50), { timeout: 10_000 });
-    await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ sent: 50, queued: 0, balanced: true }));
+    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ sent: 50, queued: 0, balanced: true }));
     expect(relay.logText()).not.toContain(TEST_KEY);
   });
 });
 
 /** An intake whose certificate no configured CA signed (the emulator's own throwaway one). */
 async function selfSignedIntake(port: number) {
-  const emulator = new IntakeEmulator({ port });
+  const emulator = track(new IntakeEmulator({ port }));
   await emulator.start();
-  intakes.push(emulator);
   return { emulator };
 }
 
 describe('the intake goes away', () => {
   it('connection cut under load: what was written in the window is written again, nothing lost', async () => {
-    let intake: TestIntake = await startTestIntake();
+    let intake: TestIntake = track(await startTestIntake());
     const port = intake.port;
-    relay = await startRelay(relayYaml({ intakePort: port, resendWindowMs: 2_000 }));
+    const relay = track(await startRelay(relayYaml({ intakePort: port, resendWindowMs: 2_000 })));
     const tcp = relay.port('t', 'tcp/0');
     await sendTcp(tcp, lines(3_000, 'a'));
     await vi.waitFor(() => expect(intake.received.length).toBeGreaterThan(1_000), { timeout: 10_000 });
     const before = intake.received;
     await intake.stop(); // sockets destroyed: like a crash, unread bytes are lost
     await sendTcp(tcp, lines(2_000, 'b'));
-    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_output_connected')).toBe(0));
-    intake = await startTestIntake(port);
-    intakes.push(intake);
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_output_connected')).toBe(0));
+    intake = track(await startTestIntake(port));
     const unique = (): Set<string> => new Set([...before, ...intake.received].map((m) => m.message));
     await vi.waitFor(() => expect(unique().size).toBe(5_000), { timeout: 15_000 });
     const duplicates = before.length + intake.received.length - 5_000;
     expect(duplicates).toBeLessThanOrEqual(await relay.metric('intake_relay_events_resent_total'));
-    await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ received: 5_000, sent: 5_000, dropped: 0, balanced: true }), { timeout: 10_000 });
+    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: 5_000, sent: 5_000, dropped: 0, balanced: true }), { timeout: 10_000 });
   });
 });
 
 describe('full queues', () => {
   it('block: a TCP sender is paused while the intake is down, and nothing is dropped', async () => {
     const port = await freePort();
-    relay = await startRelay(relayYaml({ intakePort: port, queue: '    queue: { max_events: 200, when_full: block }' }));
+    const relay = track(await startRelay(relayYaml({ intakePort: port, queue: '    queue: { max_events: 200, when_full: block }' })));
     const done = sendTcp(relay.port('t', 'tcp/0'), lines(20_000));
-    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_input_pauses_total')).toBeGreaterThan(0), { timeout: 10_000 });
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_input_pauses_total')).toBeGreaterThan(0), { timeout: 10_000 });
     const queued = (await books(relay, 't')).queued;
     expect(queued).toBeLessThan(20_000);
-    const intake = await startTestIntake(port);
-    intakes.push(intake);
+    const intake = track(await startTestIntake(port));
     await done;
     await vi.waitFor(() => expect(intake.received).toHaveLength(20_000), { timeout: 20_000 });
-    await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ received: 20_000, sent: 20_000, dropped: 0, balanced: true }));
+    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: 20_000, sent: 20_000, dropped: 0, balanced: true }));
   });
 
   it('UDP cannot wait: datagrams that do not fit are dropped and counted as queue_full', async () => {
     const port = await freePort();
-    relay = await startRelay(relayYaml({ intakePort: port, queue: '    queue: { max_events: 100 }' }));
+    const relay = track(await startRelay(relayYaml({ intakePort: port, queue: '    queue: { max_events: 100 }' })));
     const udp = relay.port('t', 'udp/0');
     const sock = dgram.createSocket('udp4');
     // Paced so that the kernel's socket buffer never overflows: this tests the queue, not the kernel.
     for (let i = 0; i < 300; i++) {
       await new Promise<void>((r) => sock.send(`<14>dgram ${i}`, udp, '127.0.0.1', () => r()));
-      if (i % 50 === 49) await vi.waitFor(async () => expect(await relay!.metric('intake_relay_events_received_total')).toBe(i + 1));
+      if (i % 50 === 49) await vi.waitFor(async () => expect(await relay.metric('intake_relay_events_received_total')).toBe(i + 1));
     }
     sock.close();
     expect(await relay.metric('intake_relay_udp_kernel_drops_total')).toBe(0);
@@ -114,7 +103,7 @@ describe('full queues', () => {
 
   it('datagrams the kernel drops before the relay reads them are counted too', async () => {
     const port = await freePort();
-    relay = await startRelay(relayYaml({ intakePort: port, queue: '    queue: { max_events: 1000000 }' }));
+    const relay = track(await startRelay(relayYaml({ intakePort: port, queue: '    queue: { max_events: 1000000 }' })));
     const udp = relay.port('t', 'udp/0');
     // A burst from another process while the relay's event loop is blocked: the socket buffer
     // must overflow, and the kernel's drops must show up in the metrics.
@@ -126,8 +115,8 @@ describe('full queues', () => {
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1_500);
     await exited;
     await vi.waitFor(async () => {
-      const received = await relay!.metric('intake_relay_events_received_total');
-      const kernel = await relay!.metric('intake_relay_udp_kernel_drops_total');
+      const received = await relay.metric('intake_relay_events_received_total');
+      const kernel = await relay.metric('intake_relay_udp_kernel_drops_total');
       expect(kernel).toBeGreaterThan(0);
       expect(received + kernel).toBe(sent);
     }, { timeout: 10_000 });
@@ -135,24 +124,23 @@ describe('full queues', () => {
 
   it('drop_newest: TCP events beyond the limit are refused and counted', async () => {
     const port = await freePort();
-    relay = await startRelay(relayYaml({ intakePort: port, queue: '    queue: { max_events: 100, when_full: drop_newest }' }));
+    const relay = track(await startRelay(relayYaml({ intakePort: port, queue: '    queue: { max_events: 100, when_full: drop_newest }' })));
     await sendTcp(relay.port('t', 'tcp/0'), lines(1_000));
-    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_events_received_total')).toBe(1_000));
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_events_received_total')).toBe(1_000));
     expect(await books(relay, 't')).toMatchObject({ queued: 100, dropped: 900, balanced: true });
   });
 });
 
 describe('bad input', () => {
   it('oversized events are dropped or truncated, invalid UTF-8 repaired, all counted', async () => {
-    const intake = await startTestIntake();
-    intakes.push(intake);
-    relay = await startRelay(
+    const intake = track(await startTestIntake());
+    const relay = track(await startRelay(
       relayYaml({
         intakePort: intake.port,
         inputs: `      - { type: tcp, name: drop, address: 127.0.0.1, port: 0, max_message_bytes: 1000 }
       - { type: tcp, name: cut, address: 127.0.0.1, port: 0, max_message_bytes: 1000, oversize: truncate }`,
       }),
-    );
+    ));
     const big = `<13>${'x'.repeat(5_000)}`;
     const bad = Buffer.concat([Buffer.from('<13>bad \xff\xfe bytes\n', 'latin1'), Buffer.from('<13>fine\n')]);
     await sendTcp(relay.port('t', 'drop'), Buffer.concat([Buffer.from(`${big}\n${Buffer.byteLength(big)} ${big}<13>after\n`), bad]));
@@ -170,14 +158,14 @@ describe('bad input', () => {
     expect(Buffer.byteLength(`<13>${cut[0]!.message}`)).toBeLessThanOrEqual(1000);
     expect(cut[0]!.message).not.toContain('\uFFFD');
     for (const m of intake.received) expect(m.problems).toEqual([]);
-    await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ received: 7, sent: 5, dropped: 2, balanced: true }));
+    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: 7, sent: 5, dropped: 2, balanced: true }));
   });
 });
 
 describe('idle senders', () => {
   it('a connection silent for idle_timeout_ms is closed and counted', async () => {
     const port = await freePort();
-    relay = await startRelay(relayYaml({ intakePort: port, inputs: '      - { type: tcp, address: 127.0.0.1, port: 0, idle_timeout_ms: 200 }' }));
+    const relay = track(await startRelay(relayYaml({ intakePort: port, inputs: '      - { type: tcp, address: 127.0.0.1, port: 0, idle_timeout_ms: 200 }' })));
     const net = await import('node:net');
     const s = net.connect(relay.port('t', 'tcp/0'), '127.0.0.1');
     s.write('<13>one line, then silence\n');
@@ -189,11 +177,10 @@ describe('idle senders', () => {
 
 describe('shutdown', () => {
   it('drains what is queued and confirms it with the intake before exiting', async () => {
-    const intake = await startTestIntake();
-    intakes.push(intake);
-    relay = await startRelay(relayYaml({ intakePort: intake.port, resendWindowMs: 60_000 }));
+    const intake = track(await startTestIntake());
+    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, resendWindowMs: 60_000 })));
     await sendTcp(relay.port('t', 'tcp/0'), lines(1_000));
-    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_events_received_total')).toBe(1_000));
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_events_received_total')).toBe(1_000));
     const report = await relay.stop();
     expect(report.undelivered).toBe(0);
     expect(intake.received).toHaveLength(1_000);
@@ -202,9 +189,9 @@ describe('shutdown', () => {
 
   it('reports and counts what could not be delivered before the timeout', async () => {
     const port = await freePort();
-    relay = await startRelay(relayYaml({ intakePort: port, extra: 'shutdown_timeout_ms: 300' }));
+    const relay = track(await startRelay(relayYaml({ intakePort: port, extra: 'shutdown_timeout_ms: 300' })));
     await sendTcp(relay.port('t', 'tcp/0'), lines(100));
-    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_events_received_total')).toBe(100));
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_events_received_total')).toBe(100));
     const report = await relay.stop();
     expect(report.undelivered).toBe(100);
     expect(await relay.metric('intake_relay_events_dropped_total', { reason: 'shutdown' })).toBe(100);
@@ -225,10 +212,10 @@ describe('output client certificate', () => {
         s.on('end', () => s.end());
       },
     );
+    trackServer(server);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-    intakes.push({ stop: () => new Promise<void>((r) => server.close(() => r())) });
     const port = (server.address() as import('node:net').AddressInfo).port;
-    relay = await startRelay(relayYaml({ intakePort: port, output: `      client_cert_file: ${TLS}client.crt\n      client_key_file: ${TLS}client.key` }));
+    const relay = track(await startRelay(relayYaml({ intakePort: port, output: `      client_cert_file: ${TLS}client.crt\n      client_key_file: ${TLS}client.key` })));
     await sendTcp(relay.port('t', 'tcp/0'), '<13>with a client certificate\n');
     await vi.waitFor(() => expect(got.join('')).toContain('with a client certificate'));
     expect(peerCn).toBe('relay-client');
@@ -238,7 +225,7 @@ describe('output client certificate', () => {
 describe('readiness', () => {
   it('/readyz turns 503 when an intake has a backlog and no delivery for stall_timeout_ms, and 200 again once it recovers', async () => {
     const port = await freePort();
-    relay = await startRelay(relayYaml({ intakePort: port, extra: 'shutdown_timeout_ms: 500' }).replace('metrics: { enabled: false }', 'metrics: { address: 127.0.0.1, port: 0, stall_timeout_ms: 300 }'));
+    const relay = track(await startRelay(relayYaml({ intakePort: port, extra: 'shutdown_timeout_ms: 500' }).replace('metrics: { enabled: false }', 'metrics: { address: 127.0.0.1, port: 0, stall_timeout_ms: 300 }')));
     const ops = `http://127.0.0.1:${relay.daemon.opsPort}`;
     expect((await fetch(`${ops}/readyz`)).status).toBe(200); // nothing queued: nothing stalled
     await sendTcp(relay.port('t', 'tcp/0'), lines(20));
@@ -247,8 +234,7 @@ describe('readiness', () => {
     expect(body.ready).toBe(false);
     expect(body.intakes[0]).toMatchObject({ name: 't', stalled: true, queued_events: 20 });
     expect(body.intakes[0]!.last_error).toMatch(/refused/);
-    const intake = await startTestIntake(port);
-    intakes.push(intake);
+    const intake = track(await startTestIntake(port));
     await vi.waitFor(() => expect(intake.received).toHaveLength(20), { timeout: 10_000 });
     await vi.waitFor(async () => expect((await fetch(`${ops}/readyz`)).status).toBe(200), { timeout: 5_000 });
   });

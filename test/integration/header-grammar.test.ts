@@ -3,11 +3,11 @@
 // read), keep the event's text, and count each repair. Then the same frames to syslog-ng, a strict
 // RFC 5424 receiver: it must find every field and the intake key where the intake looks for them.
 import dgram from 'node:dgram';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { books, startRelay, TEST_KEY, TLS, type RunningRelay } from '../helpers/relay.ts';
-import { freePort, sendTcp, startSyslogNg, startTestIntake, type Peer, type TestIntake } from '../helpers/peers.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { books, startRelay, TEST_KEY } from '../helpers/relay.ts';
+import { fileLines, freePort, sendTcp, startSyslogNg, startTestIntake, syslogNgIntake } from '../helpers/peers.ts';
+import { track } from '../helpers/cleanup.ts';
 import { relayYaml } from '../helpers/config.ts';
 import { assertRfc5424Frame, type Rfc5424Frame } from '../helpers/rfc5424-grammar.ts';
 
@@ -56,22 +56,10 @@ async function sendUdp(port: number, frames: Buffer[]): Promise<void> {
 
 const seqOf = (msg: string): string | undefined => /seq=(\w+)/.exec(msg)?.[1];
 
-let relay: RunningRelay | undefined;
-let intake: TestIntake | undefined;
-let peer: Peer | undefined;
-afterEach(async () => {
-  await relay?.stop();
-  relay = undefined;
-  await intake?.stop();
-  intake = undefined;
-  await peer?.stop();
-  peer = undefined;
-});
-
 describe('header grammar, end to end', () => {
   it('TCP and UDP: every frame written follows RFC 5424, MSG keeps its bytes, repairs are counted', async () => {
-    intake = await startTestIntake();
-    relay = await startRelay(relayYaml({ intakePort: intake.port, output: '      timestamp: source' }));
+    const intake = track(await startTestIntake());
+    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, output: '      timestamp: source' })));
     const tcp = relay.port('t', 'tcp/0');
     const udp = relay.port('t', 'udp/0');
     const overTcp = cases('t');
@@ -81,7 +69,7 @@ describe('header grammar, end to end', () => {
     await sendTcp(tcp, cutCharacter('t11'));
     await sendUdp(udp, overUdp.map((c) => c.frame));
     const total = overTcp.length + 2 + overUdp.length;
-    await vi.waitFor(() => expect(intake!.frames).toHaveLength(total), { timeout: 15_000 });
+    await vi.waitFor(() => expect(intake.frames).toHaveLength(total), { timeout: 15_000 });
 
     const bySeq = new Map<string, Rfc5424Frame>();
     for (const f of intake.frames) {
@@ -98,21 +86,21 @@ describe('header grammar, end to end', () => {
     const repaired = [...overTcp, ...overUdp].filter((c) => c.repaired).length;
     expect(await relay.metric('intake_relay_events_modified_total', { reason: 'invalid_header' })).toBe(repaired);
     expect(await relay.metric('intake_relay_events_modified_total', { reason: 'invalid_utf8' })).toBe(2);
-    await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ received: total, sent: total, dropped: 0, balanced: true }), { timeout: 10_000 });
+    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: total, sent: total, dropped: 0, balanced: true }), { timeout: 10_000 });
     expect(intake.protocolErrors).toEqual([]);
   });
 
   it('syslog-ng, a strict RFC 5424 receiver, finds every field and the intake key in each frame', async () => {
     const port = await freePort();
-    peer = startSyslogNg(syslogNgIntake(port));
+    const peer = track(startSyslogNg(syslogNgIntake(port, TEMPLATE)));
     const out = join(peer.dir, 'out.log');
     await peer.listening(port);
-    relay = await startRelay(relayYaml({ intakePort: port, output: '      timestamp: source' }));
+    const relay = track(await startRelay(relayYaml({ intakePort: port, output: '      timestamp: source' })));
     const tcp = relay.port('t', 'tcp/0');
     const all = cases('t');
     for (const c of all) await sendTcp(tcp, octet(c.frame));
-    await vi.waitFor(() => expect(lines(out)).toHaveLength(all.length), { timeout: 15_000 });
-    const got = new Map(lines(out).map((l) => {
+    await vi.waitFor(() => expect(fileLines(out)).toHaveLength(all.length), { timeout: 15_000 });
+    const got = new Map(fileLines(out).map((l) => {
       const [pri, host, program, pid, msgid, key, sdata, msg] = l.split('|') as [string, string, string, string, string, string, string, string];
       return [seqOf(msg) ?? l, { pri: Number(pri), hostname: host, appName: program, procId: pid, msgId: msgid, intakeKey: key, sdata, msg }];
     }));
@@ -120,23 +108,8 @@ describe('header grammar, end to end', () => {
       const { extraSd, timestamp: _ts, ...fields } = c.want;
       expect(got.get(c.seq), c.seq).toMatchObject({ ...fields, msgId: 'LOG', intakeKey: TEST_KEY, sdata: `[SEKOIA@53288 intake_key="${TEST_KEY}"]${extraSd ?? ''}` });
     }
-    await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ received: all.length, sent: all.length, balanced: true }), { timeout: 10_000 });
+    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: all.length, sent: all.length, balanced: true }), { timeout: 10_000 });
   });
 });
 
 const TEMPLATE = '${PRI}|${HOST}|${PROGRAM}|${PID}|${MSGID}|${.SDATA.SEKOIA@53288.intake_key}|${SDATA}|${MSG}\\n';
-
-function syslogNgIntake(port: number): (dir: string) => string {
-  return (dir) => `options { keep-hostname(yes); use-dns(no); chain-hostnames(no); flush-lines(1); stats-freq(0); };
-source s_intake {
-  syslog(ip("127.0.0.1") port(${port}) transport("tls") max-connections(10)
-    tls(key-file("${TLS}server.key") cert-file("${TLS}server.crt") peer-verify(optional-untrusted)));
-};
-destination d_out { file("${dir}/out.log" template("${TEMPLATE}")); };
-log { source(s_intake); destination(d_out); };`;
-}
-
-function lines(file: string): string[] {
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
-}

@@ -1,22 +1,14 @@
 // The HTTP output against a scripted HTTPS intake on loopback: each answer the issue lists, and
 // for each: events arrive exactly once where the intake accepted them, nothing is lost,
 // duplicates only where a request's outcome was unknown, and the books balance.
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { books, startRelay, TEST_KEY, TLS, type RunningRelay, errText } from '../helpers/relay.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { books, startRelay, TEST_KEY, TLS, errText } from '../helpers/relay.ts';
 import { sendTcp } from '../helpers/peers.ts';
-import { startConnectProxy, startHttpIntake, type Answer, type HttpIntake } from '../helpers/http-intake.ts';
+import { startConnectProxy, startHttpIntake, type Answer } from '../helpers/http-intake.ts';
+import { track } from '../helpers/cleanup.ts';
+import { syslogLines } from '../helpers/lines.ts';
 import { parseConfig } from '../../src/config/load.ts';
 import { sendTest } from '../../src/cli/send.ts';
-
-let relay: RunningRelay | undefined;
-let intake: HttpIntake | undefined;
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await relay?.stop();
-  relay = undefined;
-  await intake?.stop();
-  for (const c of cleanups.splice(0)) await c();
-});
 
 function httpYaml(url: string, output = '', batch = '    batch: { max_events: 100, linger_ms: 10 }'): string {
   return `log_level: debug
@@ -41,11 +33,11 @@ ${batch}
 }
 
 const lines = (n: number, tag = 'ev', every?: [number, string]): string =>
-  Array.from({ length: n }, (_, i) => `<14>Nov 22 10:00:00 host app[7]: ${tag} ${i}${every && i % every[0] === 0 ? ` ${every[1]}` : ''}\n`).join('');
+  syslogLines(0, n, (i) => `${tag} ${i}${every && i % every[0] === 0 ? ` ${every[1]}` : ''}`, '<14>Nov 22 10:00:00 host app[7]: ');
 
 async function run(n: number, script: (req: import('../helpers/http-intake.ts').HttpRequestSeen, k: number) => Answer, output = '', data?: string) {
-  intake = await startHttpIntake(script);
-  relay = await startRelay(httpYaml(intake.url, output));
+  const intake = track(await startHttpIntake(script));
+  const relay = track(await startRelay(httpYaml(intake.url, output)));
   await sendTcp(relay.port('h', 'tcp/0'), data ?? lines(n));
   return { intake, relay };
 }
@@ -159,24 +151,24 @@ describe('HTTP output', () => {
   it('a slow intake: several requests in flight, adaptive concurrency grows', async () => {
     let active = 0;
     let peak = 0;
-    intake = await startHttpIntake(() => {
+    const intake = track(await startHttpIntake(() => {
       active++;
       peak = Math.max(peak, active);
       setTimeout(() => active--, 100);
       return { status: 200, delayMs: 100 };
-    });
-    relay = await startRelay(httpYaml(intake.url, '').replace('      concurrency: 4\n', '      concurrency: adaptive\n      max_concurrency: 8\n'));
+    }));
+    const relay = track(await startRelay(httpYaml(intake.url, '').replace('      concurrency: 4\n', '      concurrency: adaptive\n      max_concurrency: 8\n')));
     await sendTcp(relay.port('h', 'tcp/0'), lines(5_000));
-    await vi.waitFor(() => expect(intake!.accepted).toHaveLength(5_000), { timeout: 20_000 });
+    await vi.waitFor(() => expect(intake.accepted).toHaveLength(5_000), { timeout: 20_000 });
     once(intake.accepted);
     expect(peak).toBeGreaterThan(1);
     expect(await relay.metric('intake_relay_output_concurrency_limit')).toBeGreaterThan(1);
-    await vi.waitFor(async () => expect(await books(relay!, 'h')).toMatchObject({ received: 5_000, sent: 5_000, balanced: true }));
+    await vi.waitFor(async () => expect(await books(relay, 'h')).toMatchObject({ received: 5_000, sent: 5_000, balanced: true }));
   });
 
   it('bodies stay under max_body_bytes, JSON escaping included: larger batches are split before sending', async () => {
     // Quotes and backslashes double in JSON: 100 events of ~300 escaped bytes each.
-    const data = Array.from({ length: 100 }, (_, i) => `<14>Nov 22 10:00:00 h app: ${i} ${'"\\'.repeat(70)}\n`).join('');
+    const data = syslogLines(0, 100, (i) => `${i} ${'"\\'.repeat(70)}`, '<14>Nov 22 10:00:00 h app: ');
     const { intake, relay } = await run(0, () => ({ status: 200 }), '      max_body_bytes: 2048', data);
     await vi.waitFor(() => expect(intake.accepted).toHaveLength(100), { timeout: 10_000 });
     once(intake.accepted);
@@ -192,33 +184,28 @@ describe('HTTP output', () => {
   });
 
   it('proxy: env follows HTTPS_PROXY, and NO_PROXY exempts a host', async () => {
-    const proxy = await startConnectProxy();
-    cleanups.push(proxy.stop);
-    const target = (intake = await startHttpIntake(() => ({ status: 200 })));
-    const saved = { HTTPS_PROXY: process.env.HTTPS_PROXY, NO_PROXY: process.env.NO_PROXY };
-    cleanups.push(async () => {
-      for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
-    });
-    process.env.HTTPS_PROXY = proxy.url;
-    process.env.NO_PROXY = '';
-    relay = await startRelay(httpYaml(target.url).replace('      proxy: none\n', '      proxy: env\n'));
+    const proxy = track(await startConnectProxy());
+    const target = track(await startHttpIntake(() => ({ status: 200 })));
+    track({ stop: () => vi.unstubAllEnvs() });
+    vi.stubEnv('HTTPS_PROXY', proxy.url);
+    vi.stubEnv('NO_PROXY', '');
+    let relay = track(await startRelay(httpYaml(target.url).replace('      proxy: none\n', '      proxy: env\n')));
     await sendTcp(relay.port('h', 'tcp/0'), lines(50));
     await vi.waitFor(() => expect(target.accepted).toHaveLength(50), { timeout: 10_000 });
     expect(proxy.tunnels).toEqual([`127.0.0.1:${target.port}`]);
     await relay.stop();
 
-    process.env.NO_PROXY = '127.0.0.1';
-    relay = await startRelay(httpYaml(target.url).replace('      proxy: none\n', '      proxy: env\n'));
+    vi.stubEnv('NO_PROXY', '127.0.0.1');
+    relay = track(await startRelay(httpYaml(target.url).replace('      proxy: none\n', '      proxy: env\n')));
     await sendTcp(relay.port('h', 'tcp/0'), lines(50, 'direct'));
     await vi.waitFor(() => expect(target.accepted).toHaveLength(100), { timeout: 10_000 });
     expect(proxy.tunnels).toHaveLength(1);
   });
 
   it('goes through a CONNECT proxy when one is configured', async () => {
-    const proxy = await startConnectProxy();
-    cleanups.push(proxy.stop);
-    const target = (intake = await startHttpIntake(() => ({ status: 200 })));
-    relay = await startRelay(httpYaml(target.url).replace('      proxy: none\n', `      proxy: ${proxy.url}\n`));
+    const proxy = track(await startConnectProxy());
+    const target = track(await startHttpIntake(() => ({ status: 200 })));
+    const relay = track(await startRelay(httpYaml(target.url).replace('      proxy: none\n', `      proxy: ${proxy.url}\n`)));
     await sendTcp(relay.port('h', 'tcp/0'), lines(100));
     await vi.waitFor(() => expect(target.accepted).toHaveLength(100), { timeout: 10_000 });
     expect(proxy.tunnels).toContain(`127.0.0.1:${target.port}`);
@@ -241,14 +228,14 @@ describe('HTTP output: what the intake says never carries the key', () => {
 
   it.each([401, 400, 500])('%i echoing the Authorization header and the key: logs, /status, /readyz and send explain it without the key', async (status) => {
     const { body, rest } = bodies[status]!;
-    intake = await startHttpIntake((r) => ({ status, body: body(String(r.headers.authorization)) }));
+    const intake = track(await startHttpIntake((r) => ({ status, body: body(String(r.headers.authorization)) })));
     const yaml = httpYaml(intake.url, '      key_retry_ms: 200').replace('metrics: { enabled: false }', 'metrics: { address: 127.0.0.1, port: 0, stall_timeout_ms: 200 }');
-    relay = await startRelay(yaml);
+    const relay = track(await startRelay(yaml));
     await sendTcp(relay.port('h', 'tcp/0'), lines(20));
     // The stand-in really echoes the credential it was sent.
-    await vi.waitFor(() => expect(intake!.requests.length).toBeGreaterThan(0));
+    await vi.waitFor(() => expect(intake.requests.length).toBeGreaterThan(0));
     expect(body(String(intake.requests[0]!.headers.authorization))).toContain(b64(`:${TEST_KEY}`));
-    await vi.waitFor(() => expect(relay!.logs.some((l) => errText(l).includes(`HTTP ${status}`))).toBe(true), { timeout: 10_000 });
+    await vi.waitFor(() => expect(relay.logs.some((l) => errText(l).includes(`HTTP ${status}`))).toBe(true), { timeout: 10_000 });
     const ops = `http://127.0.0.1:${relay.daemon.opsPort}`;
     const statusText = await (await fetch(`${ops}/status`)).text();
     const readyText = await (await fetch(`${ops}/readyz`)).text();
@@ -272,13 +259,13 @@ describe('HTTP output: what the intake says never carries the key', () => {
 
   it('an answer longer than what is read is cut, the key at the cut included, and the connection still serves the next request', async () => {
     let n = 0;
-    intake = await startHttpIntake(() => (++n === 1 ? { status: 500, body: `${' '.repeat(16 * 1024 - 10)}${TEST_KEY}${'x'.repeat(100_000)}` } : { status: 200 }));
-    relay = await startRelay(httpYaml(intake.url));
+    const intake = track(await startHttpIntake(() => (++n === 1 ? { status: 500, body: `${' '.repeat(16 * 1024 - 10)}${TEST_KEY}${'x'.repeat(100_000)}` } : { status: 200 })));
+    const relay = track(await startRelay(httpYaml(intake.url)));
     await sendTcp(relay.port('h', 'tcp/0'), lines(10));
-    await vi.waitFor(() => expect(intake!.accepted).toHaveLength(10), { timeout: 10_000 });
+    await vi.waitFor(() => expect(intake.accepted).toHaveLength(10), { timeout: 10_000 });
     const logged = errText(relay.logs.find((l) => errText(l).includes('HTTP 500')));
     expect(logged).toMatch(/HTTP 500 from 127\.0\.0\.1:\d+: \[redacted\]\)\.$/);
     expect(relay.logText()).not.toContain(TEST_KEY.slice(0, 6));
-    await vi.waitFor(async () => expect(await books(relay!, 'h')).toMatchObject({ received: 10, sent: 10, dropped: 0, balanced: true }));
+    await vi.waitFor(async () => expect(await books(relay, 'h')).toMatchObject({ received: 10, sent: 10, dropped: 0, balanced: true }));
   });
 });

@@ -3,27 +3,17 @@
 // too). Then the process: SIGHUP with an invalid file keeps the running configuration; a valid one
 // applies; --watch-config reloads on a change of the file.
 import net from 'node:net';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
-import { books, startRelay, TLS, type RunningRelay } from '../helpers/relay.ts';
+import { books, startRelay, TLS } from '../helpers/relay.ts';
 import { freePort, sendTcp, startTestIntake, type TestIntake } from '../helpers/peers.ts';
-import { counts, exited, runRelayProcess, type RelayProcess } from '../helpers/process.ts';
+import { counts, exited, startRelayProcess } from '../helpers/process.ts';
+import { tempDir, track } from '../helpers/cleanup.ts';
+import { syslogLines, syslogMessages } from '../helpers/lines.ts';
 
 const KEYS = { a: 'AAAAaaaa00001111222233334444aaaa', b: 'BBBBbbbb00001111222233334444bbbb', c: 'CCCCcccc00001111222233334444cccc' };
-
-let relay: RunningRelay | undefined;
-let intake: TestIntake | undefined;
-const procs: RelayProcess[] = [];
-afterEach(async () => {
-  await relay?.stop();
-  relay = undefined;
-  for (const p of procs.splice(0)) p.proc.kill('SIGKILL');
-  await intake?.stop();
-  intake = undefined;
-});
 
 interface Ports {
   intake: number;
@@ -91,14 +81,14 @@ const byKey = (t: TestIntake, key: string): string[] => t.received.filter((m) =>
 
 describe('reload', () => {
   it('adds, removes and changes intakes under load: nothing lost, unchanged inputs and listeners stay open', async () => {
-    intake = await startTestIntake();
+    const intake = track(await startTestIntake());
     const p: Ports = { intake: intake.port, a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };
     const v1 = configYaml(intakeYaml('b', p.b, p.intake) + intakeYaml('a', p.a, p.intake), p);
-    relay = await startRelay(v1);
+    const relay = track(await startRelay(v1));
     const onA = steadySender(p.a, 'app', 'a');
     const onShared = steadySender(p.shared, 'ra', 'shared');
-    await sendTcp(p.b, Array.from({ length: 500 }, (_, i) => `<14>Nov 23 10:00:00 host app: b ${i}\n`).join(''));
-    await vi.waitFor(() => expect(byKey(intake!, KEYS.b).length).toBe(500));
+    await sendTcp(p.b, syslogLines(0, 500, (i) => `b ${i}`));
+    await vi.waitFor(() => expect(byKey(intake, KEYS.b).length).toBe(500));
     await vi.waitFor(() => expect(onA.sent).toBeGreaterThan(2_000));
 
     // v2: b removed; c added; a's output changed (a new runner and sink take over its queue) and a
@@ -119,7 +109,7 @@ describe('reload', () => {
     // The b input is closed.
     await expect(sendTcp(p.b, 'x\n')).rejects.toThrow(/ECONNREFUSED/);
 
-    const a = () => byKey(intake!, KEYS.a);
+    const a = () => byKey(intake, KEYS.a);
     await vi.waitFor(() => expect(new Set(a()).size).toBe(onA.sent + onShared.sent), { timeout: 10_000 });
     const c = counts(intake);
     for (let i = 0; i < onA.sent; i++) expect(c.get(`a ${i}`), `a ${i}`).toBeGreaterThanOrEqual(1);
@@ -128,60 +118,58 @@ describe('reload', () => {
     // A duplicate is only possible for writes handed from the old output to the new one, and is counted.
     const resent = await relay.metric('intake_relay_events_resent_total', { intake: 'a' });
     expect(a().length - new Set(a()).size).toBeLessThanOrEqual(resent);
-    await vi.waitFor(() => expect(byKey(intake!, KEYS.c)).toEqual(['c 0', 'filtered']));
-    await vi.waitFor(async () => expect(await books(relay!, 'a')).toMatchObject({ queued: 0, unacked: 0, balanced: true }));
+    await vi.waitFor(() => expect(byKey(intake, KEYS.c)).toEqual(['c 0', 'filtered']));
+    await vi.waitFor(async () => expect(await books(relay, 'a')).toMatchObject({ queued: 0, unacked: 0, balanced: true }));
     expect(await books(relay, 'b')).toMatchObject({ received: 500, sent: 500, dropped: 0 });
   });
 
   it('an intake with a disk queue removed and added again: its queue is handed from the old to the new, nothing lost', async () => {
     const p: Ports = { intake: await freePort(), a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };
-    const dir = mkdtempSync(join(tmpdir(), 'reload-disk-'));
+    const dir = tempDir('reload-disk-');
     const withB = configYaml(intakeYaml('a', p.a, p.intake) + intakeYaml('b', p.b, p.intake, `    queue: { type: disk, path: ${dir}/b }`), p, 'shutdown_timeout_ms: 500');
     const withoutB = configYaml(intakeYaml('a', p.a, p.intake), p, 'shutdown_timeout_ms: 500');
-    relay = await startRelay(withB.replace('shutdown_timeout_ms: 3000\n', ''));
-    await sendTcp(p.b, Array.from({ length: 1_000 }, (_, i) => `<14>Nov 23 10:00:00 host app: d ${i}\n`).join(''));
-    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_disk_queue_events', { intake: 'b' })).toBe(1_000));
+    const relay = track(await startRelay(withB.replace('shutdown_timeout_ms: 3000\n', '')));
+    await sendTcp(p.b, syslogLines(0, 1_000, (i) => `d ${i}`));
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_disk_queue_events', { intake: 'b' })).toBe(1_000));
     // Removed (the intake is down: its queue keeps the events), then at once added again.
     await relay.daemon.reload(parseConfig(withoutB.replace('shutdown_timeout_ms: 3000\n', ''), 'v2.yaml', {}));
     const back = await relay.daemon.reload(parseConfig(withB.replace('shutdown_timeout_ms: 3000\n', ''), 'v3.yaml', {}));
     expect(back).toMatchObject({ added: ['b'], failed: [] });
-    intake = await startTestIntake(p.intake);
-    await vi.waitFor(() => expect(byKey(intake!, KEYS.b).length).toBe(1_000), { timeout: 10_000 });
-    expect(byKey(intake, KEYS.b)).toEqual(Array.from({ length: 1_000 }, (_, i) => `d ${i}`));
+    const intake = track(await startTestIntake(p.intake));
+    await vi.waitFor(() => expect(byKey(intake, KEYS.b).length).toBe(1_000), { timeout: 10_000 });
+    expect(byKey(intake, KEYS.b)).toEqual(syslogMessages(0, 1_000, (i) => `d ${i}`));
   });
 
   it('the process: SIGHUP with an invalid file keeps the running configuration; a valid one applies; --watch-config follows the file', async () => {
-    intake = await startTestIntake();
+    const intake = track(await startTestIntake());
     const p: Ports = { intake: intake.port, a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };
-    const dir = mkdtempSync(join(tmpdir(), 'reload-'));
+    const dir = tempDir('reload-');
     const file = join(dir, 'relay.yaml');
     writeFileSync(file, configYaml(intakeYaml('a', p.a, p.intake), p));
-    const r = runRelayProcess(file, []);
-    procs.push(r);
+    const r = startRelayProcess(file);
     await vi.waitFor(() => expect(r.output()).toContain('intake-relay started'), { timeout: 15_000 });
     writeFileSync(file, `${configYaml(intakeYaml('a', p.a, p.intake), p)}bogus_key: 1\n`);
     r.proc.kill('SIGHUP');
     await vi.waitFor(() => expect(r.output()).toContain('Reload refused: the new configuration is invalid'));
     expect(r.output()).toMatch(/relay\.yaml:\d+:\d+: bogus_key: unknown key/);
     await sendTcp(p.a, '<14>Nov 23 10:00:00 host app: still running\n');
-    await vi.waitFor(() => expect(byKey(intake!, KEYS.a)).toEqual(['still running']));
+    await vi.waitFor(() => expect(byKey(intake, KEYS.a)).toEqual(['still running']));
 
     writeFileSync(file, configYaml(intakeYaml('a', p.a, p.intake) + intakeYaml('b', p.b, p.intake), p));
     r.proc.kill('SIGHUP');
     await vi.waitFor(() => expect(r.output()).toContain('Configuration reloaded'));
     await sendTcp(p.b, '<14>Nov 23 10:00:00 host app: b after reload\n');
-    await vi.waitFor(() => expect(byKey(intake!, KEYS.b)).toEqual(['b after reload']));
+    await vi.waitFor(() => expect(byKey(intake, KEYS.b)).toEqual(['b after reload']));
     r.proc.kill('SIGTERM');
     await exited(r.proc);
 
-    const watched = runRelayProcess(file, [], ['--watch-config']);
-    procs.push(watched);
+    const watched = startRelayProcess(file, { extra: ['--watch-config'] });
     await vi.waitFor(() => expect(watched.output()).toContain('intake-relay started'), { timeout: 15_000 });
     writeFileSync(file, configYaml(intakeYaml('a', p.a, p.intake) + intakeYaml('c', p.c, p.intake), p));
     await vi.waitFor(() => expect(watched.output()).toContain('"trigger":"file changed"'), { timeout: 10_000 });
     await vi.waitFor(() => expect(watched.output()).toContain('Configuration reloaded'), { timeout: 10_000 });
     await sendTcp(p.c, '<14>Nov 23 10:00:00 host app: c after watch\n');
-    await vi.waitFor(() => expect(byKey(intake!, KEYS.c)).toEqual(['c after watch']));
+    await vi.waitFor(() => expect(byKey(intake, KEYS.c)).toEqual(['c after watch']));
     watched.proc.kill('SIGTERM');
     await exited(watched.proc);
     expect(watched.output() + r.output()).not.toContain(KEYS.a);

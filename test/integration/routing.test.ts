@@ -3,18 +3,12 @@
 // exactly its events. Filters drop what they should, counted per rule; the books balance.
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { books, startRelay, TLS, type RunningRelay } from '../helpers/relay.ts';
-import { startTestIntake, type TestIntake } from '../helpers/peers.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { books, startRelay, TLS } from '../helpers/relay.ts';
+import { startTestIntake } from '../helpers/peers.ts';
+import { track } from '../helpers/cleanup.ts';
 
 const KEYS = { fw: 'FwKey000000000000000000000000001', proxy: 'ProxyKey0000000000000000000000001', db: 'DbKey000000000000000000000000001', misc: 'MiscKey00000000000000000000000001' };
-
-let relay: RunningRelay | undefined;
-let intake: TestIntake | undefined;
-afterEach(async () => {
-  await relay?.stop();
-  await intake?.stop();
-});
 
 function yaml(port: number): string {
   const intakeYaml = (name: keyof typeof KEYS, extra = '') => `  - name: ${name}
@@ -75,8 +69,8 @@ async function tcpFrom(source: string, port: number, lines: string[]): Promise<v
 
 describe('one port, many intakes', () => {
   it('routes a mixed stream from several senders; each intake gets exactly its events', async () => {
-    intake = await startTestIntake();
-    relay = await startRelay(yaml(intake.port));
+    const intake = track(await startTestIntake());
+    const relay = track(await startRelay(yaml(intake.port)));
     const udp = relay.daemon.listenerPort('shared-udp')!;
     const tcp = relay.daemon.listenerPort('shared-tcp')!;
     const want: Record<keyof typeof KEYS, string[]> = { fw: [], proxy: [], db: [], misc: [] };
@@ -103,7 +97,7 @@ describe('one port, many intakes', () => {
     }
     await Promise.all(send);
     const total = Object.values(want).reduce((n, w) => n + w.length, 0);
-    await vi.waitFor(() => expect(intake!.received).toHaveLength(total), { timeout: 10_000 });
+    await vi.waitFor(() => expect(intake.received).toHaveLength(total), { timeout: 10_000 });
     for (const name of Object.keys(KEYS) as (keyof typeof KEYS)[]) {
       const got = intake.received.filter((m) => m.intakeKey === KEYS[name]).map((m) => m.message);
       expect(got.sort(), name).toEqual(want[name].sort());
@@ -114,7 +108,7 @@ describe('one port, many intakes', () => {
     // The books, per intake, and the listener's own drops: everything sent is accounted for.
     let accounted = 2;
     for (const name of Object.keys(KEYS)) {
-      await vi.waitFor(async () => expect(await books(relay!, name)).toMatchObject({ queued: 0, unacked: 0, balanced: true }));
+      await vi.waitFor(async () => expect(await books(relay, name)).toMatchObject({ queued: 0, unacked: 0, balanced: true }));
       accounted += (await books(relay, name)).received;
     }
     expect(accounted).toBe(sent);

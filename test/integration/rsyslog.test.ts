@@ -1,18 +1,11 @@
 // rsyslog as the sender: omfwd with octet-counted framing over plain TCP, and over TLS (gtls) with a
 // client certificate to the relay's TLS input that requires one (mutual TLS).
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { books, startRelay, TEST_KEY, TLS, type RunningRelay } from '../helpers/relay.ts';
-import { freePort, sendTcp, startRsyslog, startTestIntake, type Peer, type TestIntake } from '../helpers/peers.ts';
+import { freePort, sendTcp, startRsyslog, startTestIntake, type TestIntake } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
-
-let relay: RunningRelay | undefined;
-let intake: TestIntake | undefined;
-let peer: Peer | undefined;
-afterEach(async () => {
-  await peer?.stop();
-  await relay?.stop();
-  await intake?.stop();
-});
+import { track } from '../helpers/cleanup.ts';
+import { syslogLines } from '../helpers/lines.ts';
 
 /** rsyslog receiving on `inPort` (imtcp) and forwarding everything with `action`. */
 function rsyslogForwarder(inPort: number, action: string, global = ''): (dir: string) => string {
@@ -30,64 +23,58 @@ const TLS_INPUT_REQUIRING_CLIENT_CERT = `      - type: tcp
         port: 0
         tls: { cert_file: ${TLS}server.crt, key_file: ${TLS}server.key, client_ca_file: ${TLS}ca.crt }`;
 
+/** The intake emulator, and a relay with `inputs` forwarding to it. */
+async function relayWithInput(inputs: string): Promise<{ intake: TestIntake; relay: RunningRelay }> {
+  const intake = track(await startTestIntake());
+  const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs })));
+  return { intake, relay };
+}
+
 async function feed(port: number, n: number, tag: string): Promise<void> {
-  let s = '';
-  for (let i = 0; i < n; i++) s += `<14>Nov 22 10:00:00 feeder ${tag}[42]: ${tag} event ${i} ünïcödé\n`;
-  await sendTcp(port, s);
+  await sendTcp(port, syslogLines(0, n, (i) => `${tag} event ${i} ünïcödé`, `<14>Nov 22 10:00:00 feeder ${tag}[42]: `));
 }
 
 describe('rsyslog -> relay', () => {
   it('omfwd octet-counted over TCP: every event once, fields intact', async () => {
-    intake = await startTestIntake();
-    relay = await startRelay(relayYaml({ intakePort: intake.port, inputs: '      - { type: tcp, address: 127.0.0.1, port: 0 }' }));
+    const { intake, relay } = await relayWithInput('      - { type: tcp, address: 127.0.0.1, port: 0 }');
     const inPort = await freePort();
-    peer = startRsyslog(rsyslogForwarder(inPort, `port="${relay.port('t', 'tcp/0')}" protocol="tcp" TCP_Framing="octet-counted" template="RSYSLOG_SyslogProtocol23Format"`));
+    const peer = track(startRsyslog(rsyslogForwarder(inPort, `port="${relay.port('t', 'tcp/0')}" protocol="tcp" TCP_Framing="octet-counted" template="RSYSLOG_SyslogProtocol23Format"`)));
     await peer.listening(inPort);
     const n = 5_000;
     await feed(inPort, n, 'octet');
-    await vi.waitFor(() => expect(intake!.received.length).toBeGreaterThanOrEqual(n), { timeout: 20_000 });
+    await vi.waitFor(() => expect(intake.received.length).toBeGreaterThanOrEqual(n), { timeout: 20_000 });
     const bodies = new Set(intake.received.map((m) => m.message));
     expect(bodies.size).toBe(n);
     expect(intake.received).toHaveLength(n);
     // rsyslog's %msg% keeps the space after the BSD tag's colon; the relay forwards MSG as sent.
     const first = intake.received.find((m) => m.message === ' octet event 0 ünïcödé')!;
     expect(first).toMatchObject({ pri: 14, hostname: 'feeder', appName: 'octet', procId: '42', intakeKey: TEST_KEY, problems: [] });
-    await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ received: n, sent: n, dropped: 0, balanced: true }), { timeout: 5_000 });
+    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: n, sent: n, dropped: 0, balanced: true }), { timeout: 5_000 });
   });
 
   it('omfwd over TLS with a client certificate, to a TLS input that requires one', async () => {
-    intake = await startTestIntake();
-    relay = await startRelay(
-      relayYaml({
-        intakePort: intake.port,
-        inputs: TLS_INPUT_REQUIRING_CLIENT_CERT,
-      }),
-    );
+    const { intake, relay } = await relayWithInput(TLS_INPUT_REQUIRING_CLIENT_CERT);
     const inPort = await freePort();
-    peer = startRsyslog(
-      rsyslogForwarder(
-        inPort,
-        `port="${relay.port('t', 'tls-in')}" protocol="tcp" TCP_Framing="octet-counted" StreamDriver="gtls" StreamDriverMode="1" StreamDriverAuthMode="x509/name" StreamDriverPermittedPeers="localhost"`,
-        `global(DefaultNetstreamDriverCAFile="${TLS}ca.crt" DefaultNetstreamDriverCertFile="${TLS}client.crt" DefaultNetstreamDriverKeyFile="${TLS}client.key")`,
+    const peer = track(
+      startRsyslog(
+        rsyslogForwarder(
+          inPort,
+          `port="${relay.port('t', 'tls-in')}" protocol="tcp" TCP_Framing="octet-counted" StreamDriver="gtls" StreamDriverMode="1" StreamDriverAuthMode="x509/name" StreamDriverPermittedPeers="localhost"`,
+          `global(DefaultNetstreamDriverCAFile="${TLS}ca.crt" DefaultNetstreamDriverCertFile="${TLS}client.crt" DefaultNetstreamDriverKeyFile="${TLS}client.key")`,
+        ),
       ),
     );
     await peer.listening(inPort);
     const n = 2_000;
     await feed(inPort, n, 'tls');
-    await vi.waitFor(() => expect(intake!.received.length).toBeGreaterThanOrEqual(n), { timeout: 20_000 });
+    await vi.waitFor(() => expect(intake.received.length).toBeGreaterThanOrEqual(n), { timeout: 20_000 });
     expect(new Set(intake.received.map((m) => m.message)).size).toBe(n);
     expect(intake.received[0]).toMatchObject({ appName: 'tls', hostname: 'feeder', problems: [] });
-    await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ received: n, sent: n, dropped: 0, balanced: true }), { timeout: 5_000 });
+    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: n, sent: n, dropped: 0, balanced: true }), { timeout: 5_000 });
   });
 
   it('a sender without a client certificate is refused and counted', async () => {
-    intake = await startTestIntake();
-    relay = await startRelay(
-      relayYaml({
-        intakePort: intake.port,
-        inputs: TLS_INPUT_REQUIRING_CLIENT_CERT,
-      }),
-    );
+    const { relay } = await relayWithInput(TLS_INPUT_REQUIRING_CLIENT_CERT);
     const tls = await import('node:tls');
     const port = relay.port('t', 'tls-in');
     await new Promise<void>((resolve) => {
@@ -95,7 +82,7 @@ describe('rsyslog -> relay', () => {
       s.on('error', () => resolve());
       s.on('close', () => resolve());
     });
-    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_input_connections_rejected_total', { reason: 'tls_handshake' })).toBe(1));
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_input_connections_rejected_total', { reason: 'tls_handshake' })).toBe(1));
     expect(await relay.metric('intake_relay_events_received_total')).toBe(0);
   });
 });

@@ -1,27 +1,24 @@
 // `intake-relay rules push` against a REST API stand-in on loopback: the request shape of the
 // platform's spec, the Bearer key, 429 waited out, 401 and 403 explained, the key never printed.
-import { execFile } from 'node:child_process';
 import http from 'node:http';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDir, trackServer } from '../helpers/cleanup.ts';
+import { runCli, type CliResult } from '../helpers/process.ts';
 
 const API_KEY = 'api-key-secret-value-0123456789';
-const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
 const COMMUNITY = '11111111-1111-4111-8111-111111111111';
 const FORMAT = '250e4095-fa08-4101-bb02-e72f870fcbd1';
 const INTAKE_UUID = '22222222-2222-4222-8222-222222222222';
 
 interface Seen { auth: string | undefined; body: Record<string, unknown> }
-let server: http.Server | undefined;
-afterEach(() => server?.close());
 
 /** `body`: the answer's body, given the Authorization header the stand-in received. */
 async function standIn(answers: { status: number; headers?: Record<string, string>; body?: (auth: string) => string }[]): Promise<{ url: string; seen: Seen[] }> {
   const seen: Seen[] = [];
-  server = http.createServer((req, res) => {
+  const server = http.createServer((req, res) => {
     let raw = '';
     req.on('data', (c: Buffer) => (raw += c.toString()));
     req.on('end', () => {
@@ -34,12 +31,13 @@ async function standIn(answers: { status: number; headers?: Record<string, strin
       res.writeHead(a.status, { 'content-type': 'application/json', ...(a.headers ?? {}) }).end(a.body ? a.body(req.headers.authorization ?? '') : '{}');
     });
   });
-  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', () => r()));
+  trackServer(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
 }
 
 function config(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'rules-'));
+  const dir = tempDir('rules-');
   const file = join(dir, 'relay.yaml');
   writeFileSync(
     file,
@@ -68,13 +66,7 @@ function config(): string {
   return file;
 }
 
-function cli(args: string[]): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env: { ...process.env, INTAKE_RELAY_API_KEY: API_KEY } }, (err, stdout, stderr) => {
-      resolve({ code: err ? (err as { code?: number }).code ?? 1 : 0, out: stdout + stderr });
-    });
-  });
-}
+const cli = (args: string[]): Promise<CliResult> => runCli(args, { INTAKE_RELAY_API_KEY: API_KEY });
 
 describe('intake-relay rules push', () => {
   it('creates each enabled rule in the spec\'s shape, waits out 429, explains 403', async () => {
@@ -128,9 +120,7 @@ describe('intake-relay rules push', () => {
   });
 
   it('--dry-run shows what it would send without a key', async () => {
-    const r = await new Promise<{ code: number; out: string }>((resolve) =>
-      execFile(process.execPath, [MAIN, 'rules', 'push', '-c', config(), '--dry-run'], { env: { ...process.env, INTAKE_RELAY_API_KEY: '' } }, (err, o, e) => resolve({ code: err ? 1 : 0, out: o + e })),
-    );
+    const r = await runCli(['rules', 'push', '-c', config(), '--dry-run'], { INTAKE_RELAY_API_KEY: '' });
     expect(r.code).toBe(0);
     expect(r.out).toContain('would POST https://api.sekoia.io/v1/sic/conf/intakes/optimization_rules/');
   });

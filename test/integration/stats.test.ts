@@ -1,25 +1,18 @@
 // Forwarder statistics: records in the official forwarder's shapes (rsyslog impstats JSON), sent
 // to the statistics intake through its real output.
-import { afterEach, expect, it, vi } from 'vitest';
-import { books, startRelay, TLS, type RunningRelay } from '../helpers/relay.ts';
-import { sendTcp, startTestIntake, type TestIntake } from '../helpers/peers.ts';
+import { expect, it, vi } from 'vitest';
+import { books, startRelay, TLS } from '../helpers/relay.ts';
+import { sendTcp, startTestIntake } from '../helpers/peers.ts';
+import { track } from '../helpers/cleanup.ts';
+import { syslogLines } from '../helpers/lines.ts';
 
 const KEY_APP = 'AppKey0123456789abcdefABCDEF0123';
 const KEY_STATS = 'StatsKey0123456789abcdefABCDEF01';
 
-let relay: RunningRelay | undefined;
-let intake: TestIntake | undefined;
-afterEach(async () => {
-  await relay?.stop();
-  relay = undefined;
-  await intake?.stop();
-  intake = undefined;
-});
-
 it('reports per output, queue and input as impstats does, to the statistics intake, counts reset at each report', async () => {
-  intake = await startTestIntake();
+  const intake = track(await startTestIntake());
   const output = `{ type: syslog, host: 127.0.0.1, port: ${intake.port}, server_name: localhost, ca_file: ${TLS}ca.crt, resend_window_ms: 100 }`;
-  relay = await startRelay(`log_level: info
+  const relay = track(await startRelay(`log_level: info
 metrics: { enabled: false }
 shutdown_timeout_ms: 2000
 stats: { intake: monitoring, interval_ms: 1000 }
@@ -31,10 +24,10 @@ intakes:
   - name: monitoring
     intake_key: ${KEY_STATS}
     output: ${output}
-`);
+`));
   const port = relay.port('App', 'in');
-  await sendTcp(port, Array.from({ length: 100 }, (_, i) => `<14>Nov 23 10:00:00 host app: e${i}\n`).join(''));
-  const stats = () => intake!.received.filter((m) => m.intakeKey === KEY_STATS);
+  await sendTcp(port, syslogLines(0, 100, (i) => `e${i}`));
+  const stats = () => intake.received.filter((m) => m.intakeKey === KEY_STATS);
   const records = () => stats().map((m) => JSON.parse(m.message) as Record<string, unknown>);
   // Two reports at least: counts are per report, and add up.
   await vi.waitFor(() => expect(records().filter((r) => r.name === 'resource-usage').length).toBeGreaterThanOrEqual(2), { timeout: 5_000 });
@@ -47,5 +40,5 @@ intakes:
   expect(records().find((r) => r.name === 'main Q')).toMatchObject({ origin: 'core.queue', size: expect.any(Number), enqueued: expect.any(Number), 'discarded.full': 0, maxqsize: expect.any(Number) });
   expect(records().find((r) => r.name === 'resource-usage')).toMatchObject({ origin: 'impstats', utime: expect.any(Number), maxrss: expect.any(Number) });
   expect(stats().every((m) => !m.message.includes(KEY_APP))).toBe(true);
-  await vi.waitFor(async () => expect(await books(relay!, 'monitoring')).toMatchObject({ queued: 0, balanced: true }));
+  await vi.waitFor(async () => expect(await books(relay, 'monitoring')).toMatchObject({ queued: 0, balanced: true }));
 });

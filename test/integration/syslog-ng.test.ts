@@ -1,44 +1,23 @@
 // syslog-ng (syslog() source over TLS, RFC 5424 with octet counting) as the receiving intake: it
 // must parse every field the relay writes, and see the intake key as SD parameter. Then stopped
 // mid-stream and restarted: nothing written after it went away may be lost.
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { books, startRelay, TEST_KEY, TLS, type RunningRelay } from '../helpers/relay.ts';
-import { freePort, sendTcp, startSyslogNg, type Peer } from '../helpers/peers.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { books, startRelay, TEST_KEY } from '../helpers/relay.ts';
+import { fileLines, freePort, sendTcp, startSyslogNg, syslogNgIntake } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
+import { track } from '../helpers/cleanup.ts';
 
 const TEMPLATE = '${PRI}|${ISODATE}|${HOST}|${PROGRAM}|${PID}|${MSGID}|${.SDATA.SEKOIA@53288.intake_key}|${SDATA}|${MSG}\\n';
-
-function syslogNgIntake(port: number): (dir: string) => string {
-  return (dir) => `options { keep-hostname(yes); use-dns(no); chain-hostnames(no); flush-lines(1); stats-freq(0); frac-digits(3); };
-source s_intake {
-  syslog(ip("127.0.0.1") port(${port}) transport("tls") max-connections(10)
-    tls(key-file("${TLS}server.key") cert-file("${TLS}server.crt") peer-verify(optional-untrusted)));
-};
-destination d_out { file("${dir}/out.log" template("${TEMPLATE}")); };
-log { source(s_intake); destination(d_out); };`;
-}
-
-function lines(file: string): string[] {
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
-}
-
-let relay: RunningRelay | undefined;
-let peer: Peer | undefined;
-afterEach(async () => {
-  await relay?.stop();
-  await peer?.stop();
-});
+const intakeConfig = (port: number): ((dir: string) => string) => syslogNgIntake(port, TEMPLATE, ['frac-digits(3)']);
 
 describe('relay -> syslog-ng', () => {
   it('syslog-ng parses every header field, the intake key and the source SD', async () => {
     const port = await freePort();
-    peer = startSyslogNg(syslogNgIntake(port));
+    const peer = track(startSyslogNg(intakeConfig(port)));
     const out = join(peer.dir, 'out.log');
     await peer.listening(port);
-    relay = await startRelay(relayYaml({ intakePort: port, output: '      timestamp: source' }));
+    const relay = track(await startRelay(relayYaml({ intakePort: port, output: '      timestamp: source' })));
     const tcp = relay.port('t', 'tcp/0');
     await sendTcp(
       tcp,
@@ -49,8 +28,8 @@ describe('relay -> syslog-ng', () => {
         '<13>1 2026-11-22T10:00:00.5+01:00 h app - - - unicode: héllo ✓',
       ].join('\n') + '\n',
     );
-    await vi.waitFor(() => expect(lines(out)).toHaveLength(4), { timeout: 15_000 });
-    const got = lines(out).map((l) => l.split('|'));
+    await vi.waitFor(() => expect(fileLines(out)).toHaveLength(4), { timeout: 15_000 });
+    const got = fileLines(out).map((l) => l.split('|'));
     const year = new Date().getFullYear();
     expect(got[0]).toEqual(['165', '2003-10-11T22:14:15.003+00:00', 'mymachine.example.com', 'evntslog', '8710', 'LOG', TEST_KEY,
       `[SEKOIA@53288 intake_key="${TEST_KEY}"][exampleSDID@32473 iut="3" eventSource="App"]`, 'An application event']);
@@ -59,16 +38,16 @@ describe('relay -> syslog-ng', () => {
     expect(got[2]!.slice(2)).toEqual(['127.0.0.1', '', '', 'LOG', TEST_KEY, `[SEKOIA@53288 intake_key="${TEST_KEY}"]`, 'a line without any header']);
     expect(got[2]![0]).toBe('13');
     expect(got[3]).toEqual(['13', '2026-11-22T10:00:00.500+01:00', 'h', 'app', '', 'LOG', TEST_KEY, `[SEKOIA@53288 intake_key="${TEST_KEY}"]`, 'unicode: héllo ✓']);
-    await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ received: 4, sent: 4, balanced: true }));
+    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: 4, sent: 4, balanced: true }));
   });
 
   it('syslog-ng stopped mid-stream and restarted: every event arrives, duplicates are counted', async () => {
     const port = await freePort();
-    peer = startSyslogNg(syslogNgIntake(port));
+    const peer = track(startSyslogNg(intakeConfig(port)));
     const dir = peer.dir;
     const out = join(dir, 'out.log');
     await peer.listening(port);
-    relay = await startRelay(relayYaml({ intakePort: port, resendWindowMs: 2000 }));
+    const relay = track(await startRelay(relayYaml({ intakePort: port, resendWindowMs: 2000 })));
     const tcp = relay.port('t', 'tcp/0');
     const total = 20_000;
     let next = 0;
@@ -79,15 +58,15 @@ describe('relay -> syslog-ng', () => {
     };
     // First part of the stream, then the intake goes away while more keeps coming.
     while (next < 8_000) await batch(500);
-    await vi.waitFor(() => expect(lines(out).length).toBeGreaterThan(4_000), { timeout: 15_000 });
+    await vi.waitFor(() => expect(fileLines(out).length).toBeGreaterThan(4_000), { timeout: 15_000 });
     await peer.stop('SIGTERM');
     while (next < 14_000) await batch(500);
-    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_output_errors_total')).toBeGreaterThan(0), { timeout: 15_000 });
-    peer = startSyslogNg(syslogNgIntake(port), dir);
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_output_errors_total')).toBeGreaterThan(0), { timeout: 15_000 });
+    track(startSyslogNg(intakeConfig(port), dir));
     while (next < total) await batch(500);
     const seen = (): Map<string, number> => {
       const m = new Map<string, number>();
-      for (const l of lines(out)) {
+      for (const l of fileLines(out)) {
         const seq = /seq=(\d+)$/.exec(l)?.[1];
         if (seq) m.set(seq, (m.get(seq) ?? 0) + 1);
       }
@@ -101,6 +80,6 @@ describe('relay -> syslog-ng', () => {
     console.log(`syslog-ng restart: ${total} sent, 0 lost, ${duplicates} duplicated (relay resent ${resent})`);
     expect(duplicates).toBeLessThanOrEqual(resent);
     // Acknowledged once the resend window (2 s) has passed on a healthy connection.
-    await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ received: total, sent: total, dropped: 0, queued: 0, unacked: 0, balanced: true }), { timeout: 10_000 });
+    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: total, sent: total, dropped: 0, queued: 0, unacked: 0, balanced: true }), { timeout: 10_000 });
   });
 });

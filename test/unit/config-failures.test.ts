@@ -1,12 +1,12 @@
 // Every way a configuration file can be broken is a ConfigError whose problems each name the file
 // (and its line and column where there is one), never an exception, and never carry a secret: not
 // from the file, not from the environment, not from a key file.
-import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseConfig } from '../../src/config/load.ts';
+import { runCliSync, type CliResult } from '../helpers/process.ts';
 
 const KEY = 'AbCdEfGh0123456789IjKlMnOpQrStUv';
 const b64 = (s: string): string => Buffer.from(s).toString('base64').replace(/=+$/, '');
@@ -175,8 +175,7 @@ listeners:
 });
 
 describe('intake-relay validate and run, as processes', () => {
-  const cli = (args: string[]) =>
-    spawnSync(process.execPath, [new URL('../../src/main.ts', import.meta.url).pathname, ...args], { encoding: 'utf8', env: { ...process.env, INTAKE_KEY: KEY } });
+  const cli = (args: string[]): CliResult => runCliSync(args, { INTAKE_KEY: KEY });
 
   it('exit 78 with the position, no stack trace and no key: an undefined alias, a syntax error next to the key', () => {
     const sub = join(dir, 'cli');
@@ -194,7 +193,7 @@ describe('intake-relay validate and run, as processes', () => {
       [['run', '-c', env], `${env}:3:37: YAML: `],
     ] as const) {
       const r = cli([...args]);
-      expect(r.status, r.stderr).toBe(78);
+      expect(r.code, r.stderr).toBe(78);
       expect(r.stderr).toContain(where);
       expect(r.stderr).not.toMatch(/^\s+at /m);
       expect(r.stdout + r.stderr).not.toContain(KEY);

@@ -8,6 +8,7 @@ import { summarize } from '../../src/cli/summary.ts';
 import { unreadCapacityBytes } from '../../src/outputs/syslog/tcp-buffers.ts';
 import { configJsonSchema } from '../../src/config/json-schema.ts';
 import { configReference, withReference } from '../../src/config/reference.ts';
+import { runCliSync } from '../helpers/process.ts';
 
 const KEY = 'AbCdEfGh0123456789IjKlMnOpQrStUv';
 const dir = mkdtempSync(join(tmpdir(), 'cfg-test-'));
@@ -192,14 +193,11 @@ intakes:
 });
 
 describe('intake-relay validate', () => {
-  const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
-    spawnSync(process.execPath, [new URL('../../src/main.ts', import.meta.url).pathname, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
-
   it('prints a redacted summary and exits 0 for a valid file', () => {
     const f = join(dir, 'ok.yaml');
     writeFileSync(f, `intakes:\n  - name: fw\n    intake_key: \${K}\n    inputs: [{ type: udp, port: 514 }]\n`);
-    const r = cli(['validate', '-c', f], { K: KEY });
-    expect(r.status).toBe(0);
+    const r = runCliSync(['validate', '-c', f], { K: KEY });
+    expect(r.code).toBe(0);
     expect(r.stdout).toContain('key: set (32 characters, from intake_key)');
     expect(r.stdout).toContain('input udp/514: udp on 0.0.0.0:514');
     expect(r.stdout + r.stderr).not.toContain(KEY);
@@ -208,8 +206,8 @@ describe('intake-relay validate', () => {
   it('exits 78 with every problem, never the key', () => {
     const f = join(dir, 'bad.yaml');
     writeFileSync(f, `intakes:\n  - name: fw\n    intake_key: ${KEY}x-\n    unknown: 1\n`);
-    const r = cli(['validate', '-c', f]);
-    expect(r.status).toBe(78);
+    const r = runCliSync(['validate', '-c', f]);
+    expect(r.code).toBe(78);
     expect(r.stderr).toContain(`${f}:4:5: intakes[0].unknown: unknown key "unknown"`);
     expect(r.stdout + r.stderr).not.toContain(KEY);
   });
@@ -217,16 +215,16 @@ describe('intake-relay validate', () => {
   it('run exits 78 before opening any port', () => {
     const f = join(dir, 'bad-run.yaml');
     writeFileSync(f, 'intakes:\n  - name: fw\n    intake_key: ${NOPE}\n    inputs: [{ type: udp, port: 0 }]\n');
-    const r = cli(['run', '-c', f]);
-    expect(r.status).toBe(78);
+    const r = runCliSync(['run', '-c', f]);
+    expect(r.code).toBe(78);
     expect(r.stderr).toContain('environment variable NOPE is not set');
   });
 
   it('--print shows the effective configuration, keys redacted, loadable again', () => {
     const f = join(dir, 'print.yaml');
     writeFileSync(f, `intakes:\n  - name: fw\n    intake_key: \${K}\n    inputs: [{ type: udp, port: 514 }]\n    output: { type: http, gzip: true }\n`);
-    const r = cli(['validate', '--print', '-c', f], { K: KEY });
-    expect(r.status).toBe(0);
+    const r = runCliSync(['validate', '--print', '-c', f], { K: KEY });
+    expect(r.code).toBe(0);
     expect(r.stdout).not.toContain(KEY);
     expect(r.stdout).toContain('intake_key: "[redacted]"');
     expect(r.stdout).toContain('url: https://intake.sekoia.io');
@@ -238,16 +236,16 @@ describe('intake-relay validate', () => {
   it('--print of a syslog output is loadable again too (no internal keys)', () => {
     const f = join(dir, 'print-syslog.yaml');
     writeFileSync(f, `intakes:\n  - name: fw\n    intake_key: \${K}\n    inputs: [{ type: tcp, port: 514 }]\n`);
-    const r = cli(['validate', '--print', '-c', f], { K: KEY });
-    expect(r.status).toBe(0);
+    const r = runCliSync(['validate', '--print', '-c', f], { K: KEY });
+    expect(r.code).toBe(0);
     expect(r.stdout).not.toMatch(/proofBytes|caPem|label:/);
     const again = parseConfig(r.stdout.replace('"[redacted]"', KEY), 'printed.yaml', {});
     expect(again.intakes[0]!.output).toMatchObject({ type: 'syslog', host: 'intake.sekoia.io', port: 10514, resend_window_bytes: 'auto' });
   });
 
   it('exits 64 on a usage error', () => {
-    expect(cli(['frobnicate']).status).toBe(64);
-    expect(cli(['--version']).stdout).toMatch(/^intake-relay \d+\.\d+\.\d+/);
+    expect(runCliSync(['frobnicate']).code).toBe(64);
+    expect(runCliSync(['--version']).stdout).toMatch(/^intake-relay \d+\.\d+\.\d+/);
   });
 });
 
