@@ -1,7 +1,8 @@
 // The HTTP input type (the server is receiver.ts): a listener shared by the intakes, serving the
 // intake's own API routed by the key the sender presents, and per-intake paths.
 
-import type { InputDefinition, TlsFiles } from '../../core/component.ts';
+import type { InputDefinition } from '../../core/component.ts';
+import { readTlsFiles } from '../tls-files.ts';
 import { INTAKE_API_PATHS, httpListenerSchema, type HttpListenerConfig, type ResolvedHttpListener } from './config.ts';
 import { HttpReceiver } from './receiver.ts';
 
@@ -24,14 +25,7 @@ export const httpInput = {
       if (paths.has(r.path)) ctx.problem(['paths', j, 'path'], `path ${r.path} is used twice`);
       paths.add(r.path);
     });
-    let tlsFiles: TlsFiles | undefined;
-    if (l.tls) {
-      const cert = ctx.readFile(l.tls.cert_file, ['tls', 'cert_file']);
-      const key = ctx.readFile(l.tls.key_file, ['tls', 'key_file']);
-      const ca = l.tls.client_ca_file ? ctx.readFile(l.tls.client_ca_file, ['tls', 'client_ca_file']) : undefined;
-      if (cert && key) tlsFiles = { cert, key, ca };
-    }
-    return { ...l, label: l.name ?? `${l.tls ? 'https' : 'http'}/${l.port}`, tlsFiles };
+    return { ...l, label: l.name ?? `${l.tls ? 'https' : 'http'}/${l.port}`, tlsFiles: readTlsFiles(l.tls, ctx) };
   },
   listening: (l) => ({ proto: 'tcp', address: l.address, port: l.port }),
   feeds(l, name) {

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { InputDefinition, TlsFiles } from '../../core/component.ts';
 import { listener, positive, tlsServer } from '../../core/config-parts.ts';
 import { routingFields } from '../../routing/schema.ts';
+import { readTlsFiles } from '../tls-files.ts';
 import { describeSyslog, headerDefaults, syslogFeeds, syslogLabel } from '../syslog-config.ts';
 import { TcpSyslogInput } from './input.ts';
 
@@ -27,14 +28,7 @@ export const tcpInput = {
   inputSchema: tcpInputSchema,
   listenerSchema: tcpListenerSchema,
   resolve(c, ctx) {
-    let tlsFiles: TlsFiles | undefined;
-    if (c.tls) {
-      const cert = ctx.readFile(c.tls.cert_file, ['tls', 'cert_file']);
-      const key = ctx.readFile(c.tls.key_file, ['tls', 'key_file']);
-      const ca = c.tls.client_ca_file ? ctx.readFile(c.tls.client_ca_file, ['tls', 'client_ca_file']) : undefined;
-      if (cert && key) tlsFiles = { cert, key, ca };
-    }
-    return { ...c, label: syslogLabel(c, c.tls ? 'tls' : 'tcp', ctx), tlsFiles };
+    return { ...c, label: syslogLabel(c, c.tls ? 'tls' : 'tcp', ctx), tlsFiles: readTlsFiles(c.tls, ctx) };
   },
   listening: (c) => ({ proto: 'tcp', address: c.address, port: c.port }),
   feeds: syslogFeeds,
