@@ -9,17 +9,16 @@ import type { Config } from '../config/resolve.ts';
 import type { Routing } from '../core/component.ts';
 import type { Source } from '../core/contracts.ts';
 import { IntakeEmulator, maskKey } from '../emulator/intake-emulator.ts';
-import { ForwarderStats } from '../inputs/forwarder-stats.ts';
-import { inputOf, type ResolvedListener } from '../inputs/registry.ts';
+import type { ResolvedListener } from '../inputs/registry.ts';
 import { compileRoutes } from '../routing/router.ts';
 import { Sender } from '../routing/sender.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import { OpsServer, type HealthSource, type IntakeHealth, type ListenerHealth } from '../telemetry/ops-server.ts';
-import { counterReader, senderTelemetry } from './instruments.ts';
 import type { PipelineEnv } from './env.ts';
 import { Pipeline } from './pipeline.ts';
 import { applyReload, type ReloadReport, type ReloadTarget } from './reload.ts';
 import { createSourceWithSender } from './sources.ts';
+import { StatsSource } from './stats.ts';
 
 export type { ReloadReport };
 
@@ -48,7 +47,7 @@ export class Daemon implements HealthSource, ReloadTarget {
   #reloading: Promise<unknown> = Promise.resolve();
   #emulator: IntakeEmulator | undefined;
   #ops: OpsServer | undefined;
-  #stats: { readonly stats: ForwarderStats; readonly sender: Sender } | undefined;
+  #stats: StatsSource | undefined;
   #phase: HealthSource['phase'] = 'starting';
   #stopping: Promise<StopReport> | undefined;
   readonly #startedAt = Date.now();
@@ -148,27 +147,15 @@ export class Daemon implements HealthSource, ReloadTarget {
 
   /** Forwarder statistics to the intake `stats.intake` names, if set. */
   startStats(cfg: Config): void {
-    this.#stats?.stats.stop();
-    this.#stats = undefined;
-    if (!cfg.stats) return;
-    const sender = new Sender({ targets: [] }, { canPause: false }, senderTelemetry(this.metrics, 'stats'));
-    const view = {
-      intakes: () => this.pipelines.map((p) => ({
-        name: p.name,
-        queue: p.queue,
-        inputs: p.intake.inputs.map((c) => ({ label: c.label, record: (n: number) => inputOf(c).impstats(p.sources.get(c.label)?.port ?? 0, n) })),
-      })),
-    };
-    this.#stats = { stats: new ForwarderStats(counterReader(this.metrics), view, sender, cfg.stats.interval_ms), sender };
+    this.#stats?.stop();
+    this.#stats = cfg.stats ? new StatsSource(cfg.stats, () => this.pipelines, this.metrics) : undefined;
     this.retargetStats();
-    this.#stats.stats.start();
+    this.#stats?.start();
   }
 
   /** The statistics go to the pipeline of their intake (a reload may have replaced it). */
   retargetStats(): void {
-    const name = this.config.stats?.intake.toLowerCase();
-    const p = this.pipelines.find((x) => x.name.toLowerCase() === name);
-    this.#stats?.sender.retarget({ targets: p ? [p.target] : [] });
+    this.#stats?.retarget(this.pipelines);
   }
 
   background(work: Promise<unknown>): void {
@@ -222,7 +209,7 @@ export class Daemon implements HealthSource, ReloadTarget {
     this.#phase = 'draining';
     const timeoutMs = this.config.shutdown_timeout_ms;
     const deadline = AbortSignal.timeout(timeoutMs);
-    this.#stats?.stats.stop();
+    this.#stats?.stop();
     if (wasRunning) this.log.info({ timeout_ms: timeoutMs }, 'Stopping: inputs closed, draining queues.');
     const sources = [...this.pipelines.flatMap((p) => [...p.sources.values()]), ...this.shared.map((s) => s.source)];
     await Promise.all(sources.map((s) => s.stop().catch(() => {})));

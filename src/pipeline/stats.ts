@@ -1,0 +1,43 @@
+// The forwarder statistics as the daemon runs them: reports about the current pipelines, sent
+// through a sender to the pipeline of the intake `stats.intake` names (a reload may replace it).
+
+import type { Config } from '../config/resolve.ts';
+import { ForwarderStats } from '../inputs/forwarder-stats.ts';
+import { inputOf } from '../inputs/registry.ts';
+import { Sender } from '../routing/sender.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import { counterReader, senderTelemetry } from './instruments.ts';
+import type { Pipeline } from './pipeline.ts';
+
+export class StatsSource {
+  readonly #intake: string;
+  readonly #sender: Sender;
+  readonly #stats: ForwarderStats;
+
+  constructor(cfg: NonNullable<Config['stats']>, pipelines: () => readonly Pipeline[], metrics: Metrics) {
+    this.#intake = cfg.intake.toLowerCase();
+    this.#sender = new Sender({ targets: [] }, { canPause: false }, senderTelemetry(metrics, 'stats'));
+    const view = {
+      intakes: () => pipelines().map((p) => ({
+        name: p.name,
+        queue: p.queue,
+        inputs: p.intake.inputs.map((c) => ({ label: c.label, record: (n: number) => inputOf(c).impstats(p.sources.get(c.label)?.port ?? 0, n) })),
+      })),
+    };
+    this.#stats = new ForwarderStats(counterReader(metrics), view, this.#sender, cfg.interval_ms);
+  }
+
+  /** Points the reports at the statistics intake's pipeline among `pipelines` (none: reports wait). */
+  retarget(pipelines: readonly Pipeline[]): void {
+    const p = pipelines.find((x) => x.name.toLowerCase() === this.#intake);
+    this.#sender.retarget({ targets: p ? [p.target] : [] });
+  }
+
+  start(): void {
+    this.#stats.start();
+  }
+
+  stop(): void {
+    this.#stats.stop();
+  }
+}
