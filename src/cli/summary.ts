@@ -13,7 +13,7 @@ export function summarize(cfg: Config): string {
   for (const i of cfg.intakes) {
     lines.push(`intake "${i.name}":`);
     lines.push(`  key: ${i.toEmulator ? 'not set: forwards to the local emulator' : `set (${i.intakeKey.length} characters, from ${i.keySource})`}`);
-    for (const input of i.inputs) for (const line of inputOf(input).describe(input)) lines.push(`  ${line}`);
+    for (const input of i.inputs) for (const line of inputOf(input).describe(input, cfg)) lines.push(`  ${line}`);
     const feeders = feedingListeners(cfg.listeners, i.name);
     if (feeders.length > 0) lines.push(`  fed by listener${feeders.length > 1 ? 's' : ''} ${feeders.join(', ')}`);
     else if (i.inputs.length === 0) lines.push('  no inputs');
@@ -25,7 +25,7 @@ export function summarize(cfg: Config): string {
     lines.push(`  batch: ${i.batch.max_events} events / ${i.batch.max_bytes} bytes / ${i.batch.linger_ms} ms`);
     for (const f of i.filters) lines.push(`  filter "${f.description}"${f.enabled ? '' : ' (disabled)'}: drops events where ${f.filters.map((c) => `${c.field} ${c.operator} ${JSON.stringify(c.value)}`).join(' and ')}`);
   }
-  for (const l of cfg.listeners) lines.push(...inputOf(l).describe(l));
+  for (const l of cfg.listeners) lines.push(...inputOf(l).describe(l, cfg));
   if (cfg.stats) lines.push(`forwarder statistics: every ${cfg.stats.interval_ms / 1000} s to intake "${cfg.stats.intake}"`);
   lines.push(cfg.metrics.enabled ? `metrics: http://${cfg.metrics.address}:${cfg.metrics.port}/metrics` : 'metrics: disabled');
   for (const w of cfg.warnings) lines.push(`warning: ${w}`);

@@ -56,8 +56,10 @@ export interface InputDefinition<Config, Resolved> {
   listening(config: Config): Listening | undefined;
   /** As a shared listener: whether it can hand events to the intake named `name`. */
   feeds(config: Resolved, name: string): boolean;
+  /** As a shared listener that routes: picks the intake of each event (`index` finds an intake by name); undefined if it does not route. */
+  router(config: Resolved, index: (name: string) => number): { route(e: LogEvent): number } | undefined;
   /** Lines for `validate`'s summary, the first naming it ("input tcp/514: ..."). */
-  describe(config: Resolved): string[];
+  describe(config: Resolved, where: { readonly dataDir: string }): string[];
   /** Its record in the forwarder statistics (rsyslog impstats shape), or undefined: rsyslog has no such input. */
   impstats(port: number, submitted: number): Record<string, unknown> | undefined;
   /** Whether its source stops reading when a queue is full (TCP, files); one that cannot (UDP) drops, counted. */
@@ -71,6 +73,8 @@ export interface InputDefinition<Config, Resolved> {
 export interface SourceContext {
   readonly sender: Sender;
   readonly instruments: InputInstruments;
+  /** Where state that must survive a restart goes (data_dir as in force: a reload does not change it). */
+  readonly dataDir: string;
 }
 
 /** Certificates and keys of a TLS server, read at load. */
@@ -99,6 +103,8 @@ export interface OutputDefinition<Config, Resolved> {
   maxRetries(config: Resolved): number | undefined;
   /** Backoff between attempts. */
   backoff(config: Resolved): { readonly initialMs: number; readonly maxMs: number };
+  /** How long a reload waits for the old sink to confirm what it wrote before the new one writes it again. */
+  handOverMs(config: Resolved): number;
 }
 
 export interface OutputContext {
@@ -131,8 +137,9 @@ export interface EventFilter {
  * A reload changes the filters (and a queue's limits) in place, so running sources see them at once.
  */
 export interface Target {
-  readonly intake: string;
-  readonly intakeKey: string;
+  /** A reload may change the name's case, the key and the filters in place. */
+  intake: string;
+  intakeKey: string;
   readonly queue: EventQueue;
   filters: EventFilter;
 }

@@ -33,10 +33,12 @@ export interface Source {
   /** Stops taking in events (what was read is offered first), within `graceMs` for open connections. */
   stop(graceMs?: number): Promise<void>;
   /**
-   * After stop(), while and after the outputs drain: finishes what is in flight (answers to
-   * requests, within `graceMs`) and saves what must survive a restart (file checkpoints).
+   * After stop(): finishes what it still has in flight (answers to requests, within `graceMs`),
+   * while the queues are still open. Others may start meanwhile (its port is free).
    */
   finish?(graceMs?: number): Promise<void>;
+  /** After stop(): saves what must survive a restart (file checkpoints); a replacement starts from it. */
+  save?(): Promise<void>;
   /** Whether it can take events now, for /readyz (an HTTP listener out of memory budget cannot). */
   health?(): SourceHealth;
   /** Stops reporting (it is gone for good: a reload removed it). */

@@ -2,7 +2,7 @@
 // routes of a shared listener checked against the intakes, and their lines in `validate`'s summary.
 
 import type { ResolveContext } from '../core/component.ts';
-import { compileRoutes } from '../routing/router.ts';
+import { compileRoutes, type Router } from '../routing/router.ts';
 import { routeLines, routesFeed, type RouteConfig } from '../routing/schema.ts';
 import type { HeaderDefaults } from '../syslog/parse.ts';
 
@@ -37,6 +37,11 @@ export function describeSyslog(c: SyslogListening & { readonly label: string }, 
 /** The header fields a plain line gets, from an input's `defaults`. */
 export function headerDefaults(d: { readonly facility: number; readonly severity: number; readonly hostname?: string | undefined; readonly app_name?: string | undefined; readonly procid?: string | undefined }): HeaderDefaults {
   return { pri: d.facility * 8 + d.severity, hostname: d.hostname ?? '', appName: d.app_name ?? '', procId: d.procid ?? '' };
+}
+
+/** A shared listener's router over its routes; undefined for an intake's own input. */
+export function syslogRouter(c: SyslogListening, index: (name: string) => number): Router | undefined {
+  return c.routes ? compileRoutes(c.routes, c.default ?? 'drop', index).router : undefined;
 }
 
 export function syslogFeeds(c: SyslogListening, name: string): boolean {

@@ -1,6 +1,6 @@
 // Builds one pipeline per intake and the shared listeners from a frozen configuration, starts them
 // outputs first, and stops them in order under one deadline: sources stop taking in, queues drain
-// into the outputs, outputs close, sources finish (checkpoints, answers in flight), and what could
+// into the outputs, outputs close, sources save their state (checkpoints), and what could
 // not be delivered is reported. A reload (SIGHUP) plans its changes (reload-plan.ts), then applies
 // them: only what changed is closed and opened again, and no queued event is lost.
 
@@ -9,8 +9,7 @@ import type { Config } from '../config/resolve.ts';
 import type { Routing } from '../core/component.ts';
 import type { Source } from '../core/contracts.ts';
 import { IntakeEmulator, maskKey } from '../emulator/intake-emulator.ts';
-import type { ResolvedListener } from '../inputs/registry.ts';
-import { compileRoutes } from '../routing/router.ts';
+import { inputOf, type ResolvedListener } from '../inputs/registry.ts';
 import { Sender } from '../routing/sender.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import { OpsServer, type HealthSource, type IntakeHealth, type ListenerHealth } from '../telemetry/ops-server.ts';
@@ -57,7 +56,7 @@ export class Daemon implements HealthSource, ReloadTarget {
     this.config = config;
     this.log = log;
     this.metrics = metrics;
-    this.env = { metrics, log, emulator: () => this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem } };
+    this.env = { metrics, log, dataDir: config.dataDir, emulator: () => this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem } };
   }
 
   get phase(): HealthSource['phase'] {
@@ -130,12 +129,10 @@ export class Daemon implements HealthSource, ReloadTarget {
     );
   }
 
-  /** Where a shared listener's events go now: the intakes, and its routes among them (HTTP picks by key). */
+  /** Where a shared listener's events go now: the intakes, and its router among them, if it routes. */
   routing(l: ResolvedListener): Routing {
-    const targets = this.pipelines.map((p) => p.target);
-    if (!('routes' in l)) return { targets };
     const index = (name: string): number => this.pipelines.findIndex((p) => p.name.toLowerCase() === name.toLowerCase());
-    return { targets, router: compileRoutes(l.routes, l.default, index).router };
+    return { targets: this.pipelines.map((p) => p.target), router: inputOf(l).router(l, index) };
   }
 
   /** A shared listener, opened. */
@@ -213,11 +210,12 @@ export class Daemon implements HealthSource, ReloadTarget {
     if (wasRunning) this.log.info({ timeout_ms: timeoutMs }, 'Stopping: inputs closed, draining queues.');
     const sources = [...this.pipelines.flatMap((p) => [...p.sources.values()]), ...this.shared.map((s) => s.source)];
     await Promise.all(sources.map((s) => s.stop().catch(() => {})));
+    // What sources still have in flight (HTTP requests reading their bodies or waiting for delivery)
+    // finishes first, within half the timeout, while the queues are open and the outputs deliver.
+    await Promise.all(sources.map((s) => s.finish?.(timeoutMs / 2).catch(() => {})));
     await this.#reloading.catch(() => {});
     const perIntake: Record<string, number> = {};
     let undelivered = 0;
-    // While queues drain, sources finish what they still have in flight (HTTP answers once delivered).
-    const finishing = Promise.all(this.shared.map((s) => s.source.finish?.(timeoutMs / 2).catch(() => {})));
     await Promise.all(
       this.pipelines.map(async (p) => {
         const lost = await p.drain(deadline);
@@ -225,9 +223,8 @@ export class Daemon implements HealthSource, ReloadTarget {
         undelivered += lost;
       }),
     );
-    await finishing;
     // File inputs save checkpoints covering what was delivered.
-    await Promise.all(this.pipelines.flatMap((p) => [...p.sources.values()].map((s) => s.finish?.().catch(() => {}))));
+    await Promise.all(sources.map((s) => s.save?.().catch(() => {})));
     await Promise.all([...this.#retiring]);
     await this.#ops?.stop();
     await this.#emulator?.stop();

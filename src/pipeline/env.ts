@@ -8,6 +8,8 @@ import type { Metrics } from '../telemetry/metrics.ts';
 export interface PipelineEnv {
   readonly metrics: Metrics;
   readonly log: Logger;
+  /** data_dir as the daemon started with it (a reload does not change it). */
+  readonly dataDir: string;
   /** The local intake emulator, when intakes without a key forward to it. */
   emulator(): { readonly port: number; readonly caPem: string } | undefined;
 }

@@ -11,7 +11,8 @@ export function fileTelemetry(m: Metrics, log: Logger, intake: string, input: st
   const received = m.eventsReceived.labels(labels);
   const tooLarge = m.eventsDropped.labels({ intake, stage: 'input', reason: 'too_large' });
   return {
-    log: componentLog(log, labels),
+    // A file that keeps failing logs once a minute, as before this input had a telemetry of its own.
+    log: componentLog(log, labels, 60_000),
     modified: (reason, events) => m.eventsModified.inc({ ...labels, reason }, events),
     tooLarge(events) {
       // A dropped line was received too: the books balance (received = sent + dropped + buffered).

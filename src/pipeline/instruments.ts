@@ -123,6 +123,8 @@ export function syslogInputTelemetry(m: Metrics, log: Logger, owner: string, inp
     connection: (open) => (open ? connections.inc() : connections.dec()),
     rejected: (reason) => m.connectionsRejected.inc({ ...labels, reason }),
     watchKernelDrops(read) {
+      // One socket at a time (a source started again reads its new socket's count).
+      for (const p of probes.splice(0)) p();
       const drops = m.udpKernelDrops.labels(labels);
       let seen: number | undefined;
       probes.push(m.addProbe(() => {

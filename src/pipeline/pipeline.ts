@@ -92,9 +92,15 @@ export class Pipeline {
     return createSource(config, { targets: [this.target] }, this.intake.name, this.#env);
   }
 
-  /** A reload's new filters, in place: running inputs see them at their next read. */
-  setFilters(intake: ResolvedIntake): void {
-    this.target.filters = new FilterSet(intake.filters);
+  /**
+   * A reload's intake, in place: its name (case), key and filters, which running inputs see at
+   * their next read (HTTP listeners map keys again when they are pointed at the new targets).
+   */
+  update(intake: ResolvedIntake, filters: boolean): void {
+    this.intake = intake;
+    this.target.intake = intake.name;
+    this.target.intakeKey = intake.intakeKey;
+    if (filters) this.target.filters = new FilterSet(intake.filters);
   }
 
   /** A reload's new queue limits, in place (a queue's type or path needs a restart). */
@@ -117,7 +123,7 @@ export class Pipeline {
     await this.runner.detach();
     const old = this.sink;
     if (old.type === sink.type && old.handOver && sink.adopt) {
-      const { state, events } = await old.handOver(AbortSignal.timeout(5_000));
+      const { state, events } = await old.handOver(AbortSignal.timeout(outputOf(intake.output).handOverMs(intake.output)));
       sink.adopt(state);
       if (events > 0) m.eventsResent.inc({ intake: intake.name, output: sink.type }, events);
     } else {

@@ -43,18 +43,23 @@ export interface ReloadTarget {
 
 export async function applyReload(d: ReloadTarget, next: Config): Promise<ReloadReport> {
   const old = d.config;
-  const plan = planReload(old, next);
+  // Planned against what runs: an intake or a listener an earlier reload could not add is new again.
+  const running = { ...old, intakes: d.pipelines.map((p) => p.intake), listeners: d.shared.map((s) => s.config) };
+  const plan = planReload(running, next);
   const report: ReloadReport = { added: [], removed: [], changed: [], restarted: [], notApplied: [...plan.notApplied], failed: [] };
   for (const w of next.warnings) d.log.warn(w);
   await d.startEmulator(next);
   const deadline = (): AbortSignal => AbortSignal.timeout(next.shutdown_timeout_ms);
-  // The config in force from here (for the steps that read it); what a reload leaves stays as it was.
-  d.config = { ...next, metrics: old.metrics, emulator: old.emulator, dataDir: old.dataDir };
 
   // 1. Close what goes away or changed: inputs of removed intakes, changed inputs and listeners.
+  // Its state is saved before a replacement starts from it; what it has in flight (HTTP requests)
+  // finishes in the background, its port already free.
   const close = async (s: Source): Promise<void> => {
     await s.stop().catch(() => {});
-    d.background((s.finish?.() ?? Promise.resolve()).catch(() => {}).then(() => s.dispose?.()));
+    await s.save?.().catch(() => {});
+    const finishing = s.finish?.();
+    if (finishing) d.background(finishing.catch(() => {}).then(() => s.dispose?.()));
+    else s.dispose?.();
   };
   const removed = d.pipelines.filter((p) => plan.removed.includes(p.name));
   for (const p of removed) for (const s of p.sources.values()) await close(s);
@@ -104,10 +109,9 @@ export async function applyReload(d: ReloadTarget, next: Config): Promise<Reload
       continue;
     }
     const p = d.pipelines.find((x) => x.name.toLowerCase() === k.name.toLowerCase()) as Pipeline;
-    if (k.filters) p.setFilters(n);
     if (k.queue === 'limits') p.setLimits(n);
     if (k.output) await p.replaceOutput(n, (w) => d.background(w), next.shutdown_timeout_ms);
-    p.intake = n;
+    p.update(n, k.filters);
     if (changed(k)) report.changed.push(n.name);
     pipelines.push(p);
   }
@@ -137,6 +141,8 @@ export async function applyReload(d: ReloadTarget, next: Config): Promise<Reload
     if (kept) kept.sender.retarget(d.routing(l));
     else await started(l.label, () => d.openListener(l));
   }
+  // The configuration in force; what a reload cannot change stays as it was.
+  d.config = { ...next, metrics: old.metrics, emulator: old.emulator, dataDir: old.dataDir };
   if (plan.stats) d.startStats(next);
   else d.retargetStats();
   const level = report.failed.length > 0 ? 'error' : report.notApplied.length > 0 ? 'warn' : 'info';

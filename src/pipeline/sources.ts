@@ -10,16 +10,16 @@ import { inputInstruments, senderTelemetry } from './instruments.ts';
 import type { PipelineEnv } from './env.ts';
 
 /** `owner`: the intake of an intake's own input; '' for a shared listener. */
-export function createSource(config: ResolvedInput | ResolvedListener, routing: Routing, owner: string, env: Pick<PipelineEnv, 'metrics' | 'log'>): Source {
+export function createSource(config: ResolvedInput | ResolvedListener, routing: Routing, owner: string, env: Pick<PipelineEnv, 'metrics' | 'log' | 'dataDir'>): Source {
   return createSourceWithSender(config, routing, owner, env).source;
 }
 
 /** The source and its sender, whose routing a reload changes (shared listeners). */
 export function createSourceWithSender(
-  config: ResolvedInput | ResolvedListener, routing: Routing, owner: string, env: Pick<PipelineEnv, 'metrics' | 'log'>,
+  config: ResolvedInput | ResolvedListener, routing: Routing, owner: string, env: Pick<PipelineEnv, 'metrics' | 'log' | 'dataDir'>,
 ): { source: Source; sender: Sender } {
   const def = inputOf(config);
   const sender = new Sender(routing, { canPause: def.canPause, alwaysWait: def.alwaysWait }, senderTelemetry(env.metrics, config.label));
-  const source = def.create(config, { sender, instruments: inputInstruments(env.metrics, env.log, owner, config.label) });
+  const source = def.create(config, { sender, instruments: inputInstruments(env.metrics, env.log, owner, config.label), dataDir: env.dataDir });
   return { source, sender };
 }

@@ -16,12 +16,16 @@ export class StatsSource {
 
   constructor(cfg: NonNullable<Config['stats']>, pipelines: () => readonly Pipeline[], metrics: Metrics) {
     this.#intake = cfg.intake.toLowerCase();
-    this.#sender = new Sender({ targets: [] }, { canPause: false }, senderTelemetry(metrics, 'stats'));
+    this.#sender = new Sender({ targets: [] }, { canPause: false, unfiltered: true }, senderTelemetry(metrics, 'stats'));
     const view = {
       intakes: () => pipelines().map((p) => ({
         name: p.name,
         queue: p.queue,
-        inputs: p.intake.inputs.map((c) => ({ label: c.label, record: (n: number) => inputOf(c).impstats(p.sources.get(c.label)?.port ?? 0, n) })),
+        // The inputs running now, in the order they started.
+        inputs: [...p.sources.values()].flatMap((s) => {
+          const c = p.intake.inputs.find((x) => x.label === s.label);
+          return c ? [{ label: s.label, record: (n: number) => inputOf(c).impstats(s.port, n) }] : [];
+        }),
       })),
     };
     this.#stats = new ForwarderStats(counterReader(metrics), view, this.#sender, cfg.interval_ms);

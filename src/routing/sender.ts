@@ -16,6 +16,8 @@ export interface SenderOptions {
   readonly canPause: boolean;
   /** Its data keeps (a file): it waits for room even under drop_newest. */
   readonly alwaysWait?: boolean;
+  /** The relay's own reports (forwarder statistics): not subject to the intakes' drop rules. */
+  readonly unfiltered?: boolean;
 }
 
 export class Sender implements SenderContract {
@@ -117,7 +119,7 @@ export class Sender implements SenderContract {
 
   /** Drops the events an intake's filters match (counted per rule); one pass, the rest kept in order. */
   #filter(target: Target, events: LogEvent[], bytes: number): { events: LogEvent[]; bytes: number } {
-    if (target.filters.empty) return { events, bytes };
+    if (target.filters.empty || this.#o.unfiltered) return { events, bytes };
     const kept: LogEvent[] = [];
     let keptBytes = 0;
     for (const e of events) {

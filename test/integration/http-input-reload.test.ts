@@ -163,3 +163,29 @@ describe('HTTP input: a reload that restarts the listener', () => {
     expect(await r.metric('intake_relay_events_received_total')).toBe(0);
   });
 });
+
+describe('HTTP input: a stop', () => {
+  it('lets a request still uploading its body finish and be queued (the queues close after), then delivers it', async () => {
+    intake = await startTestIntake();
+    const port = await freePort();
+    const r = (relay = await startRelay(yaml(intake.port, port, 5000).replace('    keep_alive_timeout_ms: 5000', '    keep_alive_timeout_ms: 5000\n    respond_when: queued')));
+    const body = Buffer.from('first line\nsecond line\n');
+    const answer = new Promise<string>((resolve) => {
+      let got = '';
+      const s = net.connect(port, '127.0.0.1', () => {
+        s.write(`POST /plain/batch HTTP/1.1\r\nHost: x\r\nX-SEKOIAIO-INTAKE-KEY: ${KEY}\r\nContent-Length: ${body.length}\r\n\r\n`);
+        s.write(body.subarray(0, 5));
+      });
+      s.on('data', (d: Buffer) => (got += d.toString()));
+      s.on('close', () => resolve(got));
+      s.on('error', () => {});
+      // The rest of the body once the stop has begun.
+      void vi.waitFor(() => expect(r.daemon.phase).toBe('draining'), { timeout: 5_000 }).then(() => s.end(body.subarray(5)));
+    });
+    await vi.waitFor(async () => expect(await r.metric('intake_relay_http_input_inflight_bytes')).toBeGreaterThan(0));
+    const stopping = r.stop();
+    expect(await answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect((await stopping).undelivered).toBe(0);
+    expect(intake.received.map((m) => m.message)).toEqual(['first line', 'second line']);
+  });
+});

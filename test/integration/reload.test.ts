@@ -140,6 +140,48 @@ describe('reload', () => {
     expect(byKey(intake, KEYS.b)).toEqual(syslogMessages(0, 1_000, (i) => `d ${i}`));
   });
 
+  it('a new key for an intake: the HTTP listener takes the new key and refuses the old one', async () => {
+    const intake = track(await startTestIntake());
+    const p: Ports = { intake: intake.port, a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };
+    const http = await freePort();
+    const listener = `  - { type: http, name: api, address: 127.0.0.1, port: ${http}, respond_when: queued }\n`;
+    const v1 = configYaml(intakeYaml('a', p.a, p.intake), p) + listener;
+    const relay = track(await startRelay(v1));
+    const post = async (key: string) => (await fetch(`http://127.0.0.1:${http}/plain`, { method: 'POST', body: `with ${key.slice(0, 4)}`, headers: { authorization: `Basic ${Buffer.from(`:${key}`).toString('base64')}` } })).status;
+    expect(await post(KEYS.a)).toBe(200);
+    const v2 = v1.replace(`intake_key: ${KEYS.a}`, `intake_key: ${KEYS.c}`);
+    expect(await relay.daemon.reload(parseConfig(v2, 'v2.yaml', {}))).toMatchObject({ changed: ['a'], failed: [] });
+    expect(await post(KEYS.a)).toBe(401);
+    expect(await post(KEYS.c)).toBe(200);
+    await vi.waitFor(() => expect(byKey(intake, KEYS.c)).toContain('with CCCC'));
+  });
+
+  it('an intake a reload could not add is added by the next reload once it can be', async () => {
+    const intake = track(await startTestIntake());
+    const p: Ports = { intake: intake.port, a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };
+    const dir = tempDir('reload-retry-');
+    writeFileSync(join(dir, 'not-a-dir'), '');
+    const relay = track(await startRelay(configYaml(intakeYaml('a', p.a, p.intake), p)));
+    const broken = configYaml(intakeYaml('a', p.a, p.intake) + intakeYaml('b', p.b, p.intake, `    queue: { type: disk, path: ${dir}/not-a-dir/q }`), p);
+    expect(await relay.daemon.reload(parseConfig(broken, 'v2.yaml', {}))).toMatchObject({ added: [], failed: ['b'] });
+    const fixed = broken.replace(`${dir}/not-a-dir/q`, `${dir}/q`);
+    expect(await relay.daemon.reload(parseConfig(fixed, 'v3.yaml', {}))).toMatchObject({ added: ['b'], failed: [] });
+    await sendTcp(p.b, '<14>Nov 23 10:00:00 host app: b at last\n');
+    await vi.waitFor(() => expect(byKey(intake, KEYS.b)).toEqual(['b at last']));
+  });
+
+  it('a changed data_dir (it needs a restart) leaves file inputs as they are', async () => {
+    const intake = track(await startTestIntake());
+    const p: Ports = { intake: intake.port, a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };
+    const dir = tempDir('reload-data-');
+    writeFileSync(join(dir, 'app.log'), '');
+    const file = `    inputs: [{ type: file, name: f, paths: [${join(dir, 'app.log')}], read_from: beginning }]`;
+    const v1 = configYaml(intakeYaml('a', p.a, p.intake).replace(/    inputs: .*\n/, `${file}\n`), p, `data_dir: ${dir}/state`);
+    const relay = track(await startRelay(v1));
+    const report = await relay.daemon.reload(parseConfig(v1.replace(`data_dir: ${dir}/state`, `data_dir: ${dir}/other`), 'v2.yaml', {}));
+    expect(report).toMatchObject({ restarted: [], notApplied: ['data_dir'] });
+  });
+
   it('the process: SIGHUP with an invalid file keeps the running configuration; a valid one applies; --watch-config follows the file', async () => {
     const intake = track(await startTestIntake());
     const p: Ports = { intake: intake.port, a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };

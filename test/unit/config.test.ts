@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config/load.ts';
 import { summarize } from '../../src/cli/summary.ts';
+import { TLS } from '../helpers/relay.ts';
 import { unreadCapacityBytes } from '../../src/outputs/syslog/tcp-buffers.ts';
 import { configJsonSchema } from '../../src/config/json-schema.ts';
 import { configReference, withReference } from '../../src/config/reference.ts';
@@ -241,6 +242,30 @@ describe('intake-relay validate', () => {
     expect(r.stdout).not.toMatch(/proofBytes|caPem|label:/);
     const again = parseConfig(r.stdout.replace('"[redacted]"', KEY), 'printed.yaml', {});
     expect(again.intakes[0]!.output).toMatchObject({ type: 'syslog', host: 'intake.sekoia.io', port: 10514, resend_window_bytes: 'auto' });
+  });
+
+  it('--print of every input and listener type is loadable again, to the same configuration', () => {
+    const f = join(dir, 'print-all.yaml');
+    writeFileSync(f, `data_dir: ${dir}
+intakes:
+  - name: fw
+    intake_key: \${K}
+    inputs:
+      - { type: udp, port: 514 }
+      - { type: tcp, port: 6514, tls: { cert_file: ${TLS}server.crt, key_file: ${TLS}server.key } }
+      - { type: file, paths: [${dir}/*.log], multiline: { start_pattern: "^\\\\d" } }
+listeners:
+  - { type: tcp, port: 1514, routes: [{ match: { app_name: x }, intake: fw }] }
+  - { type: http, port: 8080, paths: [{ path: /in, intake: fw }] }
+`);
+    const r = runCliSync(['validate', '--print', '-c', f], { K: KEY });
+    expect(r.code).toBe(0);
+    const printed = join(dir, 'printed-all.yaml');
+    writeFileSync(printed, r.stdout.replace('"[redacted]"', KEY));
+    const again = parseConfig(readFileSync(printed), printed, {});
+    const first = parseConfig(readFileSync(f, 'utf8').replace('\${K}', KEY), f, {});
+    expect(JSON.stringify(again.intakes[0]!.inputs)).toBe(JSON.stringify(first.intakes[0]!.inputs));
+    expect(JSON.stringify(again.listeners)).toBe(JSON.stringify(first.listeners));
   });
 
   it('exits 64 on a usage error', () => {

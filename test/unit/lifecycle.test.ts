@@ -47,7 +47,7 @@ describe('every input type', () => {
     const metrics = new Metrics(false);
     const queue = new BoundedQueue({ maxEvents: 100, maxBytes: 1 << 20, whenFull: 'block' });
     const target = { intake: 'i', intakeKey: TEST_KEY, queue, filters: new FilterSet([]) };
-    const source = createSource(c, { targets: [target] }, cfg.listeners.length > 0 ? '' : 'i', { metrics, log: pino({ level: 'silent' }) });
+    const source = createSource(c, { targets: [target] }, cfg.listeners.length > 0 ? '' : 'i', { metrics, log: pino({ level: 'silent' }), dataDir: dir });
     await source.stop();
     await source.finish?.();
     await source.start();

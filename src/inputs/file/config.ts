@@ -47,8 +47,5 @@ export type FileInputConfig = z.infer<typeof fileInputSchema>;
 /** A file input; `paths` and `exclude` made absolute (exclude patterns without "/" match base names). */
 export type ResolvedFileInput = FileInputConfig & {
   readonly label: string;
-  /** Where its checkpoints are saved: data_dir/files/<intake>--<input>.json. */
-  readonly checkpointFile: string;
-  readonly dataDir: string;
 };
 

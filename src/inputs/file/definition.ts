@@ -25,20 +25,20 @@ export const fileInput = {
       paths: c.paths.map((p) => resolvePath(ctx.base, p)),
       exclude: c.exclude.map((p) => (p.includes('/') ? resolvePath(ctx.base, p) : p)),
       label,
-      checkpointFile: join(ctx.dataDir, 'files', `${fileSafe(ctx.owner)}--${fileSafe(label)}.json`),
-      dataDir: ctx.dataDir,
     };
   },
   listening: () => undefined,
   feeds: () => false,
+  router: () => undefined,
   impstats: () => undefined,
   canPause: true,
   // Its lines keep in the file: it waits for room even under drop_newest.
   alwaysWait: true,
-  create: (c, ctx) => new FileInput(c, ctx.sender, hostname(), ctx.instruments.file()),
-  describe: (c) => [
+  // Checkpoints: data_dir/files/<intake>--<input>.json, from the data_dir in force (a reload keeps it).
+  create: (c, ctx) => new FileInput(c, ctx.sender, join(ctx.dataDir, 'files', `${fileSafe(ctx.sender.owner)}--${fileSafe(c.label)}.json`), hostname(), ctx.instruments.file()),
+  describe: (c, where) => [
     `input ${c.label}: lines of ${c.paths.join(', ')}${c.exclude.length > 0 ? ` except ${c.exclude.join(', ')}` : ''}` +
       `, from the ${c.read_from} at first start, max ${c.max_line_bytes} bytes per line (${c.oversize})${c.multiline ? `, multiline from /${c.multiline.start_pattern}/` : ''}`,
-    `  checkpoints in ${c.dataDir}`,
+    `  checkpoints in ${where.dataDir}`,
   ],
 } satisfies InputDefinition<FileInputConfig, ResolvedFileInput>;

@@ -61,13 +61,13 @@ export class FileInput {
   readonly #saving = new SingleFlight();
   readonly #watchers = new Map<string, FSWatcher>();
 
-  constructor(cfg: ResolvedFileInput, sender: Sender, hostname: string, telemetry: FileTelemetry) {
+  constructor(cfg: ResolvedFileInput, sender: Sender, checkpointFile: string, hostname: string, telemetry: FileTelemetry) {
     this.label = cfg.label;
     this.#cfg = cfg;
     this.#sender = sender;
     this.#t = telemetry;
     this.#intake = sender.owner;
-    this.#store = new CheckpointStore(cfg.checkpointFile, this.#intake, cfg.label);
+    this.#store = new CheckpointStore(checkpointFile, this.#intake, cfg.label);
     this.#files = new Discovery(cfg, telemetry, this.#reader(cfg, sender, cfg.hostname ?? hostname));
     this.dispose = telemetry.watchFiles(() => {
       let open = 0;
@@ -114,7 +114,7 @@ export class FileInput {
     this.#loop = this.#run();
   }
 
-  /** Stops reading. Checkpoints are written by finish(), once the queue has drained. */
+  /** Stops reading. Checkpoints are written by save(), once the queue has drained (or before a replacement starts). */
   async stop(): Promise<void> {
     this.#stopping = true;
     this.#onStop();
@@ -125,7 +125,7 @@ export class FileInput {
   }
 
   /** After the outputs have drained: commits what was delivered, saves, closes the files. */
-  async finish(): Promise<void> {
+  async save(): Promise<void> {
     if (this.#checkpointTimer) clearInterval(this.#checkpointTimer);
     await this.#save(true);
     for (const t of this.#files.tracked.values()) await this.#files.close(t);

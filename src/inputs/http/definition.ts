@@ -28,6 +28,8 @@ export const httpInput = {
     return { ...l, label: l.name ?? `${l.tls ? 'https' : 'http'}/${l.port}`, tlsFiles: readTlsFiles(l.tls, ctx) };
   },
   listening: (l) => ({ proto: 'tcp', address: l.address, port: l.port }),
+  // It picks the intake by the key a sender presents, not by routes.
+  router: () => undefined,
   feeds(l, name) {
     const me = name.toLowerCase();
     return !l.intakes || l.intakes.some((n) => n.toLowerCase() === me) || l.paths.some((p) => p.intake.toLowerCase() === me);

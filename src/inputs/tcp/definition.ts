@@ -6,7 +6,7 @@ import type { InputDefinition, TlsFiles } from '../../core/component.ts';
 import { listener, positive, tlsServer } from '../../core/config-parts.ts';
 import { routingFields } from '../../routing/schema.ts';
 import { readTlsFiles } from '../tls-files.ts';
-import { describeSyslog, headerDefaults, syslogFeeds, syslogLabel } from '../syslog-config.ts';
+import { describeSyslog, headerDefaults, syslogFeeds, syslogLabel, syslogRouter } from '../syslog-config.ts';
 import { TcpSyslogInput } from './input.ts';
 
 export const tcpInputSchema = z.strictObject({
@@ -32,6 +32,7 @@ export const tcpInput = {
   },
   listening: (c) => ({ proto: 'tcp', address: c.address, port: c.port }),
   feeds: syslogFeeds,
+  router: syslogRouter,
   impstats: (port: number, submitted: number) => ({ name: `imtcp(${port})`, origin: 'imtcp', submitted }),
   describe: (c) => describeSyslog(c, kindOf(c)),
   canPause: true,

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { InputDefinition } from '../../core/component.ts';
 import { KiB, MiB, listener } from '../../core/config-parts.ts';
 import { routingFields } from '../../routing/schema.ts';
-import { describeSyslog, headerDefaults, syslogFeeds, syslogLabel } from '../syslog-config.ts';
+import { describeSyslog, headerDefaults, syslogFeeds, syslogLabel, syslogRouter } from '../syslog-config.ts';
 import { UdpSyslogInput } from './input.ts';
 
 export const udpInputSchema = z.strictObject({
@@ -26,6 +26,7 @@ export const udpInput = {
   resolve: (c, ctx) => ({ ...c, label: syslogLabel(c, 'udp', ctx), tlsFiles: undefined }),
   listening: (c) => ({ proto: 'udp', address: c.address, port: c.port }),
   feeds: syslogFeeds,
+  router: syslogRouter,
   impstats: (port: number, submitted: number) => ({ name: `imudp(*:${port})`, origin: 'imudp', submitted, disallowed: 0 }),
   describe: (c) => describeSyslog(c, 'udp'),
   canPause: false,

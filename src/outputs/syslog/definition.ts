@@ -83,6 +83,7 @@ export const syslogOutput = {
   effective: (o) => o,
   checkNote: () => '',
   maxRetries: () => undefined,
+  handOverMs: (o) => Math.min(5_000, o.resend_window_ms + 1_000),
   backoff: (o) => ({ initialMs: o.backoff.initial_ms, maxMs: o.backoff.max_ms }),
 } satisfies OutputDefinition<SyslogOutputConfig, ResolvedSyslogOutput>;
 
