@@ -7,6 +7,7 @@ import type { OutputDefinition } from '../../core/component.ts';
 import { MiB, backoff, positive } from '../../core/config-parts.ts';
 import { VERSION } from '../../version.ts';
 import { HttpJsonSink } from './sink.ts';
+import { checkTlsFiles } from '../tls-check.ts';
 
 /** The intake's HTTP endpoint for JSON events (../shared/intake-platform-spec.md, "Event intake"). */
 export const JSONS_PATH = '/jsons?path=%24.events&status_code=200';
@@ -48,10 +49,12 @@ export const httpOutput = {
   resolve(o, ctx) {
     if (!['env', 'none'].includes(o.proxy) && !URL.canParse(o.proxy)) ctx.problem(['proxy'], 'proxy must be env, none, or a URL such as http://proxy.example:3128');
     const base = o.url ?? ctx.endpoints.httpBase;
+    const caPem = o.ca_file ? ctx.readFile(o.ca_file, ['ca_file']) : undefined;
+    checkTlsFiles(ctx, caPem, o.ca_file, undefined);
     return {
       ...o,
       endpoint: `${base.replace(/\/+$/, '')}${JSONS_PATH}`,
-      caPem: o.ca_file ? ctx.readFile(o.ca_file, ['ca_file']) : undefined,
+      caPem,
     };
   },
 

@@ -8,6 +8,7 @@ import { backoff, port, positive } from '../../core/config-parts.ts';
 import { Rfc5424Formatter } from '../../syslog/format.ts';
 import { SyslogTlsSink } from './sink.ts';
 import { unreadCapacityBytes } from './tcp-buffers.ts';
+import { checkTlsFiles } from '../tls-check.ts';
 
 export const syslogOutputSchema = z.strictObject({
   type: z.literal('syslog').describe('RFC 5424 syslog, octet-counted, over TLS to the intake.'),
@@ -49,14 +50,18 @@ export const syslogOutput = {
     if (o.resend_window_bytes !== 'auto' && o.resend_window_bytes < capacity) {
       ctx.warn(`resend_window_bytes (${o.resend_window_bytes}) is below what this host's TCP buffers and the intake's can hold unread (${capacity}): events an intake that stops reading never read may count as delivered. Use auto unless memory matters more.`);
     }
+    const caPem = o.ca_file ? ctx.readFile(o.ca_file, ['ca_file']) : undefined;
+    const clientCertPem = o.client_cert_file ? ctx.readFile(o.client_cert_file, ['client_cert_file']) : undefined;
+    const clientKeyPem = o.client_key_file ? ctx.readFile(o.client_key_file, ['client_key_file']) : undefined;
+    checkTlsFiles(ctx, caPem, o.ca_file, clientCertPem && clientKeyPem ? { cert: clientCertPem, key: clientKeyPem, certFile: o.client_cert_file ?? '', keyFile: o.client_key_file ?? '' } : undefined);
     return {
       ...o,
       proofBytes: o.resend_window_bytes === 'auto' ? capacity : o.resend_window_bytes,
       host: o.host ?? ctx.endpoints.syslogHost,
       port: o.port ?? ctx.endpoints.syslogPort,
-      caPem: o.ca_file ? ctx.readFile(o.ca_file, ['ca_file']) : undefined,
-      clientCertPem: o.client_cert_file ? ctx.readFile(o.client_cert_file, ['client_cert_file']) : undefined,
-      clientKeyPem: o.client_key_file ? ctx.readFile(o.client_key_file, ['client_key_file']) : undefined,
+      caPem,
+      clientCertPem,
+      clientKeyPem,
     };
   },
 
