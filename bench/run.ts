@@ -213,8 +213,8 @@ function sampleMemory(relay: Relay): { stop(): Promise<string> } {
   const loop = (async () => {
     while (running) {
       try {
-        const heap = await metric(relay, 'intake_relay_process_nodejs_heap_size_used_bytes');
-        const external = await metric(relay, 'intake_relay_process_nodejs_external_memory_bytes');
+        const heap = await metric(relay, 'intake_relay_nodejs_heap_size_used_bytes');
+        const external = await metric(relay, 'intake_relay_nodejs_external_memory_bytes');
         peak.heap = Math.max(peak.heap, heap);
         peak.external = Math.max(peak.external, external);
       } catch {
@@ -292,8 +292,8 @@ async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputY
   const compression = json > 0 ? `; ${(json / 2 ** 20).toFixed(0)} MB of JSON sent as ${(wire / 2 ** 20).toFixed(0)} MB` : '';
   const mem = await memory.stop();
   if (process.env.BENCH_MEMORY_DETAIL) {
-    for (const m of ['nodejs_heap_size_total_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_external_memory_bytes', 'resident_memory_bytes']) {
-      console.log(`  ${m}: ${((await metric(relay, `intake_relay_process_${m}`)) / 2 ** 20).toFixed(0)} MB`);
+    for (const m of ['nodejs_heap_size_total_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_external_memory_bytes', 'process_resident_memory_bytes']) {
+      console.log(`  ${m}: ${((await metric(relay, `intake_relay_${m}`)) / 2 ** 20).toFixed(0)} MB`);
     }
     console.log(readFileSync(`/proc/${relay.proc.pid}/smaps_rollup`, 'latin1').split('\n').filter((l) => /^(Rss|Anonymous|Private_Dirty|Shared_Clean)/.test(l)).join('\n'));
   }

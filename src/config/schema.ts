@@ -88,7 +88,10 @@ export const configSchema = z.strictObject({
       enabled: z.boolean().default(true).describe('Serve /metrics, /healthz and /readyz.'),
       address: z.string().min(1).default('127.0.0.1').describe('Address of the metrics and health server.'),
       port: port.default(9750).describe('Port of the metrics and health server.'),
-      stall_timeout_ms: positive.default(300_000).describe('/readyz answers 503 when an intake has had queued events and no delivery for this long.'),
+      stall_timeout_ms: positive.default(300_000)
+        .describe('An intake that has had queued events and no delivery for this long is stalled: shown in /status, intake_relay_output_stalled and the alert rules (and /readyz with readiness: delivering).'),
+      readiness: z.enum(['accepting', 'delivering']).default('accepting')
+        .describe('accepting: /readyz is 503 only while the relay cannot take events (starting, draining, a queue full under when_full: block, an input or listener down, an HTTP listener out of memory budget), so a platform outage does not take a fleet of collectors out of a load balancer while their queues absorb it. delivering: also 503 while an intake is stalled or its key refused (every replica goes out of service together during an intake outage).'),
     })
     .prefault({})
     .describe('The operations endpoint: /metrics, /healthz, /readyz, /status.'),

@@ -8,7 +8,12 @@ import type { RelayError } from './errors.ts';
 
 /** Why an event will never be delivered. Every drop is counted under one of these. */
 export type DropReason = 'queue_full' | 'too_large' | 'shutdown' | 'rejected' | 'retries_exhausted' | 'filtered' | 'corrupt';
-export const DROP_REASONS: readonly DropReason[] = ['queue_full', 'too_large', 'shutdown', 'rejected', 'retries_exhausted', 'filtered', 'corrupt'];
+/** Where in a pipeline each reason can happen (`events_dropped_total{stage, reason}`): pre-created at 0, so rate() alerts have a series. */
+export const DROP_STAGES: Readonly<Record<'input' | 'queue' | 'output', readonly DropReason[]>> = {
+  input: ['queue_full', 'too_large', 'shutdown', 'filtered'],
+  queue: ['corrupt'],
+  output: ['rejected', 'too_large', 'retries_exhausted', 'shutdown'],
+};
 
 /**
  * Something that takes events in (an input, a shared listener, the forwarder statistics) and hands

@@ -57,6 +57,13 @@ export class Daemon implements HealthSource, ReloadTarget {
     this.log = log;
     this.metrics = metrics;
     this.env = { metrics, log, dataDir: config.dataDir, emulator: () => this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem } };
+    metrics.addProbe(() => {
+      const now = Date.now();
+      for (const h of this.health()) {
+        metrics.outputStalled.set({ intake: h.name }, h.stalled ? 1 : 0);
+        metrics.outputSinceDelivery.set({ intake: h.name }, Math.round((now - (h.lastDeliveryAt || this.#startedAt)) / 1000));
+      }
+    });
   }
 
   get phase(): HealthSource['phase'] {
@@ -102,6 +109,8 @@ export class Daemon implements HealthSource, ReloadTarget {
       throw err;
     }
     this.#phase = 'running';
+    this.metrics.reloadSuccessful.set(1);
+    this.metrics.reloadSuccessTime.set(Date.now() / 1000);
     this.log.info(
       {
         intakes: this.pipelines.map((p) => ({ name: p.name, inputs: [...p.sources.values()].map((s) => `${s.label} ${s.where}`), output: p.outputWhere })),
@@ -166,13 +175,55 @@ export class Daemon implements HealthSource, ReloadTarget {
    * as it was until a restart, and is reported.
    */
   reload(next: Config): Promise<ReloadReport> {
-    const run = this.#reloading.catch(() => {}).then(() => (this.#phase === 'running' ? applyReload(this, next) : emptyReport()));
+    const run = this.#reloading.catch(() => {}).then(async () => {
+      if (this.#phase !== 'running') return emptyReport();
+      try {
+        const report = await applyReload(this, next);
+        this.#reloaded(report.failed.length === 0);
+        return report;
+      } catch (err) {
+        this.#reloaded(false);
+        throw err;
+      }
+    });
     this.#reloading = run;
     return run;
   }
 
+  /** A reload that could not even begin: the new file is invalid (the running configuration stays). */
+  reloadRefused(): void {
+    this.#reloaded(false);
+  }
+
+  #reloaded(whole: boolean): void {
+    this.metrics.reloadSuccessful.set(whole ? 1 : 0);
+    if (whole) this.metrics.reloadSuccessTime.set(Date.now() / 1000);
+  }
+
   listenerHealth(): ListenerHealth[] {
     return this.shared.flatMap((s) => s.source.health?.() ?? []);
+  }
+
+  get readiness(): string {
+    return this.config.metrics.readiness;
+  }
+
+  /**
+   * Ready means taking events: running, every queue taking them, every input and listener up, no
+   * HTTP listener out of memory budget. With readiness: delivering, no intake stalled either.
+   */
+  ready(): boolean {
+    if (this.#phase !== 'running' || this.down().length > 0) return false;
+    const intakes = this.health();
+    if (!intakes.every((i) => i.accepting) || !this.listenerHealth().every((l) => !l.saturated)) return false;
+    return this.config.metrics.readiness !== 'delivering' || intakes.every((i) => !i.stalled);
+  }
+
+  down(): string[] {
+    const running = new Set(this.shared.map((s) => s.config.label));
+    const out = this.config.listeners.filter((l) => !running.has(l.label)).map((l) => l.label);
+    for (const p of this.pipelines) for (const c of p.intake.inputs) if (!p.sources.has(c.label)) out.push(`${p.name}/${c.label}`);
+    return out;
   }
 
   health(): IntakeHealth[] {
@@ -191,6 +242,7 @@ export class Daemon implements HealthSource, ReloadTarget {
         lastDeliveryAt: p.runner.lastAckAt,
         lastError: p.runner.lastError?.message,
         stalled: p.runner.state === 'key_rejected' || (backlog > 0 && now - since > stallMs),
+        accepting: !(p.queue.full && p.intake.queue.when_full === 'block') && !p.queue.closed,
       };
     });
   }

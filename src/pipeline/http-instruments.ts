@@ -3,10 +3,13 @@
 
 import type { Logger } from 'pino';
 import type { HttpInputTelemetry } from '../core/telemetry.ts';
+import { REASONS } from '../inputs/http/error.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { componentLog } from './component-log.ts';
 
 export function httpInputTelemetry(m: Metrics, log: Logger, listener: string): HttpInputTelemetry {
+  // Every reason at 0 from the start, so that rate() alerts have a series before the first refusal.
+  for (const reason of REASONS) m.httpInputRefused.inc({ listener, reason }, 0);
   return {
     log: componentLog(log, { listener }),
     refused: (reason) => m.httpInputRefused.inc({ listener, reason }),

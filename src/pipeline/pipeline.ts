@@ -5,7 +5,7 @@
 
 import type { ResolvedIntake } from '../config/resolve.ts';
 import type { Target } from '../core/component.ts';
-import type { Sink, Source } from '../core/contracts.ts';
+import { DROP_STAGES, type Sink, type Source } from '../core/contracts.ts';
 import { DiskQueue } from '../core/disk-queue.ts';
 import { BoundedQueue, type EventQueue } from '../core/queue.ts';
 import { SinkRunner } from '../core/runner.ts';
@@ -39,6 +39,7 @@ export class Pipeline {
     this.target = { intake: intake.name, intakeKey: intake.intakeKey, queue, filters: new FilterSet(intake.filters) };
     this.runner = this.#output(intake);
     const m = env.metrics;
+    for (const [stage, reasons] of Object.entries(DROP_STAGES)) for (const reason of reasons) m.eventsDropped.inc({ intake: intake.name, stage, reason }, 0);
     const gauges = {
       events: m.queueEvents.labels({ intake: intake.name }),
       bytes: m.queueBytes.labels({ intake: intake.name }),
@@ -157,6 +158,9 @@ export class Pipeline {
   /** Stops reporting (the intake is gone). */
   dispose(): void {
     for (const d of this.#disposers.splice(0)) d();
-    this.#env.metrics.configInfo.remove({ intake: this.name, output: this.sink.type });
+    const m = this.#env.metrics;
+    m.configInfo.remove({ intake: this.name, output: this.sink.type });
+    m.outputStalled.remove({ intake: this.name });
+    m.outputSinceDelivery.remove({ intake: this.name });
   }
 }

@@ -19,6 +19,8 @@ export function createSourceWithSender(
   config: ResolvedInput | ResolvedListener, routing: Routing, owner: string, env: Pick<PipelineEnv, 'metrics' | 'log' | 'dataDir'>,
 ): { source: Source; sender: Sender } {
   const def = inputOf(config);
+  // A routing listener's drops at 0 from the start, so that rate() alerts have a series.
+  if (def.router(config, () => 0)) for (const reason of ['route_drop', 'no_route', 'too_large']) env.metrics.routeDropped.inc({ listener: config.label, reason }, 0);
   const sender = new Sender(routing, { canPause: def.canPause, alwaysWait: def.alwaysWait }, senderTelemetry(env.metrics, config.label));
   const source = def.create(config, { sender, instruments: inputInstruments(env.metrics, env.log, owner, config.label), dataDir: env.dataDir });
   return { source, sender };

@@ -289,6 +289,20 @@ export class Metrics {
     registers: [this.registry],
     collect: () => this.#runProbes(),
   });
+  readonly outputStalled = new Gauge({
+    name: 'intake_relay_output_stalled',
+    help: 'Whether an intake is stalled (1): events waiting and no delivery for metrics.stall_timeout_ms, or its key refused. Alert on it; /readyz ignores it unless readiness is delivering.',
+    labelNames: ['intake'] as const,
+    registers: [this.registry],
+    collect: () => this.#runProbes(),
+  });
+  readonly outputSinceDelivery = new Gauge({
+    name: 'intake_relay_output_seconds_since_delivery',
+    help: 'Seconds since the intake last acknowledged a delivery (since the start when none yet).',
+    labelNames: ['intake'] as const,
+    registers: [this.registry],
+    collect: () => this.#runProbes(),
+  });
   readonly lastDelivery = new Gauge({
     name: 'intake_relay_output_last_delivery_timestamp_seconds',
     help: 'Time of the last acknowledged delivery.',
@@ -316,7 +330,23 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly reloadSuccessful = new Gauge({
+    name: 'intake_relay_config_last_reload_successful',
+    help: 'Whether the last configuration reload applied whole (1), or was refused or left something that could not start (0). 1 at start.',
+    registers: [this.registry],
+  });
+  readonly reloadSuccessTime = new Gauge({
+    name: 'intake_relay_config_last_reload_success_timestamp_seconds',
+    help: 'Time of the last configuration that applied whole (the start, or a reload).',
+    registers: [this.registry],
+  });
+
   constructor(defaultMetrics = true) {
-    if (defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'intake_relay_process_' });
+    if (!defaultMetrics) return;
+    // One prefix: intake_relay_process_* and intake_relay_nodejs_*.
+    collectDefaultMetrics({ register: this.registry, prefix: 'intake_relay_' });
+    // Gauges named like counters (_total), which Prometheus' own linter refuses: the handle and
+    // request counts they give are in the event loop and heap metrics anyway.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(`intake_relay_${name}`);
   }
 }

@@ -1,7 +1,6 @@
-// The operations endpoint: /metrics (Prometheus), /healthz (the process answers), /readyz (503
-// while starting or draining, when an intake has a backlog and has delivered nothing for
-// stall_timeout_ms: a stalled forwarder must not look healthy, or when an HTTP listener turns
-// requests away for want of memory budget).
+// The operations endpoint: /metrics (Prometheus), /healthz (the process answers), /readyz (200
+// while the relay takes events: see the daemon's ready() and the readiness setting), /status (the
+// same body, always 200: per intake its output state, backlog and whether it is stalled).
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +16,8 @@ export interface IntakeHealth {
   readonly lastDeliveryAt: number;
   readonly lastError: string | undefined;
   readonly stalled: boolean;
+  /** Its queue takes events (not full under when_full: block). */
+  readonly accepting: boolean;
 }
 
 export interface ListenerHealth {
@@ -28,6 +29,11 @@ export interface ListenerHealth {
 
 export interface HealthSource {
   readonly phase: 'starting' | 'running' | 'draining' | 'stopped';
+  /** What /readyz answers 200 for (the readiness setting decides whether stalled intakes count). */
+  ready(): boolean;
+  readonly readiness: string;
+  /** Inputs and listeners configured but not running (a reload could not start them). */
+  down(): string[];
   health(): IntakeHealth[];
   /** HTTP listeners' memory budgets. */
   listenerHealth?(): ListenerHealth[];
@@ -57,14 +63,18 @@ export class OpsServer {
       if (url === '/readyz' || url === '/status') {
         const intakes = source.health();
         const listeners = source.listenerHealth?.() ?? [];
-        const ready = source.phase === 'running' && intakes.every((i) => !i.stalled) && listeners.every((l) => !l.saturated);
+        const ready = source.ready();
+        const down = source.down();
         const body = JSON.stringify({
           ready,
           phase: source.phase,
+          readiness: source.readiness,
+          ...(down.length > 0 ? { down } : {}),
           intakes: intakes.map((i) => ({
             name: i.name,
             output: i.output,
             state: i.state,
+            accepting: i.accepting,
             stalled: i.stalled,
             queued_events: i.queuedEvents,
             unacked_events: i.unackedEvents,

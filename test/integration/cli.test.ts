@@ -39,7 +39,13 @@ intakes:
     const relay = startCli(['run', '-c', join(dir, 'relay.yaml')], { env: { FW_KEY: TEST_KEY } });
     await waitListening(inPort);
     await vi.waitFor(async () => expect((await fetch(`http://127.0.0.1:${opsPort}/readyz`)).status).toBe(200), { timeout: 10_000 });
-    for (let i = 0; i < 5; i++) logger(['-n', '127.0.0.1', '-P', String(inPort), '-T', '--octet-count', '-t', 'fw', '--', `deny tcp ${i}`]);
+    // One logger connection at a time: with max_connections: 1, the next must not arrive while the
+    // relay is still closing the previous one (it would be refused, on a busy machine).
+    const open = async (): Promise<number> => Number(/intake_relay_input_connections\{[^}]*\} (\d+)/.exec(await (await fetch(`http://127.0.0.1:${opsPort}/metrics`)).text())?.[1] ?? 0);
+    for (let i = 0; i < 5; i++) {
+      await vi.waitFor(async () => expect(await open()).toBe(0));
+      logger(['-n', '127.0.0.1', '-P', String(inPort), '-T', '--octet-count', '-t', 'fw', '--', `deny tcp ${i}`]);
+    }
     await vi.waitFor(() => expect(emulate.out.stdout.match(/^ok /gm)).toHaveLength(5), { timeout: 10_000 });
     expect(emulate.out.stdout).toMatch(/intake_key="\*{8}"\]\[timeQuality [^\]]*\] deny tcp 0\n/);
     expect(emulate.out.stdout).not.toContain(TEST_KEY);

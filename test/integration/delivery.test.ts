@@ -223,9 +223,9 @@ describe('output client certificate', () => {
 });
 
 describe('readiness', () => {
-  it('/readyz turns 503 when an intake has a backlog and no delivery for stall_timeout_ms, and 200 again once it recovers', async () => {
+  it('readiness: delivering: /readyz turns 503 when an intake has a backlog and no delivery for stall_timeout_ms, and 200 again once it recovers', async () => {
     const port = await freePort();
-    const relay = track(await startRelay(relayYaml({ intakePort: port, extra: 'shutdown_timeout_ms: 500' }).replace('metrics: { enabled: false }', 'metrics: { address: 127.0.0.1, port: 0, stall_timeout_ms: 300 }')));
+    const relay = track(await startRelay(relayYaml({ intakePort: port, extra: 'shutdown_timeout_ms: 500' }).replace('metrics: { enabled: false }', 'metrics: { address: 127.0.0.1, port: 0, stall_timeout_ms: 300, readiness: delivering }')));
     const ops = `http://127.0.0.1:${relay.daemon.opsPort}`;
     expect((await fetch(`${ops}/readyz`)).status).toBe(200); // nothing queued: nothing stalled
     await sendTcp(relay.port('t', 'tcp/0'), lines(20));
@@ -237,5 +237,27 @@ describe('readiness', () => {
     const intake = track(await startTestIntake(port));
     await vi.waitFor(() => expect(intake.received).toHaveLength(20), { timeout: 10_000 });
     await vi.waitFor(async () => expect((await fetch(`${ops}/readyz`)).status).toBe(200), { timeout: 5_000 });
+  });
+
+  it('by default (readiness: accepting) a stalled intake stays ready: its queue still takes events; it shows in /status and the metrics; a full queue under block is not ready', async () => {
+    const port = await freePort();
+    const relay = track(await startRelay(relayYaml({ intakePort: port, extra: 'shutdown_timeout_ms: 500', queue: '    queue: { max_events: 50, when_full: block }' })
+      .replace('metrics: { enabled: false }', 'metrics: { address: 127.0.0.1, port: 0, stall_timeout_ms: 300 }')));
+    const ops = `http://127.0.0.1:${relay.daemon.opsPort}`;
+    const status = async () => (await (await fetch(`${ops}/status`)).json()) as { ready: boolean; readiness: string; intakes: { stalled: boolean; accepting: boolean }[] };
+    await sendTcp(relay.port('t', 'tcp/0'), lines(20));
+    await vi.waitFor(async () => expect((await status()).intakes[0]).toMatchObject({ stalled: true, accepting: true }), { timeout: 5_000 });
+    expect((await fetch(`${ops}/readyz`)).status).toBe(200);
+    expect(await status()).toMatchObject({ ready: true, readiness: 'accepting' });
+    expect(await relay.metric('intake_relay_output_stalled', { intake: 't' })).toBe(1);
+    expect(await relay.metric('intake_relay_output_seconds_since_delivery', { intake: 't' })).toBeGreaterThanOrEqual(0);
+    // 50 more fill the queue: the TCP sender is paused, and the relay cannot take more.
+    void sendTcp(relay.port('t', 'tcp/0'), lines(100)).catch(() => {});
+    await vi.waitFor(async () => expect((await fetch(`${ops}/readyz`)).status).toBe(503), { timeout: 5_000 });
+    expect((await status()).intakes[0]).toMatchObject({ accepting: false });
+    const intake = track(await startTestIntake(port));
+    await vi.waitFor(() => expect(intake.received.length).toBe(120), { timeout: 10_000 });
+    await vi.waitFor(async () => expect((await fetch(`${ops}/readyz`)).status).toBe(200), { timeout: 5_000 });
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_output_stalled', { intake: 't' })).toBe(0));
   });
 });

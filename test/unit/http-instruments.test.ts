@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { BoundedQueue } from '../../src/core/queue.ts';
 import { headerlessEvent } from '../../src/syslog/parse.ts';
 import { httpInputTelemetry } from '../../src/pipeline/http-instruments.ts';
+import { REASONS } from '../../src/inputs/http/error.ts';
 import { FilterSet } from '../../src/routing/filters.ts';
 import { Sender } from '../../src/routing/sender.ts';
 import { senderTelemetry } from '../../src/pipeline/instruments.ts';
@@ -37,7 +38,10 @@ describe('httpInputTelemetry', () => {
     t.answered(202);
     t.refused('throttled');
     expect(await series(metrics, 'intake_relay_http_input_requests_total')).toEqual([{ labels: { listener: 'api', status: '202' }, value: 2 }]);
-    expect(await series(metrics, 'intake_relay_http_input_refused_total')).toEqual([{ labels: { listener: 'api', reason: 'throttled' }, value: 1 }]);
+    const refused = await series(metrics, 'intake_relay_http_input_refused_total');
+    expect(refused.filter((r) => r.value > 0)).toEqual([{ labels: { listener: 'api', reason: 'throttled' }, value: 1 }]);
+    // Every reason has a series from the start (at 0), for rate() alerts.
+    expect(refused.map((r) => r.labels.reason).sort()).toEqual([...REASONS].sort());
   });
 
   it('counts events received (through the sender), repaired and dropped per intake, with the listener as the input', async () => {
