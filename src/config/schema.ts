@@ -4,7 +4,7 @@
 
 import { z } from 'zod';
 import { REGION_NAMES } from './regions.ts';
-import { KiB, MiB, port, positive } from '../core/config-parts.ts';
+import { KiB, MiB, port, positive, senders } from '../core/config-parts.ts';
 import { filterRule } from '../routing/schema.ts';
 import { OUTPUT_SCHEMAS } from '../outputs/registry.ts';
 import { INPUT_SCHEMAS, LISTENER_SCHEMAS } from '../inputs/registry.ts';
@@ -57,6 +57,7 @@ export const intakeSchema = z.strictObject({
   queue: queue.prefault({}),
   batch: batch.prefault({}),
   filters: z.array(filterRule).default([]).describe('Drop rules applied before events leave (each counted): saves ingestion volume.'),
+  senders: senders.prefault({}),
   platform: z
     .strictObject({
       community_uuid: z.uuid().describe('Community of the intake.'),

@@ -62,6 +62,8 @@ export interface InputDefinition<Config, Resolved> {
   describe(config: Resolved, where: { readonly dataDir: string }): string[];
   /** Its record in the forwarder statistics (rsyslog impstats shape), or undefined: rsyslog has no such input. */
   impstats(port: number, submitted: number): Record<string, unknown> | undefined;
+  /** What names a sender in its table of senders: the peer's address (UDP, TCP), or each event's HOSTNAME (files, HTTP). */
+  readonly senderKey: 'address' | 'hostname';
   /** Whether its source stops reading when a queue is full (TCP, files); one that cannot (UDP) drops, counted. */
   readonly canPause: boolean;
   /** Its data keeps (files): it waits for room even under when_full: drop_newest. */

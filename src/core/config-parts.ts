@@ -56,3 +56,21 @@ export const oneOrMany = <T extends z.ZodType>(t: T) => z.union([t, z.array(t).m
 export function fileSafe(name: string): string {
   return name.replace(/[^A-Za-z0-9._-]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
+
+/** Who sends to an input: the table in /status and /senders, silent senders, per-sender metrics. */
+export const senders = z
+  .strictObject({
+    silent_after_ms: z.int().min(0).default(1_800_000)
+      .describe('A sender that has sent nothing for this long is reported silent: a warning naming it (once), intake_relay_senders_silent, /status (0 = never).'),
+    known_within_ms: positive.default(86_400_000)
+      .describe('Only a sender seen within this long counts as known: one silent for longer is forgotten (and no longer reported silent).'),
+    max_tracked: positive.max(1_000_000).default(10_000)
+      .describe('Most senders tracked per input; when full, the one seen longest ago makes room.'),
+    metrics: z.boolean().default(false)
+      .describe('One intake_relay_sender_events_total series per sender (label sender: an address or hostname). Off by default: series grow with senders.'),
+    max_series: positive.max(100_000).default(1000)
+      .describe('With metrics: most sender series per input; events of senders beyond it are counted in intake_relay_sender_series_overflow_total.'),
+  })
+  .describe('Who sends to the inputs: per sender (address; hostname for file and HTTP inputs) events, bytes, first and last seen, in /status and /senders; silent senders reported.');
+
+export type SendersConfig = z.output<typeof senders>;

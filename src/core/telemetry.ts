@@ -4,6 +4,10 @@
 
 import type { Logger } from 'pino';
 import type { DropReason } from './contracts.ts';
+import type { LogEvent } from './event.ts';
+
+/** Who sent a read's (or a request's) events, received at `at`: the input's table of senders (pipeline/senders.ts). */
+export type SeenFrom = (events: readonly LogEvent[], at: number) => void;
 
 /**
  * A component's logging: `logger` is its child logger (its labels bound) for lifecycle lines;
@@ -62,6 +66,8 @@ export interface EventTelemetry {
   modified(reason: 'invalid_utf8' | 'invalid_header' | 'truncated' | 'split', events: number): void;
   /** Frames over the size limit, dropped (counted as received and dropped for a plain input's intake). */
   tooLarge(events: number): void;
+  /** A read's events (a turn's datagrams, a file's lines), for the table of senders. */
+  readonly seen: SeenFrom;
 }
 
 /** A listening syslog input (UDP, TCP/TLS): its events, its connections, backpressure, kernel drops. */
@@ -116,6 +122,8 @@ export interface HttpInputTelemetry {
   inflightBytes(read: () => number): () => void;
   /** Events forwarded to `intake` after a repair. */
   modified(intake: string, reason: 'truncated' | 'invalid_utf8', events: number): void;
+  /** A request's events (queued), for the table of senders. */
+  readonly seen: SeenFrom;
 }
 
 /** The telemetry an output's sink may report through besides the runner's, bound to its intake. */

@@ -104,6 +104,7 @@ export class FrameBuilder implements FrameSink {
     const bytes = this.#bytes;
     this.#events = [];
     this.#bytes = 0;
+    t.seen(events, this.#receivedAt);
     return this.#sender.send(events, bytes);
   }
 

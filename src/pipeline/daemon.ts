@@ -16,6 +16,7 @@ import { OpsServer, type HealthSource, type IntakeHealth, type ListenerHealth } 
 import type { PipelineEnv } from './env.ts';
 import { Pipeline } from './pipeline.ts';
 import { applyReload, type ReloadReport, type ReloadTarget } from './reload.ts';
+import { SenderTables, type SenderTable } from './senders.ts';
 import { createSourceWithSender } from './sources.ts';
 import { StatsSource } from './stats.ts';
 
@@ -56,7 +57,7 @@ export class Daemon implements HealthSource, ReloadTarget {
     this.config = config;
     this.log = log;
     this.metrics = metrics;
-    this.env = { metrics, log, dataDir: config.dataDir, emulator: () => this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem } };
+    this.env = { metrics, log, dataDir: config.dataDir, senders: new SenderTables(metrics, log), emulator: () => this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem } };
     metrics.addProbe(() => {
       const now = Date.now();
       for (const h of this.health()) {
@@ -99,6 +100,7 @@ export class Daemon implements HealthSource, ReloadTarget {
         }
       }
       for (const l of cfg.listeners) await this.openListener(l);
+      this.env.senders.start();
       if (cfg.metrics.enabled) {
         this.#ops = new OpsServer(this.metrics.registry, this);
         await this.#ops.start(cfg.metrics.address, cfg.metrics.port);
@@ -146,7 +148,7 @@ export class Daemon implements HealthSource, ReloadTarget {
 
   /** A shared listener, opened. */
   async openListener(config: ResolvedListener): Promise<void> {
-    const { source, sender } = createSourceWithSender(config, this.routing(config), '', this.env);
+    const { source, sender } = createSourceWithSender(config, this.routing(config), '', config.senders, this.env);
     await source.start();
     this.shared.push({ config, source, sender });
   }
@@ -179,6 +181,7 @@ export class Daemon implements HealthSource, ReloadTarget {
       if (this.#phase !== 'running') return emptyReport();
       try {
         const report = await applyReload(this, next);
+        this.env.senders.retain(this.#inputs());
         this.#reloaded(report.failed.length === 0);
         return report;
       } catch (err) {
@@ -198,6 +201,16 @@ export class Daemon implements HealthSource, ReloadTarget {
   #reloaded(whole: boolean): void {
     this.metrics.reloadSuccessful.set(whole ? 1 : 0);
     if (whole) this.metrics.reloadSuccessTime.set(Date.now() / 1000);
+  }
+
+  /** Every running input and listener, as [intake ('' for a listener), label]. */
+  #inputs(): [string, string][] {
+    return [...this.pipelines.flatMap((p) => [...p.sources.keys()].map((l): [string, string] => [p.name, l])), ...this.shared.map((s): [string, string] => ['', s.config.label])];
+  }
+
+  senders(): SenderTable[] {
+    this.env.senders.check();
+    return this.env.senders.all();
   }
 
   listenerHealth(): ListenerHealth[] {
@@ -259,6 +272,7 @@ export class Daemon implements HealthSource, ReloadTarget {
     const timeoutMs = this.config.shutdown_timeout_ms;
     const deadline = AbortSignal.timeout(timeoutMs);
     this.#stats?.stop();
+    this.env.senders.stop();
     if (wasRunning) this.log.info({ timeout_ms: timeoutMs }, 'Stopping: inputs closed, draining queues.');
     const sources = [...this.pipelines.flatMap((p) => [...p.sources.values()]), ...this.shared.map((s) => s.source)];
     await Promise.all(sources.map((s) => s.stop().catch(() => {})));

@@ -3,6 +3,7 @@
 
 import type { Logger } from 'pino';
 import type { Metrics } from '../telemetry/metrics.ts';
+import type { SenderTables } from './senders.ts';
 
 /** What every pipeline is built with. */
 export interface PipelineEnv {
@@ -10,6 +11,8 @@ export interface PipelineEnv {
   readonly log: Logger;
   /** data_dir as the daemon started with it (a reload does not change it). */
   readonly dataDir: string;
+  /** Every input's table of senders. */
+  readonly senders: SenderTables;
   /** The local intake emulator, when intakes without a key forward to it. */
   emulator(): { readonly port: number; readonly caPem: string } | undefined;
 }

@@ -2,12 +2,13 @@
 // gauges from the one metrics registry, and rate-limited logs from a child logger.
 
 import type { Logger } from 'pino';
-import type { CounterReader, HttpOutputTelemetry, Instruments, OutputTelemetry, SenderTelemetry, SyslogInputTelemetry } from '../core/telemetry.ts';
+import type { CounterReader, HttpOutputTelemetry, Instruments, OutputTelemetry, SeenFrom, SenderTelemetry, SyslogInputTelemetry } from '../core/telemetry.ts';
 import type { InputInstruments } from '../core/component.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { componentLog } from './component-log.ts';
 import { fileTelemetry } from './file-instruments.ts';
 import { httpInputTelemetry } from './http-instruments.ts';
+import type { SenderTable } from './senders.ts';
 
 export function outputTelemetry(m: Metrics, log: Logger, intake: string, output: string): OutputTelemetry {
   const labels = { intake, output };
@@ -94,7 +95,7 @@ export function senderTelemetry(m: Metrics, input: string): SenderTelemetry {
  * happens before routing (repairs, oversized frames) is counted under the intake of a plain input
  * and under the listener for a shared one.
  */
-export function syslogInputTelemetry(m: Metrics, log: Logger, owner: string, input: string): SyslogInputTelemetry {
+export function syslogInputTelemetry(m: Metrics, log: Logger, owner: string, input: string, seen: SeenFrom): SyslogInputTelemetry {
   const labels = { intake: owner, input };
   const modified = {
     invalid_utf8: m.eventsModified.labels({ ...labels, reason: 'invalid_utf8' }),
@@ -109,6 +110,7 @@ export function syslogInputTelemetry(m: Metrics, log: Logger, owner: string, inp
   return {
     log: componentLog(log, owner ? labels : { input }),
     modified: (reason, events) => modified[reason].inc(events),
+    seen,
     tooLarge(events) {
       oversize.inc(events);
       if (owner) {
@@ -141,12 +143,17 @@ export function syslogInputTelemetry(m: Metrics, log: Logger, owner: string, inp
   };
 }
 
-/** The telemetry of a source named `input`, of intake `owner` ('' for a shared listener). */
-export function inputInstruments(m: Metrics, log: Logger, owner: string, input: string): InputInstruments {
+/**
+ * The telemetry of a source named `input`, of intake `owner` ('' for a shared listener). Its
+ * senders go to `senders` by address (`by: 'address'`) or by each event's HOSTNAME.
+ */
+export function inputInstruments(m: Metrics, log: Logger, owner: string, input: string, senders: SenderTable, by: 'address' | 'hostname'): InputInstruments {
+  const field = by === 'address' ? 'sender' : 'hostname';
+  const seen: SeenFrom = (events, at) => senders.seenEvents(events, field, at);
   return {
-    syslog: () => syslogInputTelemetry(m, log, owner, input),
-    http: () => httpInputTelemetry(m, log, input),
-    file: () => fileTelemetry(m, log, owner, input),
+    syslog: () => syslogInputTelemetry(m, log, owner, input, seen),
+    http: () => httpInputTelemetry(m, log, input, seen),
+    file: () => fileTelemetry(m, log, owner, input, seen),
   };
 }
 

@@ -90,7 +90,7 @@ export class Pipeline {
 
   /** One of its own inputs, built (not started): its events go to this intake only. */
   input(config: ResolvedInput): Source {
-    return createSource(config, { targets: [this.target] }, this.intake.name, this.#env);
+    return createSource(config, { targets: [this.target] }, this.intake.name, this.intake.senders, this.#env);
   }
 
   /**

@@ -2,7 +2,7 @@
 // then the default) and an intake's drop rules, in the platform's optimization-rule shape.
 
 import { z } from 'zod';
-import { oneOrMany } from '../core/config-parts.ts';
+import { oneOrMany, senders } from '../core/config-parts.ts';
 import { FACILITIES, SEVERITIES } from '../syslog/priorities.ts';
 
 const textMatch = oneOrMany(z.string().min(1))
@@ -30,6 +30,7 @@ export const routeSchema = z
 export const routingFields = {
   routes: z.array(routeSchema).min(1).describe('Ordered routes: the first whose match holds decides where an event goes.'),
   default: z.string().min(1).default('drop').describe('The intake for events no route matches, or drop (counted as no_route).'),
+  senders: senders.prefault({}),
 };
 
 const filterValue = z.union([z.string(), z.number(), z.boolean()]);

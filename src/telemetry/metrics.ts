@@ -92,6 +92,30 @@ export class Metrics {
     labelNames: ['intake', 'input'] as const,
     registers: [this.registry],
   });
+  readonly sendersTracked = new Gauge({
+    name: 'intake_relay_senders',
+    help: 'Senders an input has seen and still tracks (seen within senders.known_within_ms, at most senders.max_tracked).',
+    labelNames: ['intake', 'input'] as const,
+    registers: [this.registry],
+  });
+  readonly sendersSilent = new Gauge({
+    name: 'intake_relay_senders_silent',
+    help: 'Known senders of an input that have sent nothing for senders.silent_after_ms: /status and the log name them.',
+    labelNames: ['intake', 'input'] as const,
+    registers: [this.registry],
+  });
+  readonly senderEvents = new Counter({
+    name: 'intake_relay_sender_events_total',
+    help: 'Events an input received per sender (address, or hostname for file and HTTP inputs); only with senders.metrics: true, at most senders.max_series series per input.',
+    labelNames: ['intake', 'input', 'sender'] as const,
+    registers: [this.registry],
+  });
+  readonly senderSeriesOverflow = new Counter({
+    name: 'intake_relay_sender_series_overflow_total',
+    help: 'Events of senders that got no intake_relay_sender_events_total series (senders.max_series reached).',
+    labelNames: ['intake', 'input'] as const,
+    registers: [this.registry],
+  });
   readonly filesTracked = new Gauge({
     name: 'intake_relay_files_tracked',
     help: 'Files a file input follows (matched by its paths, or rotated away and read to their end).',

@@ -27,6 +27,17 @@ export interface ListenerHealth {
   readonly saturated: boolean;
 }
 
+/** One input's table of senders (pipeline/senders.ts). */
+export interface SendersView {
+  /** '' for a shared listener. */
+  readonly intake: string;
+  readonly input: string;
+  readonly size: number;
+  readonly silentCount: number;
+  /** The silent senders first, then the most recently seen. */
+  rows(limit: number, silentOnly?: boolean): readonly object[];
+}
+
 export interface HealthSource {
   readonly phase: 'starting' | 'running' | 'draining' | 'stopped';
   /** What /readyz answers 200 for (the readiness setting decides whether stalled intakes count). */
@@ -37,7 +48,12 @@ export interface HealthSource {
   health(): IntakeHealth[];
   /** HTTP listeners' memory budgets. */
   listenerHealth?(): ListenerHealth[];
+  /** Every input's senders. */
+  senders?(): readonly SendersView[];
 }
+
+/** Silent senders named per input in /status (all of them: /senders?silent=1). */
+const STATUS_SILENT = 20;
 
 export class OpsServer {
   readonly #server: http.Server;
@@ -84,11 +100,33 @@ export class OpsServer {
           ...(listeners.length > 0
             ? { listeners: listeners.map((l) => ({ name: l.name, saturated: l.saturated, inflight_bytes: l.inflightBytes, budget_bytes: l.budgetBytes })) }
             : {}),
+          ...(url === '/status' && source.senders
+            ? {
+                inputs: source.senders().map((t) => ({
+                  ...(t.intake ? { intake: t.intake } : {}),
+                  input: t.input,
+                  senders: t.size,
+                  silent: t.silentCount,
+                  ...(t.silentCount > 0 ? { silent_senders: t.rows(STATUS_SILENT, true) } : {}),
+                })),
+              }
+            : {}),
         });
         res.writeHead(url === '/status' || ready ? 200 : 503, { 'content-type': 'application/json' }).end(`${body}\n`);
         return;
       }
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found. Try /metrics, /healthz, /readyz, /status.\n');
+      if (url === '/senders' && source.senders) {
+        const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
+        const limit = Math.max(1, Math.min(Number(q.get('limit')) || 1000, 1_000_000));
+        const silentOnly = q.get('silent') === '1' || q.get('silent') === 'true';
+        const input = q.get('input');
+        const intake = q.get('intake');
+        const tables = source.senders().filter((t) => (input === null || t.input === input) && (intake === null || t.intake.toLowerCase() === intake.toLowerCase()));
+        const body = tables.map((t) => ({ ...(t.intake ? { intake: t.intake } : {}), input: t.input, tracked: t.size, silent: t.silentCount, senders: t.rows(limit, silentOnly) }));
+        res.writeHead(200, { 'content-type': 'application/json' }).end(`${JSON.stringify({ inputs: body })}\n`);
+        return;
+      }
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found. Try /metrics, /healthz, /readyz, /status, /senders.\n');
     });
     this.#server.keepAliveTimeout = 5_000;
     this.#server.headersTimeout = 10_000;

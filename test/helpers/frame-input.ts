@@ -10,5 +10,5 @@ import type { Metrics } from '../../src/telemetry/metrics.ts';
 
 export function frameBuilder(queue: EventQueue, metrics: Metrics, canPause = true): FrameBuilder {
   const sender = new Sender({ targets: [{ intake: 'i', intakeKey: '', queue, filters: new FilterSet([]) }] }, { canPause }, senderTelemetry(metrics, 'in'));
-  return new FrameBuilder(sender, syslogInputTelemetry(metrics, pino({ level: 'silent' }), 'i', 'in'), { pri: 13, hostname: '', appName: '', procId: '' });
+  return new FrameBuilder(sender, syslogInputTelemetry(metrics, pino({ level: 'silent' }), 'i', 'in', () => {}), { pri: 13, hostname: '', appName: '', procId: '' });
 }

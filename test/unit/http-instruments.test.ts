@@ -21,7 +21,7 @@ function setup() {
       cb();
     },
   });
-  return { metrics, lines, t: httpInputTelemetry(metrics, pino({ level: 'info' }, sink), 'api') };
+  return { metrics, lines, t: httpInputTelemetry(metrics, pino({ level: 'info' }, sink), 'api', () => {}) };
 }
 
 /** Every series of a metric, as labels and value. */

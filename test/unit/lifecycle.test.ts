@@ -11,6 +11,7 @@ import { INPUTS } from '../../src/inputs/registry.ts';
 import { OUTPUTS, outputOf } from '../../src/outputs/registry.ts';
 import { intakeInstruments } from '../../src/pipeline/instruments.ts';
 import { createSource } from '../../src/pipeline/sources.ts';
+import { SenderTables } from '../../src/pipeline/senders.ts';
 import { FilterSet } from '../../src/routing/filters.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
 import { TEST_KEY, TLS } from '../helpers/relay.ts';
@@ -47,7 +48,8 @@ describe('every input type', () => {
     const metrics = new Metrics(false);
     const queue = new BoundedQueue({ maxEvents: 100, maxBytes: 1 << 20, whenFull: 'block' });
     const target = { intake: 'i', intakeKey: TEST_KEY, queue, filters: new FilterSet([]) };
-    const source = createSource(c, { targets: [target] }, cfg.listeners.length > 0 ? '' : 'i', { metrics, log: pino({ level: 'silent' }), dataDir: dir });
+    const log = pino({ level: 'silent' });
+    const source = createSource(c, { targets: [target] }, cfg.listeners.length > 0 ? '' : 'i', cfg.listeners[0]?.senders ?? cfg.intakes[0]!.senders, { metrics, log, dataDir: dir, senders: new SenderTables(metrics, log) });
     await source.stop();
     await source.finish?.();
     await source.start();

@@ -31,6 +31,7 @@ export const fileInput = {
   feeds: () => false,
   router: () => undefined,
   impstats: () => undefined,
+  senderKey: 'hostname',
   canPause: true,
   // Its lines keep in the file: it waits for room even under drop_newest.
   alwaysWait: true,

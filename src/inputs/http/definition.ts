@@ -41,6 +41,7 @@ export const httpInput = {
     ...l.paths.map((r) => `  path ${r.path} -> intake "${r.intake}" (${r.format}${r.bearer_token ? ', bearer token required' : ''})`),
   ],
   // It answers "later" (429) instead: whole requests are admitted or refused.
+  senderKey: 'hostname',
   canPause: false,
   alwaysWait: false,
   create: (l, ctx) => new HttpReceiver(l, ctx.sender, ctx.instruments.http()),

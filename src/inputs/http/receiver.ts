@@ -189,7 +189,7 @@ export class HttpReceiver {
       const facts: ApiFacts<Target> = {
         sender: senderAddress(req.socket.remoteAddress), receivedAt: Date.now(), lease, key, path: url.searchParams.get('path'), target: (k) => byKey.get(k),
       };
-      await this.#accept(res, url, decode(body, this.#decode, facts), lease);
+      await this.#accept(res, url, decode(body, this.#decode, facts), lease, facts.receivedAt);
     } catch (err) {
       const e = err instanceof HttpError ? err : new HttpError(500, 'bad_request', 'Internal error.');
       // Already answered (a stop's 503): counted then.
@@ -259,7 +259,7 @@ export class HttpReceiver {
 
 
   /** Queues a request's events and answers; for several intakes (/array), every batch or none. */
-  async #accept(res: http.ServerResponse, url: URL, d: Decoded<Target>, lease: BudgetLease): Promise<void> {
+  async #accept(res: http.ServerResponse, url: URL, d: Decoded<Target>, lease: BudgetLease, receivedAt: number): Promise<void> {
     // Room for every batch first, so a retry after 429 does not duplicate part of the request.
     for (const { target } of d.batches) this.#checkRoom(target);
     let accepted = 0;
@@ -267,6 +267,7 @@ export class HttpReceiver {
     for (const { target, built } of d.batches) {
       accepted += this.#admit(target, built);
       ends.push([target, target.queue.nextSeq]);
+      this.#t.seen(built.events, receivedAt);
     }
     // Queued: the queue's own limits hold them from here.
     lease.end();

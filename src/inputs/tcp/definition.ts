@@ -35,6 +35,7 @@ export const tcpInput = {
   router: syslogRouter,
   impstats: (port: number, submitted: number) => ({ name: `imtcp(${port})`, origin: 'imtcp', submitted }),
   describe: (c) => describeSyslog(c, kindOf(c)),
+  senderKey: 'address',
   canPause: true,
   alwaysWait: false,
   create: (c, ctx) =>

@@ -29,6 +29,7 @@ export const udpInput = {
   router: syslogRouter,
   impstats: (port: number, submitted: number) => ({ name: `imudp(*:${port})`, origin: 'imudp', submitted, disallowed: 0 }),
   describe: (c) => describeSyslog(c, 'udp'),
+  senderKey: 'address',
   canPause: false,
   alwaysWait: false,
   create: (c, ctx) =>

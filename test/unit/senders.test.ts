@@ -1,0 +1,128 @@
+// The table of senders: counts per sender, the eviction order when full, silence reported once and
+// its end, forgetting, the per-sender series and their cap, HOSTNAME grouping.
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { senders as sendersSchema } from '../../src/core/config-parts.ts';
+import { SenderTable, SenderTables } from '../../src/pipeline/senders.ts';
+import { Metrics } from '../../src/telemetry/metrics.ts';
+import { event } from '../helpers/fake-output.ts';
+import { metricValue } from '../helpers/relay.ts';
+
+function setup(over: Partial<ReturnType<typeof sendersSchema.parse>> = {}) {
+  const metrics = new Metrics(false);
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      cb();
+    },
+  });
+  const config = { ...sendersSchema.parse({}), ...over };
+  const table = new SenderTable('fw', 'udp/514', config, metrics, pino({ level: 'info' }, sink));
+  return { metrics, lines, table };
+}
+
+const T0 = 1_700_000_000_000;
+
+describe('table of senders', () => {
+  it('counts events and bytes per sender, first and last seen, most recent first', () => {
+    const { table } = setup();
+    table.seen('10.0.0.1', 3, 300, T0);
+    table.seen('10.0.0.2', 1, 50, T0 + 10);
+    table.seen('10.0.0.1', 2, 200, T0 + 2_000);
+    expect(table.size).toBe(2);
+    expect(table.rows(10)).toEqual([
+      { sender: '10.0.0.1', events: 5, bytes: 500, first_seen: new Date(T0).toISOString(), last_seen: new Date(T0 + 2_000).toISOString(), silent: false },
+      { sender: '10.0.0.2', events: 1, bytes: 50, first_seen: new Date(T0 + 10).toISOString(), last_seen: new Date(T0 + 10).toISOString(), silent: false },
+    ]);
+    expect(table.rows(1).map((r) => r.sender)).toEqual(['10.0.0.1']);
+  });
+
+  it('when full, the sender seen longest ago makes room', () => {
+    const { table } = setup({ max_tracked: 2 });
+    table.seen('a', 1, 1, T0);
+    table.seen('b', 1, 1, T0 + 1_000);
+    table.seen('a', 1, 1, T0 + 2_000); // a seen again: b is now the oldest
+    table.seen('c', 1, 1, T0 + 3_000);
+    expect(table.rows(10).map((r) => r.sender).sort()).toEqual(['a', 'c']);
+  });
+
+  it('reports a known sender silent once, names it, and reports its return', async () => {
+    const { table, lines, metrics } = setup({ silent_after_ms: 60_000, known_within_ms: 3_600_000 });
+    table.seen('10.0.0.1', 1, 10, T0);
+    table.seen('10.0.0.2', 1, 10, T0);
+    table.check(T0 + 30_000);
+    expect(table.silentCount).toBe(0);
+    table.seen('10.0.0.2', 1, 10, T0 + 50_000);
+    table.check(T0 + 61_000);
+    table.check(T0 + 62_000);
+    expect(table.silentCount).toBe(1);
+    expect(await metricValue(metrics, 'intake_relay_senders_silent', { intake: 'fw', input: 'udp/514' })).toBe(1);
+    expect(await metricValue(metrics, 'intake_relay_senders', { intake: 'fw', input: 'udp/514' })).toBe(2);
+    const silent = lines.filter((l) => l.msg === 'A sender went silent.');
+    expect(silent).toHaveLength(1);
+    expect(silent[0]).toMatchObject({ level: 40, sender: '10.0.0.1', intake: 'fw', input: 'udp/514', events: 1 });
+    expect(table.rows(10, true).map((r) => r.sender)).toEqual(['10.0.0.1']);
+    // Silent ones come first in the table.
+    expect(table.rows(10)[0]).toMatchObject({ sender: '10.0.0.1', silent: true });
+    table.seen('10.0.0.1', 1, 10, T0 + 70_000);
+    expect(lines.filter((l) => l.msg === 'A silent sender is sending again.')).toMatchObject([{ sender: '10.0.0.1', silent_for_s: 70 }]);
+    expect(await metricValue(metrics, 'intake_relay_senders_silent', { intake: 'fw', input: 'udp/514' })).toBe(0);
+  });
+
+  it('forgets a sender unseen for known_within_ms; silent_after_ms 0 reports none', () => {
+    const quiet = setup({ silent_after_ms: 0, known_within_ms: 10_000 });
+    quiet.table.seen('a', 1, 1, T0);
+    quiet.table.check(T0 + 9_000);
+    expect(quiet.table.silentCount).toBe(0);
+    expect(quiet.table.size).toBe(1);
+    quiet.table.check(T0 + 10_001);
+    expect(quiet.table.size).toBe(0);
+    expect(quiet.lines.filter((l) => l.msg === 'A sender went silent.')).toHaveLength(0);
+  });
+
+  it('with metrics: one series per sender up to max_series, the rest counted as overflow', async () => {
+    const { table, metrics } = setup({ metrics: true, max_series: 2 });
+    expect(await metricValue(metrics, 'intake_relay_sender_series_overflow_total', { input: 'udp/514' })).toBe(0);
+    table.seen('a', 3, 1, T0);
+    table.seen('b', 4, 1, T0);
+    table.seen('c', 5, 1, T0);
+    table.seen('a', 1, 1, T0);
+    expect(await metricValue(metrics, 'intake_relay_sender_events_total', { sender: 'a' })).toBe(4);
+    expect(await metricValue(metrics, 'intake_relay_sender_events_total', { sender: 'b' })).toBe(4);
+    expect(await metricValue(metrics, 'intake_relay_sender_events_total', { sender: 'c' })).toBe(0);
+    expect(await metricValue(metrics, 'intake_relay_sender_series_overflow_total', { intake: 'fw', input: 'udp/514' })).toBe(5);
+    expect((await metrics.senderEvents.get()).values).toHaveLength(2);
+    table.dispose();
+    expect((await metrics.senderEvents.get()).values).toHaveLength(0);
+  });
+
+  it('without metrics: no per-sender series', async () => {
+    const { table, metrics } = setup();
+    table.seen('a', 3, 1, T0);
+    expect((await metrics.senderEvents.get()).values).toHaveLength(0);
+  });
+
+  it('groups a read by HOSTNAME (file and HTTP inputs)', () => {
+    const { table } = setup();
+    table.seenEvents([event('web-1', 10), event('web-1', 20), event('db-1', 5), event('web-1', 1)], 'hostname', T0);
+    expect(table.rows(10).map(({ sender, events, bytes }) => ({ sender, events, bytes })).sort((a, b) => a.sender.localeCompare(b.sender))).toEqual([
+      { sender: 'db-1', events: 1, bytes: 5 },
+      { sender: 'web-1', events: 3, bytes: 31 },
+    ]);
+  });
+
+  it('tables survive a restart of their input and go with it', async () => {
+    const metrics = new Metrics(false);
+    const tables = new SenderTables(metrics, pino({ level: 'silent' }));
+    const config = sendersSchema.parse({});
+    const t = tables.table('fw', 'udp/514', config);
+    t.seen('a', 1, 1, T0);
+    expect(tables.table('fw', 'udp/514', { ...config, max_tracked: 5 })).toBe(t);
+    tables.table('', 'shared', config);
+    tables.retain([['', 'shared']]);
+    expect(tables.all().map((x) => x.input)).toEqual(['shared']);
+    expect((await metrics.sendersTracked.get()).values.map((v) => v.labels.input)).toEqual(['shared']);
+  });
+});
