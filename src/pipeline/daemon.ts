@@ -181,7 +181,7 @@ export class Daemon implements HealthSource, ReloadTarget {
       if (this.#phase !== 'running') return emptyReport();
       try {
         const report = await applyReload(this, next);
-        this.env.senders.retain(this.#inputs());
+        this.#syncSenders();
         this.#reloaded(report.failed.length === 0);
         return report;
       } catch (err) {
@@ -203,9 +203,22 @@ export class Daemon implements HealthSource, ReloadTarget {
     if (whole) this.metrics.reloadSuccessTime.set(Date.now() / 1000);
   }
 
-  /** Every running input and listener, as [intake ('' for a listener), label]. */
-  #inputs(): [string, string][] {
-    return [...this.pipelines.flatMap((p) => [...p.sources.keys()].map((l): [string, string] => [p.name, l])), ...this.shared.map((s): [string, string] => ['', s.config.label])];
+  /** After a reload: the tables of senders take their new settings; those of inputs gone go. */
+  #syncSenders(): void {
+    const live: [string, string][] = [];
+    const tables = this.env.senders;
+    for (const p of this.pipelines) {
+      for (const label of p.sources.keys()) {
+        tables.table(p.name, label, p.intake.senders);
+        live.push([p.name, label]);
+      }
+    }
+    for (const l of this.config.listeners) {
+      if (!this.shared.some((s) => s.config.label === l.label)) continue;
+      tables.table('', l.label, l.senders);
+      live.push(['', l.label]);
+    }
+    tables.retain(live);
   }
 
   senders(): SenderTable[] {

@@ -94,14 +94,17 @@ function queueChange(o: ResolvedIntake, n: ResolvedIntake, notApplied: string[])
   return 'restart';
 }
 
+/** A component's settings that need it opened again: all but its table of senders' (changed in place). */
+const restartKey = (c: object): string => json({ ...c, senders: undefined });
+
 function diff<C extends { readonly label: string }>(old: readonly C[], next: readonly C[]): Diff {
-  const was = new Map(old.map((c) => [c.label, json(c)]));
+  const was = new Map(old.map((c) => [c.label, restartKey(c)]));
   const is = new Set(next.map((c) => c.label));
   const d = { keep: [] as string[], restart: [] as string[], add: [] as string[], remove: [] as string[] };
   for (const c of next) {
     const w = was.get(c.label);
     if (w === undefined) d.add.push(c.label);
-    else if (w === json(c)) d.keep.push(c.label);
+    else if (w === restartKey(c)) d.keep.push(c.label);
     else d.restart.push(c.label);
   }
   for (const c of old) if (!is.has(c.label)) d.remove.push(c.label);

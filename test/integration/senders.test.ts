@@ -5,6 +5,7 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { describe, expect, it, vi } from 'vitest';
+import { parseConfig } from '../../src/config/load.ts';
 import { track } from '../helpers/cleanup.ts';
 import { startTestIntake } from '../helpers/peers.ts';
 import { books, startRelay, TEST_KEY, TLS } from '../helpers/relay.ts';
@@ -38,7 +39,7 @@ const line = (i: number) => `<134>1 2026-11-23T10:00:00Z fw1 app - - - event ${i
 describe('senders', () => {
   it('tables per input, a silent sender reported once and its return, capped series', async () => {
     const intake = track(await startTestIntake());
-    const relay = track(await startRelay(`log_level: info
+    const yaml = (listenerSenders: string) => `log_level: info
 metrics: { address: 127.0.0.1, port: 0 }
 intakes:
   - name: fw
@@ -53,12 +54,13 @@ listeners:
     address: 127.0.0.1
     port: 0
     routes: [{ match: { sender: 127.0.0.0/8 }, intake: fw }]
-    senders: { silent_after_ms: 0, max_tracked: 2 }
+    senders: ${listenerSenders}
   - type: http
     name: api
     address: 127.0.0.1
     port: 0
-`));
+`;
+    const relay = track(await startRelay(yaml('{ silent_after_ms: 0, max_tracked: 2 }')));
     const ops = relay.daemon.opsPort!;
     const udp = relay.port('fw', 'fw-udp');
     const tcp = relay.daemon.listenerPort('shared-tcp')!;
@@ -118,7 +120,14 @@ listeners:
     const [http] = (await get<{ inputs: Table[] }>(ops, '/senders?input=api')).inputs;
     expect(http!.senders).toMatchObject([{ sender: '127.0.0.1', events: 2, bytes: 6 }]);
 
+    // A reload that changes a listener's senders settings applies them without reopening it.
+    const report = await relay.daemon.reload(parseConfig(yaml('{ silent_after_ms: 0, max_tracked: 2, metrics: true }'), 'relay.yaml', {}));
+    expect(report).toMatchObject({ restarted: [], failed: [] });
+    expect(relay.daemon.listenerPort('shared-tcp')).toBe(tcp);
+    await tcpFrom('127.0.0.8', tcp, [line(sent++)]);
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_sender_events_total', { input: 'shared-tcp', sender: '127.0.0.8' })).toBe(1));
+
     await vi.waitFor(() => expect(intake.received.length).toBe(sent), { timeout: 10_000 });
-    expect(await books(relay, 'fw')).toMatchObject({ received: sent, sent, dropped: 0, balanced: true });
+    await vi.waitFor(async () => expect(await books(relay, 'fw')).toMatchObject({ received: sent, sent, dropped: 0, balanced: true }));
   }, 40_000);
 });

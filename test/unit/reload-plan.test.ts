@@ -36,6 +36,15 @@ describe('reload plan', () => {
     expect(p.listeners).toEqual({ keep: ['shared', 'old'], restart: [], add: [], remove: [] });
   });
 
+  it('new senders settings (an intake\'s, a listener\'s) restart nothing: the daemon applies them in place', () => {
+    const next = base
+      .replace('    filters: []\n', '    filters: []\n    senders: { silent_after_ms: 60000 }\n')
+      .replace('name: shared, port: 2010,', 'name: shared, port: 2010, senders: { max_tracked: 5 },');
+    const p = planReload(cfg(base), cfg(next));
+    expect(p.kept.map((k) => changed(k) || k.inputs.restart.length > 0)).toEqual([false, false, false]);
+    expect(p.listeners).toEqual({ keep: ['shared', 'old'], restart: [], add: [], remove: [] });
+  });
+
   it('sorts intakes, inputs and listeners into kept, restarted, added and removed; filters, queue limits and outputs changed in place', () => {
     const next = base
       .replace('port: 2002, name: change', 'port: 2005, name: change')
