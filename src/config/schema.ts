@@ -93,9 +93,11 @@ export const configSchema = z.strictObject({
         .describe('An intake that has had queued events and no delivery for this long is stalled: shown in /status, intake_relay_output_stalled and the alert rules (and /readyz with readiness: delivering).'),
       readiness: z.enum(['accepting', 'delivering']).default('accepting')
         .describe('accepting: /readyz is 503 only while the relay cannot take events (starting, draining, a queue full under when_full: block, an input or listener down, an HTTP listener out of memory budget), so a platform outage does not take a fleet of collectors out of a load balancer while their queues absorb it. delivering: also 503 while an intake is stalled or its key refused (every replica goes out of service together during an intake outage).'),
+      tap: z.enum(['local', 'any', 'off']).default('local')
+        .describe('Who may watch events live (GET /tap, intake-relay tap): local, clients on this host only (127.0.0.0/8, ::1); any, every client that reaches the port (events can hold personal data); off.'),
     })
     .prefault({})
-    .describe('The operations endpoint: /metrics, /healthz, /readyz, /status.'),
+    .describe('The operations endpoint: /metrics, /healthz, /readyz, /status, /senders, /tap.'),
   data_dir: z.string().min(1).optional()
     .describe('Directory for state that must survive restarts (file input checkpoints). Default: $STATE_DIRECTORY (set by systemd), else /var/lib/intake-relay.'),
   shutdown_timeout_ms: positive.default(30_000).describe('On SIGTERM/SIGINT, time allowed to deliver what is queued before exiting.'),

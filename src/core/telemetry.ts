@@ -61,6 +61,16 @@ export interface SenderTelemetry {
   unrouted(reason: 'route_drop' | 'no_route', events: number): void;
 }
 
+/**
+ * The live view of a source's events (`intake-relay tap`): `active` is read once per read and is
+ * false unless someone watches, so that an unwatched relay pays one property read.
+ */
+export interface EventTap {
+  readonly active: boolean;
+  /** Events routed to `intake`, before its filters. It never blocks: a slow viewer misses events, counted. */
+  events(intake: string, events: readonly LogEvent[]): void;
+}
+
 /** What building events from frames reports: repairs, and frames too large to forward. */
 export interface EventTelemetry {
   modified(reason: 'invalid_utf8' | 'invalid_header' | 'truncated' | 'split', events: number): void;

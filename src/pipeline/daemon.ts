@@ -4,6 +4,7 @@
 // not be delivered is reported. A reload (SIGHUP) plans its changes (reload-plan.ts), then applies
 // them: only what changed is closed and opened again, and no queued event is lost.
 
+import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Config } from '../config/resolve.ts';
 import type { Routing } from '../core/component.ts';
@@ -18,6 +19,7 @@ import { Pipeline } from './pipeline.ts';
 import { applyReload, type ReloadReport, type ReloadTarget } from './reload.ts';
 import { SenderTables, type SenderTable } from './senders.ts';
 import { createSourceWithSender } from './sources.ts';
+import { Taps, type TapQuery } from './tap.ts';
 import { StatsSource } from './stats.ts';
 
 export type { ReloadReport };
@@ -57,7 +59,8 @@ export class Daemon implements HealthSource, ReloadTarget {
     this.config = config;
     this.log = log;
     this.metrics = metrics;
-    this.env = { metrics, log, dataDir: config.dataDir, senders: new SenderTables(metrics, log), emulator: () => this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem } };
+    const taps = new Taps(metrics, () => this.pipelines.map((p) => p.intake.intakeKey));
+    this.env = { metrics, log, dataDir: config.dataDir, senders: new SenderTables(metrics, log), taps, emulator: () => this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem } };
     metrics.addProbe(() => {
       const now = Date.now();
       for (const h of this.health()) {
@@ -102,7 +105,7 @@ export class Daemon implements HealthSource, ReloadTarget {
       for (const l of cfg.listeners) await this.openListener(l);
       this.env.senders.start();
       if (cfg.metrics.enabled) {
-        this.#ops = new OpsServer(this.metrics.registry, this);
+        this.#ops = new OpsServer(this.metrics.registry, this, { tap: cfg.metrics.tap });
         await this.#ops.start(cfg.metrics.address, cfg.metrics.port);
       }
       this.startStats(cfg);
@@ -221,6 +224,19 @@ export class Daemon implements HealthSource, ReloadTarget {
     tables.retain(live);
   }
 
+  /** A live view of events for `out`; a problem with the query (an unknown intake or input) instead. */
+  tap(q: TapQuery, out: Writable): string | undefined {
+    if (q.intake !== undefined && !this.pipelines.some((p) => p.name.toLowerCase() === q.intake!.toLowerCase())) {
+      return `No intake named "${q.intake}": the intakes are ${this.pipelines.map((p) => `"${p.name}"`).join(', ')}.`;
+    }
+    if (q.input !== undefined) {
+      const inputs = [...this.pipelines.flatMap((p) => [...p.sources.keys()]), ...this.shared.map((s) => s.config.label)];
+      if (!inputs.includes(q.input)) return `No input or listener named "${q.input}": they are ${inputs.map((i) => `"${i}"`).join(', ')}.`;
+    }
+    this.env.taps.open(q, out);
+    return undefined;
+  }
+
   senders(): SenderTable[] {
     this.env.senders.check();
     return this.env.senders.all();
@@ -286,6 +302,7 @@ export class Daemon implements HealthSource, ReloadTarget {
     const deadline = AbortSignal.timeout(timeoutMs);
     this.#stats?.stop();
     this.env.senders.stop();
+    this.env.taps.close();
     if (wasRunning) this.log.info({ timeout_ms: timeoutMs }, 'Stopping: inputs closed, draining queues.');
     const sources = [...this.pipelines.flatMap((p) => [...p.sources.values()]), ...this.shared.map((s) => s.source)];
     await Promise.all(sources.map((s) => s.stop().catch(() => {})));

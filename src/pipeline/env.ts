@@ -4,6 +4,7 @@
 import type { Logger } from 'pino';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { SenderTables } from './senders.ts';
+import type { Taps } from './tap.ts';
 
 /** What every pipeline is built with. */
 export interface PipelineEnv {
@@ -13,6 +14,8 @@ export interface PipelineEnv {
   readonly dataDir: string;
   /** Every input's table of senders. */
   readonly senders: SenderTables;
+  /** The live views of events (intake-relay tap). */
+  readonly taps: Taps;
   /** The local intake emulator, when intakes without a key forward to it. */
   emulator(): { readonly port: number; readonly caPem: string } | undefined;
 }

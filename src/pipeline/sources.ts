@@ -10,7 +10,7 @@ import { Sender } from '../routing/sender.ts';
 import { inputInstruments, senderTelemetry } from './instruments.ts';
 import type { PipelineEnv } from './env.ts';
 
-type SourceEnv = Pick<PipelineEnv, 'metrics' | 'log' | 'dataDir' | 'senders'>;
+type SourceEnv = Pick<PipelineEnv, 'metrics' | 'log' | 'dataDir' | 'senders' | 'taps'>;
 
 /** `owner`: the intake of an intake's own input; '' for a shared listener. `senders`: how its table of senders is kept. */
 export function createSource(config: ResolvedInput | ResolvedListener, routing: Routing, owner: string, senders: SendersConfig, env: SourceEnv): Source {
@@ -24,7 +24,7 @@ export function createSourceWithSender(
   const def = inputOf(config);
   // A routing listener's drops at 0 from the start, so that rate() alerts have a series.
   if (def.router(config, () => 0)) for (const reason of ['route_drop', 'no_route', 'too_large']) env.metrics.routeDropped.inc({ listener: config.label, reason }, 0);
-  const sender = new Sender(routing, { canPause: def.canPause, alwaysWait: def.alwaysWait }, senderTelemetry(env.metrics, config.label));
+  const sender = new Sender(routing, { canPause: def.canPause, alwaysWait: def.alwaysWait }, senderTelemetry(env.metrics, config.label), env.taps.forInput(config.label));
   const table = env.senders.table(owner, config.label, senders);
   const instruments = inputInstruments(env.metrics, env.log, owner, config.label, table, def.senderKey);
   const source = def.create(config, { sender, instruments, dataDir: env.dataDir });

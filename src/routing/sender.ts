@@ -8,7 +8,7 @@ import type { Routing, Sender as SenderContract, Target } from '../core/componen
 import type { DropReason } from '../core/contracts.ts';
 import type { LogEvent } from '../core/event.ts';
 import type { AdmitResult, EventQueue, OfferResult } from '../core/queue.ts';
-import type { SenderTelemetry } from '../core/telemetry.ts';
+import type { EventTap, SenderTelemetry } from '../core/telemetry.ts';
 import { ROUTE_DROP } from './router.ts';
 
 export interface SenderOptions {
@@ -24,12 +24,15 @@ export class Sender implements SenderContract {
   #routing: Routing;
   readonly #o: SenderOptions;
   readonly #t: SenderTelemetry;
+  readonly #tap: EventTap | undefined;
   readonly #slow = new Set<EventQueue>();
 
-  constructor(routing: Routing, options: SenderOptions, telemetry: SenderTelemetry) {
+  /** `tap`: the live view of its events, when it has one. */
+  constructor(routing: Routing, options: SenderOptions, telemetry: SenderTelemetry, tap?: EventTap) {
     this.#routing = routing;
     this.#o = options;
     this.#t = telemetry;
+    this.#tap = tap;
   }
 
   /** The intake of a plain input, for labels; '' for a shared listener. */
@@ -88,6 +91,7 @@ export class Sender implements SenderContract {
 
   admit(target: Target, events: LogEvent[], bytes: number): { result: AdmitResult; admitted: number } {
     this.#t.received(target.intake, events.length, bytes);
+    if (this.#tap?.active) this.#tap.events(target.intake, events);
     const kept = this.#filter(target, events, bytes);
     if (kept.events.length === 0) return { result: 'ok', admitted: 0 };
     const result = target.queue.admit(kept.events, kept.bytes);
@@ -108,6 +112,7 @@ export class Sender implements SenderContract {
   /** Filters, counts and offers one target's events (`bytes`: their total size). */
   #offer(target: Target, all: LogEvent[], bytes: number): OfferResult {
     this.#t.received(target.intake, all.length, bytes);
+    if (this.#tap?.active) this.#tap.events(target.intake, all);
     const { events, bytes: kept } = this.#filter(target, all, bytes);
     if (events.length === 0) return 'ok';
     const queue = target.queue;

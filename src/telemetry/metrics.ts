@@ -116,6 +116,16 @@ export class Metrics {
     labelNames: ['intake', 'input'] as const,
     registers: [this.registry],
   });
+  readonly tapViewers = new Gauge({
+    name: 'intake_relay_tap_viewers',
+    help: 'Viewers of the live tap (intake-relay tap) connected now.',
+    registers: [this.registry],
+  });
+  readonly tapDropped = new Counter({
+    name: 'intake_relay_tap_dropped_total',
+    help: 'Events a tap viewer did not get because it was not reading fast enough (the pipeline never waits for a viewer).',
+    registers: [this.registry],
+  });
   readonly filesTracked = new Gauge({
     name: 'intake_relay_files_tracked',
     help: 'Files a file input follows (matched by its paths, or rotated away and read to their end).',

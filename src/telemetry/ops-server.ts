@@ -1,9 +1,12 @@
 // The operations endpoint: /metrics (Prometheus), /healthz (the process answers), /readyz (200
 // while the relay takes events: see the daemon's ready() and the readiness setting), /status (the
-// same body, always 200: per intake its output state, backlog and whether it is stalled).
+// same body, always 200: per intake its output state, backlog and whether it is stalled; per input
+// its senders and the silent ones), /senders (every input's table of senders), /tap (events live,
+// one JSON object per line, for intake-relay tap; local clients only unless metrics.tap says any).
 
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { isIPv4, type AddressInfo } from 'node:net';
+import type { Writable } from 'node:stream';
 import type { Registry } from 'prom-client';
 import { listen } from '../core/net.ts';
 
@@ -50,6 +53,35 @@ export interface HealthSource {
   listenerHealth?(): ListenerHealth[];
   /** Every input's senders. */
   senders?(): readonly SendersView[];
+  /** A live view of events written to `out`; or the problem with the query. */
+  tap?(q: TapRequest, out: Writable): string | undefined;
+}
+
+export interface TapRequest {
+  readonly intake: string | undefined;
+  readonly input: string | undefined;
+  readonly limit: number;
+  readonly rate: number;
+}
+
+export interface OpsOptions {
+  /** Who may use /tap. */
+  readonly tap: 'local' | 'any' | 'off';
+}
+
+/** A client on this host: 127.0.0.0/8 or ::1 (IPv4-mapped too). */
+export function isLocal(addr: string | undefined): boolean {
+  if (!addr) return false;
+  const v4 = addr.startsWith('::ffff:') ? addr.slice(7) : addr;
+  return (isIPv4(v4) && v4.startsWith('127.')) || addr === '::1';
+}
+
+/** A whole number from a query parameter within [min, max], or `fallback` when absent; undefined when invalid. */
+function intParam(q: URLSearchParams, name: string, fallback: number, min: number, max: number): number | undefined {
+  const v = q.get(name);
+  if (v === null || v === '') return fallback;
+  const n = Number(v);
+  return Number.isInteger(n) && n >= min && n <= max ? n : undefined;
 }
 
 /** Silent senders named per input in /status (all of them: /senders?silent=1). */
@@ -58,9 +90,13 @@ const STATUS_SILENT = 20;
 export class OpsServer {
   readonly #server: http.Server;
 
-  constructor(registry: Registry, source: HealthSource) {
+  constructor(registry: Registry, source: HealthSource, options: OpsOptions = { tap: 'local' }) {
     this.#server = http.createServer((req, res) => {
       const url = (req.url ?? '/').split('?')[0];
+      if (url === '/tap' && req.method === 'GET' && source.tap) {
+        this.#tap(req, res, source, options);
+        return;
+      }
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         res.writeHead(405, { allow: 'GET, HEAD' }).end();
         return;
@@ -130,6 +166,29 @@ export class OpsServer {
     });
     this.#server.keepAliveTimeout = 5_000;
     this.#server.headersTimeout = 10_000;
+  }
+
+  #tap(req: http.IncomingMessage, res: http.ServerResponse, source: HealthSource, options: OpsOptions): void {
+    const refuse = (status: number, error: string): void => {
+      res.writeHead(status, { 'content-type': 'application/json' }).end(`${JSON.stringify({ error })}\n`);
+    };
+    if (options.tap === 'off') return refuse(403, 'The tap is off (metrics.tap: off).');
+    if (options.tap === 'local' && !isLocal(req.socket.remoteAddress)) {
+      return refuse(403, 'The tap answers clients on this host only (metrics.tap: local): run intake-relay tap on the relay\'s host.');
+    }
+    const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
+    const limit = intParam(q, 'limit', 0, 0, 1e9);
+    const rate = intParam(q, 'rate', 100, 1, 100_000);
+    if (limit === undefined || rate === undefined) return refuse(400, 'limit must be a whole number >= 0 (0: no limit), rate a whole number from 1 to 100000.');
+    // Headers go out once the view is open: a problem with the query is still a 400.
+    res.setHeader('content-type', 'application/x-ndjson');
+    res.setHeader('cache-control', 'no-store');
+    const problem = source.tap!({ intake: q.get('intake') ?? undefined, input: q.get('input') ?? undefined, limit, rate }, res);
+    if (problem) {
+      res.removeHeader('content-type');
+      return refuse(400, problem);
+    }
+    res.flushHeaders();
   }
 
   get port(): number {
