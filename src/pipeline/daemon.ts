@@ -13,6 +13,7 @@ import { IntakeEmulator, maskKey } from '../emulator/intake-emulator.ts';
 import { inputOf, type ResolvedListener } from '../inputs/registry.ts';
 import { Sender } from '../routing/sender.ts';
 import { Metrics } from '../telemetry/metrics.ts';
+import { buildCommit, VERSION } from '../version.ts';
 import { OpsServer, type HealthSource, type IntakeHealth, type ListenerHealth } from '../telemetry/ops-server.ts';
 import type { PipelineEnv } from './env.ts';
 import { Pipeline } from './pipeline.ts';
@@ -23,6 +24,12 @@ import { Taps, type TapQuery } from './tap.ts';
 import { StatsSource } from './stats.ts';
 
 export type { ReloadReport };
+
+let built: string | undefined;
+/** The commit, found once per process (a checkout asks git). */
+function commit(): string {
+  return (built ??= buildCommit());
+}
 
 /** A listener shared by the intakes, and the sender a reload points at the new intakes and routes. */
 export interface Shared {
@@ -59,6 +66,7 @@ export class Daemon implements HealthSource, ReloadTarget {
     this.config = config;
     this.log = log;
     this.metrics = metrics;
+    metrics.buildInfo.set({ version: VERSION, commit: commit(), node: process.version }, 1);
     const taps = new Taps(metrics, () => this.pipelines.map((p) => p.intake.intakeKey));
     this.env = { metrics, log, dataDir: config.dataDir, senders: new SenderTables(metrics, log), taps, emulator: () => this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem } };
     metrics.addProbe(() => {

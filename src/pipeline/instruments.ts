@@ -128,6 +128,8 @@ export function syslogInputTelemetry(m: Metrics, log: Logger, owner: string, inp
       // One socket at a time (a source started again reads its new socket's count).
       for (const p of probes.splice(0)) p();
       const drops = m.udpKernelDrops.labels(labels);
+      // At 0 from the start, so that increase() sees the first drops.
+      drops.inc(0);
       let seen: number | undefined;
       probes.push(m.addProbe(() => {
         const now = read();

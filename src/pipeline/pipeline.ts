@@ -45,6 +45,7 @@ export class Pipeline {
       bytes: m.queueBytes.labels({ intake: intake.name }),
       unacked: m.unackedEvents.labels({ intake: intake.name }),
     };
+    this.#limits(intake);
     this.#disposers.push(m.addProbe(() => {
       gauges.events.set(queue.pendingEvents);
       gauges.bytes.set(queue.pendingBytes);
@@ -104,8 +105,17 @@ export class Pipeline {
     if (filters) this.target.filters = new FilterSet(intake.filters);
   }
 
+  /** The queue's limits as gauges, so that alert rules compute how full it is. */
+  #limits(intake: ResolvedIntake): void {
+    const m = this.#env.metrics;
+    const q = intake.queue;
+    m.queueMaxBytes.set({ intake: intake.name }, q.max_bytes);
+    if (q.type === 'memory') m.queueMaxEvents.set({ intake: intake.name }, q.max_events);
+  }
+
   /** A reload's new queue limits, in place (a queue's type or path needs a restart). */
   setLimits(intake: ResolvedIntake): void {
+    this.#limits(intake);
     const q = intake.queue;
     if (q.type === 'memory' && this.queue instanceof BoundedQueue) this.queue.setLimits({ maxEvents: q.max_events, maxBytes: q.max_bytes, whenFull: q.when_full });
     if (q.type === 'disk' && this.queue instanceof DiskQueue) this.queue.setLimits(q.max_bytes, q.when_full);
@@ -162,5 +172,7 @@ export class Pipeline {
     m.configInfo.remove({ intake: this.name, output: this.sink.type });
     m.outputStalled.remove({ intake: this.name });
     m.outputSinceDelivery.remove({ intake: this.name });
+    m.queueMaxBytes.remove({ intake: this.name });
+    m.queueMaxEvents.remove({ intake: this.name });
   }
 }

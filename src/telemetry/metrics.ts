@@ -211,6 +211,24 @@ export class Metrics {
     registers: [this.registry],
     collect: () => this.#runProbes(),
   });
+  readonly queueMaxEvents = new Gauge({
+    name: 'intake_relay_queue_max_events',
+    help: 'A memory queue\'s max_events: intake_relay_queue_events / this is how full it is.',
+    labelNames: ['intake'] as const,
+    registers: [this.registry],
+  });
+  readonly queueMaxBytes = new Gauge({
+    name: 'intake_relay_queue_max_bytes',
+    help: 'The queue\'s max_bytes: for a memory queue, intake_relay_queue_bytes / this is how full it is; for a disk queue, intake_relay_disk_queue_bytes / this.',
+    labelNames: ['intake'] as const,
+    registers: [this.registry],
+  });
+  readonly buildInfo = new Gauge({
+    name: 'intake_relay_build_info',
+    help: 'Always 1: the version, commit and Node.js version of the running relay.',
+    labelNames: ['version', 'commit', 'node'] as const,
+    registers: [this.registry],
+  });
   readonly queueBytes = new Gauge({
     name: 'intake_relay_queue_bytes',
     help: 'Bytes of events waiting for delivery: in the intake\'s queue or being retried.',
