@@ -19,7 +19,8 @@ export const EX_CONFIG = 78;
 export class ConfigError extends Error {
   readonly problems: readonly string[];
   constructor(file: string, problems: string[]) {
-    super(`${file}: ${problems.length} configuration problem${problems.length === 1 ? '' : 's'}:\n  ${problems.join('\n  ')}`);
+    // Every problem starts with the file (and its position): one problem is one line.
+    super(problems.length === 1 ? problems[0]! : `${file}: ${problems.length} configuration problems:\n  ${problems.join('\n  ')}`);
     this.problems = problems;
     this.name = 'ConfigError';
   }
@@ -69,7 +70,9 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
   if (!source.ok) throw new ConfigError(file, source.problems);
   const { doc, at } = source;
 
-  substituteEnv(doc, env, (node, path, msg) => problems.push(`${at(node)}: ${formatPath(path)}: ${msg}`));
+  // Which variables made each value: a problem with the value can name the variable to set.
+  const envNames = new Map<string, readonly string[]>();
+  substituteEnv(doc, env, (node, path, msg) => problems.push(`${at(node)}: ${formatPath(path)}: ${msg}`), (path, names) => envNames.set(formatPath(path), names));
   collectSecrets(doc, secrets);
   const js = yamlValue(doc, file, at);
   if (!js.ok) throw new ConfigError(file, js.problems);
@@ -139,6 +142,7 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
     written: (p) => formatPath(mapPath(p)),
     readFile,
     secret: (v) => secrets.add(v),
+    fromEnv: (p) => envNames.get(formatPath(mapPath(p))) ?? [],
     problems,
     warnings,
   });
@@ -205,20 +209,28 @@ export function formatPath(path: readonly PropertyKey[]): string {
  * Replaces ${VAR} and ${VAR:-default} in string scalars ($${ is a literal "${"). A whole plain
  * scalar that was one reference is re-read as YAML, so `port: ${PORT}` gives a number.
  */
-function substituteEnv(doc: Document, env: NodeJS.ProcessEnv, problem: (node: Node, path: PropertyKey[], msg: string) => void): void {
+function substituteEnv(
+  doc: Document,
+  env: NodeJS.ProcessEnv,
+  problem: (node: Node, path: PropertyKey[], msg: string) => void,
+  used: (path: PropertyKey[], names: readonly string[]) => void,
+): void {
   visit(doc, {
     Scalar(_key, node: Scalar, ancestors) {
       if (typeof node.value !== 'string' || !node.value.includes('${')) return;
       const path = pathOf(ancestors, node);
       const source = node.value;
+      const names: string[] = [];
       const replaced = source.replace(ENV_RE, (m, name: string | undefined, dflt: string | undefined) => {
         if (m === '$${') return '${';
+        names.push(name as string);
         const v = env[name as string];
         if (v !== undefined && v !== '') return v;
         if (dflt !== undefined) return dflt;
         problem(node, path, `environment variable ${name} is not set`);
         return '';
       });
+      if (names.length > 0) used(path, names);
       const whole = /^\$\{[^}]+\}$/.test(source) && node.type === 'PLAIN';
       node.value = whole && /^(-?\d+(\.\d+)?|true|false)$/.test(replaced) ? JSON.parse(replaced) : replaced;
     },

@@ -51,6 +51,8 @@ export interface Resolving {
   readFile(path: string, where: readonly PropertyKey[], what: string): Buffer | undefined;
   /** A secret found while resolving (a key file's content): scrubbed from every message. */
   secret(value: string): void;
+  /** The environment variables whose values made the value at this path (none when it was written out). */
+  fromEnv(path: readonly PropertyKey[]): readonly string[];
   readonly problems: string[];
   readonly warnings: string[];
 }
@@ -161,12 +163,25 @@ function resolveKey(intake: IntakeConfig, i: number, emulator: 'never' | 'no_int
   }
   const toEmulator = intakeKey === '' && hasKey && emulator === 'no_intake_key';
   if (intakeKey === '' && hasKey && !toEmulator) {
-    problems.push(`${place(['intakes', i, 'intake_key'])}: the intake key is empty (is its environment variable set?)`);
+    problems.push(`${place(['intakes', i, 'intake_key'])}: ${emptyKey(intake.name, i, r)}`);
   } else if (intakeKey !== '' && !KEY_RE.test(intakeKey)) {
     const field = intake.intake_key_file !== undefined ? 'intake_key_file' : 'intake_key';
     problems.push(`${place(['intakes', i, field])}: the intake key of "${intake.name}" must be letters and digits only (it has ${intakeKey.length} characters, some of them other)`);
   }
   return { intakeKey, keySource, toEmulator };
+}
+
+/**
+ * One line that says what to set: the key's variable, or the switch that sends the intake to the
+ * local emulator instead (the Docker image's configuration takes it from INTAKE_RELAY_EMULATOR).
+ */
+function emptyKey(name: string, i: number, r: Resolving): string {
+  const vars = r.fromEnv(['intakes', i, 'intake_key']);
+  const why = vars.length > 0 ? `environment variable ${vars.join(', ')} is not set or empty` : 'intake_key is empty';
+  if (r.format !== 'native') return `intake "${name}" has no key (${why})`;
+  const switchVar = r.fromEnv(['emulator', 'when'])[0];
+  const emulator = switchVar ? `${switchVar}=no_intake_key` : '"emulator: { when: no_intake_key }"';
+  return `intake "${name}" has no key (${why}): set it, or ${emulator} to forward to a local intake emulator instead`;
 }
 
 /** Ports taken so far: a second input on an overlapping address and the same port is a problem. */

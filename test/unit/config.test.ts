@@ -114,8 +114,15 @@ intakes:
 
   it('refuses an empty key unless the emulator is asked for', () => {
     const y = 'intakes:\n  - name: a\n    intake_key: ${K:-}\n';
-    expect(problems(y)).toEqual(['relay.yaml:3:17: intakes[0].intake_key: the intake key is empty (is its environment variable set?)']);
+    expect(problems(y)).toEqual(['relay.yaml:3:17: intakes[0].intake_key: intake "a" has no key (environment variable K is not set or empty): set it, or "emulator: { when: no_intake_key }" to forward to a local intake emulator instead']);
+    expect(problems('intakes:\n  - name: a\n    intake_key: ""\n')[0]).toContain('intake "a" has no key (intake_key is empty): set it, or');
     expect(parseConfig(`emulator: { when: no_intake_key }\n${y}`, 'x', {}).intakes[0]!.toEmulator).toBe(true);
+    // The switch named when it comes from the environment (the Docker image's configuration).
+    const image = `emulator:\n  when: \${SWITCH:-never}\n${y}`;
+    expect(problems(image)[0]).toMatch(/has no key \(environment variable K is not set or empty\): set it, or SWITCH=no_intake_key to forward/);
+    expect(parseConfig(image, 'x', { SWITCH: 'no_intake_key' }).intakes[0]!.toEmulator).toBe(true);
+    // One problem, one line: no header before it.
+    expect(() => parseConfig(image, 'x', {})).toThrow(/^x:5:17: intakes\[0\]\.intake_key: [^\n]+$/);
   });
 
   it('reports YAML syntax errors and duplicate keys with their position', () => {
