@@ -3,14 +3,12 @@
 // operations server, and is healthy on 200 only.
 
 import http from 'node:http';
+import { opsBase } from './ops-url.ts';
 
 /** Where the daemon that runs this configuration answers /readyz; undefined when metrics are off. */
-export function readyzUrl(config: { readonly metrics: { readonly enabled: boolean; readonly address: string; readonly port: number } }): string | undefined {
-  if (!config.metrics.enabled) return undefined;
-  const { address, port } = config.metrics;
-  // A server on every address answers on loopback: the check runs in the daemon's own network.
-  const host = address === '0.0.0.0' ? '127.0.0.1' : address === '::' ? '::1' : address;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}/readyz`;
+export function readyzUrl(config: Parameters<typeof opsBase>[0]): string | undefined {
+  const base = opsBase(config);
+  return base && `${base}/readyz`;
 }
 
 /** One GET: ok on 200; the detail is one line (the status and the start of the body, or the error). */

@@ -4,7 +4,6 @@
 // (skipped by the rate, dropped while the terminal was slow) goes to stderr.
 
 import http from 'node:http';
-import type { Config } from '../config/resolve.ts';
 
 export interface TapOptions {
   readonly intake: string | undefined;
@@ -12,15 +11,6 @@ export interface TapOptions {
   readonly limit: number;
   readonly rate: number;
   readonly format: 'json' | 'text';
-}
-
-/** The base URL of the daemon's operations server for this configuration; undefined when it is off. */
-export function opsBase(config: Pick<Config, 'metrics'>): string | undefined {
-  if (!config.metrics.enabled) return undefined;
-  const { address, port } = config.metrics;
-  // A server on every address answers on loopback.
-  const host = address === '0.0.0.0' ? '127.0.0.1' : address === '::' ? '::1' : address;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
 interface TapLine {
