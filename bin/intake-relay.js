@@ -3,7 +3,22 @@
 // without a build it falls back to src/main.ts through Node's type stripping.
 // --max-semi-space-size=4: a 4 MiB young generation measured faster and ~40% smaller in RSS than
 // V8's default under load (README, "Performance").
-import { existsSync } from 'node:fs';
+//
+// Node.js first, before anything is imported: an older one crashes inside a dependency with a stack
+// trace (undici on 22.12), or cannot read the sources at all (Node 20). The floor is the oldest Node
+// of each line on which the whole test suite passes; package.json `engines` and src/version.ts say
+// the same (test/unit/node-floor.test.ts checks that they agree).
+const FLOOR = { 22: [22, 19, 0], 24: [24, 0, 0] };
+const [major = 0, minor = 0, patch = 0] = process.versions.node.split('.').map(Number);
+const floor = major === 22 ? FLOOR[22] : major >= 24 ? FLOOR[24] : undefined;
+if (!floor || (major === floor[0] && (minor < floor[1] || (minor === floor[1] && patch < floor[2])))) {
+  process.stderr.write(
+    `intake-relay needs Node.js ${FLOOR[22].join('.')} or later 22.x, or ${FLOOR[24].join('.')} or later (this is ${process.versions.node}): ` +
+      'install Node.js 24 LTS from https://nodejs.org/en/download or your distribution, or use the intake-relay binary, which needs no Node.js.\n',
+  );
+  process.exit(1);
+}
 
+const { existsSync } = await import('node:fs');
 const dist = new URL('../dist/main.js', import.meta.url);
 await import(existsSync(dist) ? dist.href : new URL('../src/main.ts', import.meta.url).href);

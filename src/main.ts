@@ -1,8 +1,12 @@
 // Command-line entry point: parses arguments, loads the config, runs the daemon, handles signals
-// and exit codes. The only place that calls process.exit.
+// and exit codes. The only place that calls process.exit, besides version.ts's Node.js floor check,
+// which must exit before the other imports load.
 //   0 ok · 1 runtime failure · 64 usage error · 78 configuration error (sysexits EX_CONFIG)
 
+// First: it exits with one line on a Node.js older than the floor, before any dependency loads.
+import { buildCommit, VERSION } from './version.ts';
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
+import { isSea } from 'node:sea';
 import { parseArgs } from 'node:util';
 import { ConfigError, EX_CONFIG, loadConfig } from './config/load.ts';
 import type { Config } from './config/resolve.ts';
@@ -12,8 +16,10 @@ import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
 import { check } from './cli/check.ts';
 import { sendTest } from './cli/send.ts';
 import { pushRules } from './cli/rules-push.ts';
+import { probeReadyz, readyzUrl } from './cli/healthcheck.ts';
+import { opsBase } from './cli/ops-url.ts';
+import { tap } from './cli/tap.ts';
 import { createLogger } from './telemetry/log.ts';
-import { VERSION } from './version.ts';
 
 const EX_USAGE = 64;
 const DEFAULT_CONFIG = process.env.INTAKE_RELAY_CONFIG ?? '/etc/intake-relay/intake-relay.yaml';
@@ -40,6 +46,13 @@ Usage:
                                          create the intakes' filters on the platform as optimization
                                          rules (the API key needs SIC_WRITE_CONF_INTAKES; it may also
                                          come from $INTAKE_RELAY_API_KEY)
+  intake-relay healthcheck [-c FILE]
+                                         exit 0 when the daemon running this configuration answers
+                                         200 on /readyz, else 1 (the container image's HEALTHCHECK)
+  intake-relay tap      [-c FILE] [--intake NAME] [--input NAME] [--limit N] [--rate N] [--format json|text]
+                                         print the events the running daemon receives, live, as they
+                                         leave the parser (at most --rate a second, default 100;
+                                         --limit: stop after N); from its operations port, local only
   intake-relay --version | --help
 
   -c, --config FILE   configuration (default: $INTAKE_RELAY_CONFIG or ${DEFAULT_CONFIG}).
@@ -74,6 +87,10 @@ async function main(argv: string[]): Promise<number> {
         'dry-run': { type: 'boolean' },
         print: { type: 'boolean' },
         'watch-config': { type: 'boolean' },
+        input: { type: 'string' },
+        limit: { type: 'string' },
+        rate: { type: 'string' },
+        format: { type: 'string' },
       },
     });
   } catch (err) {
@@ -82,7 +99,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const { values, positionals } = args;
   if (values.version) {
-    process.stdout.write(`intake-relay ${VERSION}\n`);
+    process.stdout.write(`intake-relay ${VERSION} (commit ${buildCommit()}, Node.js ${process.version}${isSea() ? ', single executable' : ''})\n`);
     return 0;
   }
   const command = positionals[0];
@@ -96,12 +113,16 @@ async function main(argv: string[]): Promise<number> {
       return validate(file, values.print === true);
     case 'run':
       return run(file, values['watch-config'] === true);
+    case 'healthcheck':
+      return healthcheck(file);
     case 'emulate':
       return emulate(values);
     case 'check':
       return runCheck(file, values);
     case 'send':
       return runSend(file, values.intake, positionals.slice(1));
+    case 'tap':
+      return runTap(file, values);
     case 'rules':
       if (positionals[1] !== 'push') {
         process.stderr.write(`Unknown rules command "${positionals[1] ?? ''}": use "rules push".\n`);
@@ -111,6 +132,34 @@ async function main(argv: string[]): Promise<number> {
     default:
       process.stderr.write(`Unknown command "${command}".\n\n${HELP}\n`);
       return EX_USAGE;
+  }
+}
+
+/** `tap`: the running daemon's live view of events, until it ends or Ctrl-C. */
+async function runTap(file: string, values: { intake?: string; input?: string; limit?: string; rate?: string; format?: string }): Promise<number> {
+  const limit = Number(values.limit ?? 0);
+  const rate = Number(values.rate ?? 100);
+  const format = values.format ?? 'json';
+  if (!Number.isInteger(limit) || limit < 0 || !Number.isInteger(rate) || rate < 1 || (format !== 'json' && format !== 'text')) {
+    process.stderr.write('tap: --limit is a whole number >= 0, --rate a whole number >= 1, --format json or text.\n');
+    return EX_USAGE;
+  }
+  const config = loadOrReport(file);
+  if (!config) return EX_CONFIG;
+  const base = opsBase(config);
+  if (!base) {
+    process.stderr.write('tap: metrics.enabled is false: the daemon serves the tap on its operations port.\n');
+    return 1;
+  }
+  const stop = new AbortController();
+  const onSignal = (): void => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    return await tap(base, { intake: values.intake, input: values.input, limit, rate, format }, process.stdout, process.stderr, stop.signal);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
 }
 
@@ -160,6 +209,7 @@ async function run(file: string, watchConfig: boolean): Promise<number> {
     } catch (err) {
       const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
       log.error({ trigger: why, problems }, 'Reload refused: the new configuration is invalid; the running one stays.');
+      daemon.reloadRefused();
       return;
     }
     log.info({ trigger: why }, 'Reloading the configuration.');
@@ -237,6 +287,20 @@ async function rulesPush(file: string, values: { intake?: string; 'api-key'?: st
   if (outcomes.length === 0) process.stdout.write('No enabled filters to push.\n');
   for (const o of outcomes) process.stdout.write(`${o.ok ? 'ok    ' : 'FAILED'} intake "${o.intake}", rule "${o.rule}": ${o.detail}\n`);
   return outcomes.every((o) => o.ok) ? 0 : 1;
+}
+
+/** 0 or 1 only: the exit statuses a container HEALTHCHECK defines (a configuration error is 1). */
+async function healthcheck(file: string): Promise<number> {
+  const config = loadOrReport(file);
+  if (!config) return 1;
+  const url = readyzUrl(config);
+  if (!url) {
+    process.stderr.write('not ready: metrics.enabled is false, so there is no /readyz to ask\n');
+    return 1;
+  }
+  const r = await probeReadyz(url, 3_000);
+  process.stdout.write(`${r.ok ? 'ready' : 'not ready'}: ${r.detail}\n`);
+  return r.ok ? 0 : 1;
 }
 
 async function emulate(values: { port?: string; host?: string; 'cert-file'?: string; 'key-file'?: string; quiet?: boolean }): Promise<number> {

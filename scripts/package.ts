@@ -1,0 +1,193 @@
+// `npm run package`: the self-contained `intake-relay` executable, which needs no Node.js on the host.
+// src/main.ts is bundled by esbuild into one CommonJS file (what a Node 24 single executable
+// application runs), made into a SEA blob by that Node, and injected with postject into a copy of the
+// Node 24 binary of the `node` devDependency: build/intake-relay-linux-<arch>, with its .sha256 and
+// the licences of what it contains. The host's architecture comes from node_modules; another one
+// (arm64 on x64) is the same Node version's npm platform package, fetched once into build/cache.
+//   node scripts/package.ts [--arch x64,arm64] [--out DIR]     (default: x64,arm64 into build/)
+// --out lets tests build their own copy while another build writes build/.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, readSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { build, type Metafile, type Plugin } from 'esbuild';
+import { gitCommit } from './build-info.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const CACHE = join(ROOT, 'build', 'cache');
+const require = createRequire(import.meta.url);
+
+/** The launchers' V8 flag (bin/intake-relay.js, `npm start`): RSS and speed measured in README, "Performance". */
+const EXEC_ARGV = ['--max-semi-space-size=4'];
+/**
+ * NODE_OPTIONS meant for some other Node program on the host (a --require, a heap limit) must not
+ * reach the daemon; an operator who wants a Node flag says so on its command line instead:
+ * `intake-relay --node-options="--max-old-space-size=512" run ...`.
+ */
+const EXEC_ARGV_EXTENSION = 'cli';
+/** Node's documented sentinel: the binary checks it to know that a blob was injected. */
+const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+/** ELF e_machine of each architecture, to refuse a binary of the wrong one. */
+const ELF_MACHINE: Record<string, number> = { x64: 0x3e, arm64: 0xb7 };
+
+function log(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+/** The Node binary of the `node` devDependency (the host's architecture). */
+function hostNode(): string {
+  return join(dirname(require.resolve('node/package.json')), 'bin', 'node');
+}
+
+/** Node `version` for `arch` from the npm registry's platform package, cached in build/cache. */
+function fetchedNode(version: string, arch: string): { node: string; license: string } {
+  const dir = join(CACHE, `node-linux-${arch}-${version}`);
+  if (!existsSync(join(dir, 'package', 'bin', 'node'))) {
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    log(`fetching node-linux-${arch}@${version} from the npm registry`);
+    const tgz = execFileSync('npm', ['pack', '--silent', `node-linux-${arch}@${version}`, '--pack-destination', dir], { encoding: 'utf8' }).trim().split('\n').pop() as string;
+    execFileSync('tar', ['-xzf', join(dir, tgz), '-C', dir, 'package/bin/node', 'package/LICENSE']);
+    rmSync(join(dir, tgz));
+  }
+  return { node: join(dir, 'package', 'bin', 'node'), license: join(dir, 'package', 'LICENSE') };
+}
+
+/**
+ * postject, as a process: its ELF parser (LIEF) prints "Can't find string offset for section name"
+ * for each of Node's .note sections, noise that says nothing about the result (the executable is
+ * run right after); anything else it says is shown.
+ */
+function injectBlob(node: string, executable: string, blob: string): void {
+  const cli = join(dirname(require.resolve('postject/package.json')), 'dist', 'cli.js');
+  const r = spawnSync(node, [cli, executable, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE], { encoding: 'utf8' });
+  const noise = /^warning: Can't find string offset for section name '\.note[.\d]*'$/;
+  if (r.status !== 0) throw new Error(`postject failed (${r.status ?? r.signal}):\n${r.stdout}${r.stderr}`);
+  for (const l of r.stderr.split('\n')) if (l && !noise.test(l)) log(`postject: ${l}`);
+}
+
+function elfMachine(file: string): number {
+  const head = Buffer.alloc(20);
+  const fd = openSync(file, 'r');
+  try {
+    readSync(fd, head, 0, 20, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (head.readUInt32BE(0) !== 0x7f454c46) throw new Error(`${file} is not an ELF executable.`);
+  return head.readUInt16LE(18);
+}
+
+/**
+ * src/version.ts reads package.json and .git through import.meta.url, which a CommonJS bundle lacks;
+ * with INTAKE_RELAY_BUILD defined those lines never run, but esbuild warns about them. They get the
+ * executable's own file URL instead, so that any other module's import.meta still warns.
+ */
+const versionFileUrl: Plugin = {
+  name: 'version-file-url',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]src[\\/]version\.ts$/ }, (args) => {
+      const text = readFileSync(args.path, 'utf8');
+      if (!text.includes('import.meta.url')) throw new Error(`${args.path} no longer reads import.meta.url: drop this plugin.`);
+      return { contents: text.replaceAll('import.meta.url', "require('node:url').pathToFileURL(__filename).href"), loader: 'ts' };
+    });
+  },
+};
+
+/** The bundle: every dependency inlined, version and commit as constants (src/version.ts). */
+async function bundle(work: string, version: string, commit: string): Promise<{ file: string; metafile: Metafile }> {
+  const file = join(work, 'intake-relay.cjs');
+  const result = await build({
+    absWorkingDir: ROOT,
+    entryPoints: [join(ROOT, 'src', 'main.ts')],
+    outfile: file,
+    bundle: true,
+    platform: 'node',
+    target: 'node24',
+    // A Node 24 SEA runs its main script as CommonJS.
+    format: 'cjs',
+    define: { INTAKE_RELAY_BUILD: JSON.stringify({ version, commit }) },
+    plugins: [versionFileUrl],
+    // Names stay: stack traces in logs must stay readable; whitespace alone is most of the saving.
+    minifyWhitespace: true,
+    minifySyntax: true,
+    legalComments: 'none',
+    metafile: true,
+    logLevel: 'warning',
+  });
+  return { file, metafile: result.metafile };
+}
+
+/** The licences of the npm packages the bundle contains, then Node's own. */
+function licences(metafile: Metafile, nodeLicense: string | undefined, nodeVersion: string): string {
+  const packages = new Set<string>();
+  for (const input of Object.keys(metafile.inputs)) {
+    const m = /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(input);
+    if (m) packages.add(input.slice(0, (m.index ?? 0) + m[0].length));
+  }
+  const parts = [...packages].sort().map((dir) => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, dir, 'package.json'), 'utf8')) as { name: string; version: string; license?: string };
+    const file = readdirSync(join(ROOT, dir)).find((f) => /^(licen[cs]e|copying)/i.test(f));
+    const text = file ? readFileSync(join(ROOT, dir, file), 'utf8').trim() : `(no licence file; package.json says ${pkg.license ?? 'nothing'})`;
+    return `${pkg.name} ${pkg.version} (${pkg.license ?? 'unknown'})\n\n${text}`;
+  });
+  const node = nodeLicense && existsSync(nodeLicense)
+    ? readFileSync(nodeLicense, 'utf8').trim()
+    : `See https://github.com/nodejs/node/blob/v${nodeVersion}/LICENSE`;
+  parts.push(`Node.js ${nodeVersion} (MIT, and the licences of the libraries it contains)\n\n${node}`);
+  return `intake-relay's single executable contains the following software.\n\n${parts.join(`\n\n${'-'.repeat(72)}\n\n`)}\n`;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { arch: { type: 'string', default: 'x64,arm64' }, out: { type: 'string', default: join(ROOT, 'build') } } });
+  const out = resolve(values.out);
+  const work = join(out, 'sea');
+  const arches = values.arch.split(',').filter(Boolean);
+  for (const a of arches) if (!(a in ELF_MACHINE)) throw new Error(`--arch ${a}: only ${Object.keys(ELF_MACHINE).join(', ')}.`);
+  const started = Date.now();
+  const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+  const commit = gitCommit();
+  const host = hostNode();
+  const nodeVersion = execFileSync(host, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim();
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+  const { file: main, metafile } = await bundle(work, version, commit);
+  log(`bundled src/main.ts: ${(readFileSync(main).length / 1024).toFixed(0)} KiB (intake-relay ${version}, commit ${commit}, Node.js ${nodeVersion})`);
+  let nodeLicense: string | undefined = join(dirname(require.resolve('node/package.json')), 'node_modules', `node-linux-${process.arch}`, 'LICENSE');
+
+  for (const arch of arches) {
+    const native = arch === process.arch;
+    const fetched = native ? undefined : fetchedNode(nodeVersion, arch);
+    const node = fetched?.node ?? host;
+    if (elfMachine(node) !== ELF_MACHINE[arch]) throw new Error(`${node} is not a linux-${arch} binary.`);
+    if (fetched) nodeLicense = fetched.license;
+    // The blob is made by the same Node version it goes into. V8's code cache only loads on the
+    // architecture that compiled it, so a foreign architecture's blob goes without it.
+    const config = join(work, `sea-config-${arch}.json`);
+    const blob = join(work, `sea-${arch}.blob`);
+    writeFileSync(config, JSON.stringify({ main, output: blob, disableExperimentalSEAWarning: true, useSnapshot: false, useCodeCache: native, execArgv: EXEC_ARGV, execArgvExtension: EXEC_ARGV_EXTENSION }, null, 2));
+    execFileSync(host, ['--experimental-sea-config', config], { stdio: ['ignore', 'ignore', 'inherit'] });
+
+    const exe = join(out, `intake-relay-linux-${arch}`);
+    const partial = `${exe}.partial`;
+    copyFileSync(node, partial);
+    chmodSync(partial, 0o755);
+    injectBlob(host, partial, blob);
+    if (native) {
+      // The executable must start and know what it is before it replaces a previous one.
+      const v = execFileSync(partial, ['--version'], { encoding: 'utf8', env: { PATH: '/nonexistent' } });
+      if (!v.startsWith(`intake-relay ${version} (commit ${commit}, Node.js v${nodeVersion}`)) throw new Error(`${partial} --version printed: ${v}`);
+    }
+    renameSync(partial, exe);
+    const bytes = readFileSync(exe);
+    writeFileSync(`${exe}.sha256`, `${createHash('sha256').update(bytes).digest('hex')}  intake-relay-linux-${arch}\n`);
+    log(`wrote ${exe}: ${(bytes.length / 2 ** 20).toFixed(1)} MiB${native ? '' : ' (not run here: another architecture)'}`);
+  }
+  writeFileSync(join(out, 'intake-relay-THIRD-PARTY-LICENSES.txt'), licences(metafile, nodeLicense, nodeVersion));
+  log(`done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
+await main();
