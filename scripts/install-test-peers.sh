@@ -18,6 +18,14 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   bsdutils curl openssl rsyslog rsyslog-gnutls systemd util-linux \
   libpcre3 libwrap0 libjson-c5 libglib2.0-0 libnet1 libivykis0 libcap2 libssl3 libsystemd0 >/dev/null
+# The Debian package's build (dpkg-shlibdeps) and its test (the man page rendered by man -l).
+$SUDO apt-get install -y -qq --no-install-recommends dpkg-dev man-db groff-base >/dev/null
+# promtool, for the monitoring test (rules, their unit tests, the metrics linter). The package's
+# Prometheus service is not started (policy-rc.d above) and never used.
+$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+# The image smoke test (test/integration/image.test.ts): tini-static, the image's PID 1 (the
+# Dockerfile takes the same Debian 12 package); ip, to bring up loopback in its network namespace.
+$SUDO apt-get install -y -qq --no-install-recommends tini iproute2 >/dev/null
 if [ ! -x "$SYSLOG_NG_ROOT/usr/sbin/syslog-ng" ]; then
   tmp=$(mktemp -d)
   (cd "$tmp" && apt-get download syslog-ng-core >/dev/null)

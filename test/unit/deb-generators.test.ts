@@ -1,0 +1,87 @@
+// The Debian package's generators (scripts/deb/): what they read from --help, the unit and the
+// version, and that they refuse input whose shape changed instead of writing a wrong package.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { debianVersion } from '../../scripts/deb/control.ts';
+import { parseHelp } from '../../scripts/deb/help-model.ts';
+import { referenceRoff, roffText } from '../../scripts/deb/man-page.ts';
+import { packagedUnit } from '../../scripts/deb/unit.ts';
+import { runCliSync } from '../helpers/process.ts';
+
+/** The commands src/main.ts dispatches (`case 'run':`), whatever --help says about them. */
+const DISPATCHED = [...readFileSync(new URL('../../src/main.ts', import.meta.url), 'utf8').matchAll(/^\s*case '([a-z][\w-]*)':/gm)].map((m) => m[1]!);
+
+describe('the --help model', () => {
+  const help = parseHelp(runCliSync(['--help'], { INTAKE_RELAY_CONFIG: '' }).stdout);
+
+  it('reads every command, its options and operands, the options, examples and exit status', () => {
+    expect(DISPATCHED).toContain('run');
+    expect(new Set(help.commands.map((c) => c.words[0]))).toEqual(new Set(DISPATCHED));
+    expect(help.commands.find((c) => c.words[0] === 'rules')?.words).toEqual(['rules', 'push']);
+    const send = help.commands.find((c) => c.words[0] === 'send')!;
+    expect(send.options).toEqual([{ flag: '-c', arg: 'FILE' }, { flag: '--intake', arg: 'NAME' }]);
+    expect(send.operands).toBe(true);
+    expect(help.commands.filter((c) => c.operands).map((c) => c.words[0])).toEqual(['send']);
+    expect(help.options.map((o) => [o.short, o.long, o.arg])).toEqual([['-c', '--config', 'FILE']]);
+    expect(help.other).toEqual(['--version | --help']);
+    expect(help.examples.length).toBeGreaterThan(0);
+    expect(help.exitStatus).toContainEqual(['78', 'configuration error']);
+  });
+
+  it('reads an option whose argument is a list of choices', () => {
+    const text = 'intake-relay: x.\n\nUsage:\n  intake-relay tap [--format json|text] [--limit N]\n\nExamples:\n  a\n\nExit status: 0 ok.';
+    expect(parseHelp(text).commands[0]).toMatchObject({
+      options: [{ flag: '--format', arg: 'json|text', choices: ['json', 'text'] }, { flag: '--limit', arg: 'N' }],
+      operands: false,
+    });
+  });
+
+  it('refuses a text of another shape', () => {
+    expect(() => parseHelp('intake-relay: x.\n\nExamples:\n  a\n\nExit status: 0 ok.')).toThrow(/no "Usage:" section/);
+    expect(() => parseHelp('intake-relay: x.\n\nUsage:\n  intake-relay run\n  ??\n')).toThrow(/cannot place the line " {2}\?\?"/);
+  });
+});
+
+describe('the packaged unit', () => {
+  const source = readFileSync(new URL('../../deploy/intake-relay.service', import.meta.url), 'utf8');
+
+  it('differs from deploy/intake-relay.service only where it names the program and its documentation', () => {
+    const unit = packagedUnit(source);
+    const body = (text: string): string[] => text.split('\n').filter((l) => !l.startsWith('#'));
+    const changed = body(unit).filter((l) => !body(source).includes(l));
+    expect(changed).toEqual([
+      'Documentation=man:intake-relay(1)',
+      'ExecStartPre=/usr/bin/intake-relay validate -c /etc/intake-relay/intake-relay.yaml',
+      'ExecStart=/usr/bin/intake-relay run -c /etc/intake-relay/intake-relay.yaml',
+    ]);
+    expect(body(source).filter((l) => !body(unit).includes(l)).every((l) => /^(Documentation|ExecStartPre|ExecStart)=/.test(l))).toBe(true);
+  });
+
+  it('refuses a source unit whose program lines changed shape', () => {
+    expect(() => packagedUnit(source.replaceAll('/usr/bin/node', '/usr/local/bin/node'))).toThrow(/ExecStartPre\/ExecStart/);
+  });
+});
+
+describe('Debian versions', () => {
+  it('sort npm pre-releases before their release, and keep hyphens out of the upstream version', () => {
+    expect(debianVersion('0.1.0')).toBe('0.1.0');
+    expect(debianVersion('1.2.0-rc.1')).toBe('1.2.0~rc.1');
+    expect(debianVersion('1.2.0-rc-1+build-5')).toBe('1.2.0~rc.1+build.5');
+    expect(() => debianVersion('1.2')).toThrow(/not semver/);
+  });
+});
+
+describe('roff', () => {
+  it('escapes backslashes, a leading dot or quote, and non-ASCII', () => {
+    expect(roffText('^\\d{4}')).toBe('^\\ed{4}');
+    expect(roffText('.ce\n\'x')).toBe('\\&.ce\n\\&\'x');
+    expect(roffText('integer ≥ 1')).toBe('integer \\[u2265] 1');
+  });
+
+  it('renders the reference table, and refuses a line it does not know', () => {
+    expect(referenceRoff('| key | type | default | meaning |\n|---|---|---|---|\n| `a.b` | `x` \\| `y` | `x` | The a-b. |')).toBe(
+      '.SS Keys\n.TP\n\\fBa.b\\fR (\\fBx\\fR | \\fBy\\fR; default \\fBx\\fR)\nThe a-b.',
+    );
+    expect(() => referenceRoff('# heading')).toThrow(/does not read/);
+  });
+});
