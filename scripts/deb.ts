@@ -1,7 +1,7 @@
 // `npm run deb`: builds build/intake-relay_<version>_<arch>.deb from the self-contained binary
 // (`npm run package`) with dpkg-deb, no network: the binary, the hardened unit, a sample
 // configuration and environment file (conffiles), a man page and bash completion generated from the
-// binary's --help and the configuration schema, the copyright file, maintainer scripts.
+// binary's --help and the configuration schema, the copyright file and changelog, maintainer scripts.
 //   node scripts/deb.ts [--binary build/intake-relay-linux-x64] [--out build] [--compression xz|gzip]
 // Needs dpkg-deb and dpkg-shlibdeps (dpkg-dev), on a Debian or Ubuntu machine of the binary's
 // architecture.
@@ -17,6 +17,7 @@ import { configJsonSchema } from '../src/config/json-schema.ts';
 import { configReference } from '../src/config/reference.ts';
 import { gitCommit } from './build-info.ts';
 import { checkBinary } from './deb/binary.ts';
+import { changelog } from './deb/changelog.ts';
 import { bashCompletion } from './deb/completion.ts';
 import { control, debianVersion } from './deb/control.ts';
 import { copyright } from './deb/copyright.ts';
@@ -74,10 +75,11 @@ function main(): void {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as PackageJson;
   const author = typeof pkg.author === 'object' ? `${pkg.author.name}${pkg.author.email ? ` <${pkg.author.email}>` : ''}` : pkg.author;
   if (!author || !/^[^<]+ <[^>]+@[^>]+>$/.test(author)) throw new Error('package.json needs "author": "Name <email>": it is the package\'s Maintainer.');
-  const binary = checkBinary(resolve(values.binary), pkg.version, gitCommit());
+  const commit = gitCommit();
+  const binary = checkBinary(resolve(values.binary), pkg.version, commit);
   const version = debianVersion(pkg.version);
   // The commit's time stands for the build's (dpkg-deb clamps file times to it; the man page's
-  // date), so that one commit always gives the same package.
+  // and the changelog's date), so that one commit always gives the same package.
   const git = spawnSync('git', ['log', '-1', '--format=%ct'], { cwd: ROOT, encoding: 'utf8' });
   const epoch = Number(process.env.SOURCE_DATE_EPOCH || git.stdout?.trim() || Math.floor(Date.now() / 1000));
 
@@ -105,6 +107,7 @@ function main(): void {
     put('usr/share/man/man1/intake-relay.1.gz', gzipSync(man, { level: 9 }), 0o644);
     put('usr/share/bash-completion/completions/intake-relay', bashCompletion(binary.help, pkg.version), 0o644);
     put('usr/share/doc/intake-relay/README.md.gz', gzipSync(source('README.md'), { level: 9 }), 0o644);
+    put('usr/share/doc/intake-relay/changelog.gz', gzipSync(changelog({ version, maintainer: author, epoch, commit }), { level: 9 }), 0o644);
     const holder = author.replace(/\s*<.*$/, '');
     put('usr/share/doc/intake-relay/copyright', copyright({ holder, thirdParty: readFileSync(binary.thirdParty, 'utf8') }), 0o644);
     put('usr/share/lintian/overrides/intake-relay', source('deploy/debian/lintian-overrides'), 0o644);

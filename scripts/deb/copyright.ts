@@ -18,6 +18,18 @@ export interface CopyrightInput {
   readonly thirdParty: string;
 }
 
+/**
+ * The bundled notices with each full text of the Apache License 2.0 replaced by a pointer to
+ * Debian's copy, as policy 12.5 asks (lintian: copyright-file-contains-full-apache-2-license);
+ * each module's own notice (its appendix, with its copyright line) stays.
+ */
+export function pointToCommonLicenses(text: string): string {
+  return text.replace(
+    /^[ \t]*Apache License[ \t]*\n[ \t]*Version 2\.0, January 2004[\s\S]*?END OF TERMS AND CONDITIONS[ \t]*$/gm,
+    'The Apache License, Version 2.0: on Debian systems in "/usr/share/common-licenses/Apache-2.0".',
+  );
+}
+
 export function copyright({ holder, thirdParty }: CopyrightInput): string {
   return `Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: intake-relay
@@ -38,6 +50,6 @@ License: Apache-2.0
  "/usr/share/common-licenses/Apache-2.0".
 
 License: bundled
-${indented(thirdParty)}
+${indented(pointToCommonLicenses(thirdParty))}
 `;
 }

@@ -72,7 +72,21 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
 
   // Which variables made each value: a problem with the value can name the variable to set.
   const envNames = new Map<string, readonly string[]>();
-  substituteEnv(doc, env, (node, path, msg) => problems.push(`${at(node)}: ${formatPath(path)}: ${msg}`), (path, names) => envNames.set(formatPath(path), names));
+  // An intake key's unset variable: reported here while the file has other problems, and left to
+  // the key's own check once resolving starts, which names the variable and what else to do
+  // (the emulator switch) in one line instead of two.
+  const keyEnvProblems = new Set<string>();
+  const isKey = (path: readonly PropertyKey[]): boolean => path.length === 3 && path[0] === 'intakes' && path[2] === 'intake_key';
+  substituteEnv(
+    doc,
+    env,
+    (node, path, msg) => {
+      const p = `${at(node)}: ${formatPath(path)}: ${msg}`;
+      problems.push(p);
+      if (isKey(path)) keyEnvProblems.add(p);
+    },
+    (path, names) => envNames.set(formatPath(path), names),
+  );
   collectSecrets(doc, secrets);
   const js = yamlValue(doc, file, at);
   if (!js.ok) throw new ConfigError(file, js.problems);
@@ -133,6 +147,7 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
       return undefined;
     }
   };
+  for (let i = problems.length - 1; i >= 0; i--) if (keyEnvProblems.has(problems[i] as string)) problems.splice(i, 1);
   const resolved = resolveConfig(cfg, {
     file,
     base,

@@ -6,6 +6,7 @@ import { execFileSync, spawnSync, type SpawnSyncReturns } from 'node:child_proce
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { debianVersion } from '../../scripts/deb/control.ts';
 
@@ -21,8 +22,8 @@ let deb: string;
 /** The temporary root dpkg installs into. */
 let root: string;
 
-function run(cmd: string, args: readonly string[], env: NodeJS.ProcessEnv = { PATH: PATH24 }): SpawnSyncReturns<string> {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'pipe'] });
+function run(cmd: string, args: readonly string[], env: NodeJS.ProcessEnv = { PATH: PATH24 }, input?: Buffer): SpawnSyncReturns<string> {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', env, input, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
   if (r.error) throw new Error(`${cmd} could not run (scripts/install-test-peers.sh installs it): ${r.error.message}`);
   return r;
 }
@@ -100,7 +101,7 @@ describe('Debian package', () => {
     }
   });
 
-  it('holds the binary, unit, sample configuration, man page, completion and copyright, with their modes', () => {
+  it('holds the binary, unit, sample configuration, man page, completion, copyright and changelog, with their modes', () => {
     const listing = ok(run('dpkg-deb', ['--contents', deb]));
     const files = new Map(listing.trim().split('\n').map((l) => {
       const [mode, owner, , , , path] = l.split(/\s+/);
@@ -115,6 +116,7 @@ describe('Debian package', () => {
       '/usr/share/bash-completion/completions/intake-relay': '-rw-r--r-- root/root',
       '/usr/share/doc/intake-relay/copyright': '-rw-r--r-- root/root',
       '/usr/share/doc/intake-relay/README.md.gz': '-rw-r--r-- root/root',
+      '/usr/share/doc/intake-relay/changelog.gz': '-rw-r--r-- root/root',
       '/usr/share/lintian/overrides/intake-relay': '-rw-r--r-- root/root',
     });
     for (const [path, mode] of files) if (path.endsWith('/')) expect(mode, path).toBe('drwxr-xr-x root/root');
@@ -128,6 +130,27 @@ describe('Debian package', () => {
     expect(copyright).toMatch(/^Files: \*\nCopyright: .+\nLicense: Apache-2\.0$/m);
     // The notices of what the binary bundles (MIT requires them with every copy).
     for (const bundled of ['undici', 'pino', 'yaml', 'zod', 'Node.js']) expect(copyright).toContain(` ${bundled} `);
+  });
+
+  it('holds a changelog for its version that dpkg reads, compressed as policy and lintian want, dated by the commit', () => {
+    // Extracted by the test above.
+    const file = join(dir, 'extracted/usr/share/doc/intake-relay/changelog.gz');
+    const gz = readFileSync(file);
+    // The gzip header (RFC 1952): no file name and no time (gzip -n: reproducible), and XFL 2,
+    // "maximum compression" (gzip -9: lintian's changelog-not-compressed-with-max-compression).
+    expect([gz[0], gz[1]]).toEqual([0x1f, 0x8b]);
+    expect(gz[3]! & 0x08).toBe(0);
+    expect(gz.readUInt32LE(4)).toBe(0);
+    expect(gz[8]).toBe(2);
+    const fields = ok(run('dpkg-parsechangelog', ['-l', '-', '--format', 'dpkg'], { PATH: PATH24 }, gunzipSync(gz)));
+    const field = (name: string): string | undefined => new RegExp(`^${name}: (.*)$`, 'm').exec(fields)?.[1];
+    expect(field('Source')).toBe('intake-relay');
+    expect(field('Version')).toBe(debianVersion(VERSION));
+    expect(field('Distribution')).toBe('unstable');
+    expect(field('Maintainer')).toBe(ok(run('dpkg-deb', ['--field', deb, 'Maintainer'])).trim());
+    // The package's build time is its commit's (scripts/deb.ts), so that a rebuild gives the same bytes.
+    const epoch = process.env.SOURCE_DATE_EPOCH || execFileSync('git', ['log', '-1', '--format=%ct'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    expect(field('Timestamp')).toBe(epoch);
   });
 
   it('installs with dpkg into a temporary root; the binary runs there with no Node on PATH', () => {
@@ -156,6 +179,8 @@ describe('Debian package', () => {
       'ConfigurationDirectory=intake-relay',
       `EnvironmentFile=-${ENV_FILE}`,
       'RestartPreventExitStatus=78',
+      // Without a key the service refuses, whatever the configuration's emulator default.
+      'Environment=INTAKE_RELAY_EMULATOR=never',
       'ProtectSystem=strict',
       'NoNewPrivileges=yes',
       'CapabilityBoundingSet=CAP_NET_BIND_SERVICE',

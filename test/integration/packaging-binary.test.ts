@@ -2,14 +2,19 @@
 // does) for this machine's architecture into a temporary directory, then run with no Node.js on
 // PATH: --version, validate of the shipped config, and `run` of the shipped config, which with no
 // INTAKE_KEY forwards to its local emulator; one event goes through and SIGTERM drains it.
+// Then installed as deploy/intake-relay.service expects, into a temporary root: the unit verified
+// there as shipped, and its program lines run there as systemd would, with the unit's environment.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { once } from 'node:events';
+import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { gitCommit } from '../../scripts/build-info.ts';
 import { VERSION } from '../../src/version.ts';
 import { track } from '../helpers/cleanup.ts';
+import { namespacesWork, startContainer, startDirect } from '../helpers/container.ts';
+import { baseImage } from '../helpers/image-layout.ts';
 import { freePort, sendTcp, waitListening } from '../helpers/peers.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -78,5 +83,134 @@ describe('single executable', () => {
     proc.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(out).toContain('Stopped: every queued event was delivered.');
+  });
+});
+
+const UNIT = readFileSync(join(ROOT, 'deploy', 'intake-relay.service'), 'utf8');
+const PROGRAM = '/usr/local/bin/intake-relay';
+const CONFIG = '/etc/intake-relay/intake-relay.yaml';
+/** The first UID systemd gives a DynamicUser= service (systemd.exec: 61184-65519). */
+const DYNAMIC_UID = 61184;
+const isolated = namespacesWork();
+
+/**
+ * The values of `key=` in the unit, in order. Only the plain form is read: a quote, backslash,
+ * `$` or `%` would need systemd's own unquoting and expansion, so it fails the test instead of
+ * being misread.
+ */
+function unitValues(key: string): string[] {
+  return UNIT.split('\n').filter((l) => l.startsWith(`${key}=`)).map((l) => {
+    const value = l.slice(key.length + 1);
+    if (/["'\\$%]/.test(value)) throw new Error(`${l}: read it as systemd does (quotes, variables, specifiers).`);
+    return value;
+  });
+}
+
+/** A program line's argv; a prefix such as `-` or `+` would change how systemd runs it. */
+function execArgv(key: string): string[] {
+  const [line, ...more] = unitValues(key);
+  if (line === undefined || more.length > 0 || /^[-@:+!|]/.test(line)) throw new Error(`expected one plain ${key}= in the unit`);
+  return line.split(/ +/);
+}
+
+/**
+ * The environment systemd gives the service's processes (systemd.exec, "Environment variables in
+ * spawned processes"): its PATH, then Environment=, then EnvironmentFile= (read by systemd, as
+ * root; `-` where it may be missing), whose settings override Environment='s.
+ */
+function serviceEnvironment(root: string): Record<string, string> {
+  const env: Record<string, string> = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin' };
+  const assign = (a: string): void => {
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(a);
+    if (!m) throw new Error(`not an assignment: ${a}`);
+    env[m[1]!] = m[2]!;
+  };
+  for (const value of unitValues('Environment')) value.split(/ +/).forEach(assign);
+  for (const value of unitValues('EnvironmentFile')) {
+    const file = join(root, value.replace(/^-/, ''));
+    if (!existsSync(file) && value.startsWith('-')) continue;
+    for (const line of readFileSync(file, 'utf8').split('\n')) if (line.trim() !== '' && !/^\s*[#;]/.test(line)) assign(line);
+  }
+  return env;
+}
+
+describe(isolated ? 'installed as its systemd unit says, run in the root as the dynamic user' : 'installed as its systemd unit says, run straight from the root (this machine allows no namespaces)', () => {
+  /** The temporary root: what the install commands put there, and what the OS provides. */
+  let root: string;
+
+  beforeAll(() => {
+    root = join(dir, 'root');
+    const put = (path: string, from: string, mode: number): void => {
+      mkdirSync(dirname(join(root, path)), { recursive: true });
+      copyFileSync(from, join(root, path));
+      chmodSync(join(root, path), mode);
+    };
+    // What the README's install commands do: install -m 0755 the executable (a hard link of the one
+    // built: 120 MiB not copied again), the shipped configuration and the unit.
+    mkdirSync(join(root, dirname(PROGRAM)), { recursive: true });
+    linkSync(exe, join(root, PROGRAM));
+    chmodSync(join(root, PROGRAM), 0o755);
+    put(CONFIG, join(ROOT, 'config', 'intake-relay.yaml'), 0o644);
+    put('/etc/systemd/system/intake-relay.service', join(ROOT, 'deploy', 'intake-relay.service'), 0o644);
+    // What the OS provides: systemd's own units (verify loads the targets the unit is ordered
+    // against), the unit's other programs (/bin/kill), the executable's libraries.
+    cpSync('/lib/systemd/system', join(root, 'lib/systemd/system'), { recursive: true, verbatimSymlinks: true });
+    for (const key of ['ExecStartPre', 'ExecStart', 'ExecReload', 'ExecStop', 'ExecStartPost', 'ExecStopPost']) {
+      for (const line of UNIT.split('\n').filter((l) => l.startsWith(`${key}=`))) {
+        const program = line.slice(key.length + 1).replace(/^[-@:+!|]+/, '').split(' ')[0]!;
+        if (program !== PROGRAM) put(program, realpathSync(program), 0o755);
+      }
+    }
+    baseImage(root, join(root, PROGRAM));
+  });
+
+  /** The configuration's path as the program sees it: straight from the root, it is under it. */
+  const configSeen = (): string => (isolated ? CONFIG : join(root, CONFIG));
+
+  /** A program line of the unit, as systemd runs it: in the root, as the dynamic user, with the service's environment. */
+  async function runAsService(key: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    const argv = execArgv(key);
+    const env = serviceEnvironment(root);
+    const c = isolated ? startContainer({ root, argv, env, uid: DYNAMIC_UID, gid: DYNAMIC_UID }) : startDirect({ root, argv, env });
+    // 'close', not 'exit': the output is complete only once the pipes are.
+    const [code] = (await once(c.proc, 'close')) as [number | null];
+    return { code, ...c.out };
+  }
+
+  it('systemd-analyze verify accepts the unit as shipped, its programs looked up in that root', () => {
+    expect(execArgv('ExecStartPre')).toEqual([PROGRAM, 'validate', '-c', CONFIG]);
+    expect(execArgv('ExecStart')).toEqual([PROGRAM, 'run', '-c', CONFIG]);
+    const r = spawnSync('systemd-analyze', ['verify', `--root=${root}`, 'intake-relay.service'], { encoding: 'utf8' });
+    if (r.error) throw new Error('systemd-analyze is not installed: run scripts/install-test-peers.sh');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+
+  it('without a key, ExecStartPre and ExecStart refuse the shipped configuration with one line and exit 78 (no emulator)', async () => {
+    // config/intake-relay.yaml alone would forward to the emulator (the tests above): the unit's
+    // Environment= is what refuses.
+    expect(serviceEnvironment(root)).toMatchObject({ INTAKE_RELAY_EMULATOR: 'never' });
+    expect(serviceEnvironment(root)).not.toHaveProperty('INTAKE_KEY');
+    for (const key of ['ExecStartPre', 'ExecStart']) {
+      const r = await runAsService(key);
+      expect(r.stdout, key).toBe('');
+      expect(r.stderr, key).toMatch(/^[^\n]*:\d+:\d+: intakes\[0\]\.intake_key: intake "default" has no key [^\n]*\n$/);
+      expect(r.stderr, key).toContain(`${configSeen()}:`);
+      expect(r.code, key).toBe(78);
+    }
+  });
+
+  it('with INTAKE_KEY in the environment file the unit names, ExecStartPre validates the shipped configuration', async () => {
+    const envFile = unitValues('EnvironmentFile')[0]!.replace(/^-/, '');
+    writeFileSync(join(root, envFile), 'INTAKE_KEY=AbC123dEf456\n', { mode: 0o600 });
+    try {
+      const r = await runAsService('ExecStartPre');
+      expect(r.stderr).toBe('');
+      expect(r.stdout).toContain(`${configSeen()}: valid`);
+      expect(r.stdout).toContain('key: set (12 characters');
+      expect(r.code).toBe(0);
+    } finally {
+      rmSync(join(root, envFile));
+    }
   });
 });

@@ -116,6 +116,14 @@ intakes:
     const y = 'intakes:\n  - name: a\n    intake_key: ${K:-}\n';
     expect(problems(y)).toEqual(['relay.yaml:3:17: intakes[0].intake_key: intake "a" has no key (environment variable K is not set or empty): set it, or "emulator: { when: no_intake_key }" to forward to a local intake emulator instead']);
     expect(problems('intakes:\n  - name: a\n    intake_key: ""\n')[0]).toContain('intake "a" has no key (intake_key is empty): set it, or');
+    // ${K} without a default, unset: the same one problem, not also "K is not set" (the Debian sample)...
+    expect(problems('intakes:\n  - name: a\n    intake_key: ${K}\n')).toEqual(problems(y));
+    // ... unless the file has other problems, which stop it before the keys are checked.
+    expect(problems('log_level: loud\nintakes:\n  - name: a\n    intake_key: ${K}\n')).toEqual([
+      'relay.yaml:4:17: intakes[0].intake_key: environment variable K is not set',
+      expect.stringMatching(/^relay\.yaml:1:12: log_level: /),
+    ]);
+    expect(parseConfig('emulator: { when: no_intake_key }\nintakes:\n  - name: a\n    intake_key: ${K}\n', 'x', {}).intakes[0]!.toEmulator).toBe(true);
     expect(parseConfig(`emulator: { when: no_intake_key }\n${y}`, 'x', {}).intakes[0]!.toEmulator).toBe(true);
     // The switch named when it comes from the environment (the Docker image's configuration).
     const image = `emulator:\n  when: \${SWITCH:-never}\n${y}`;

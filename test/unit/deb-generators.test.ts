@@ -1,7 +1,9 @@
-// The Debian package's generators (scripts/deb/): what they read from --help, the unit and the
-// version, and that they refuse input whose shape changed instead of writing a wrong package.
+// The Debian package's generators (scripts/deb/): what they read from --help, the unit, the version
+// and the changelog, and that they refuse input whose shape changed instead of writing a wrong package.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { changelog, changelogDate } from '../../scripts/deb/changelog.ts';
+import { pointToCommonLicenses } from '../../scripts/deb/copyright.ts';
 import { debianVersion } from '../../scripts/deb/control.ts';
 import { parseHelp } from '../../scripts/deb/help-model.ts';
 import { referenceRoff, roffText } from '../../scripts/deb/man-page.ts';
@@ -57,8 +59,16 @@ describe('the packaged unit', () => {
     expect(body(source).filter((l) => !body(unit).includes(l)).every((l) => /^(Documentation|ExecStartPre|ExecStart)=/.test(l))).toBe(true);
   });
 
-  it('refuses a source unit whose program lines changed shape', () => {
-    expect(() => packagedUnit(source.replaceAll('/usr/bin/node', '/usr/local/bin/node'))).toThrow(/ExecStartPre\/ExecStart/);
+  it('keeps the environment of the source unit: a missing key is refused, not sent to the emulator', () => {
+    expect(packagedUnit(source).split('\n')).toContain('Environment=INTAKE_RELAY_EMULATOR=never');
+  });
+
+  it('refuses a source unit whose program lines or documentation changed shape', () => {
+    // The unit before the single executable: Node.js and the built sources.
+    expect(() => packagedUnit(source.replaceAll('/usr/local/bin/intake-relay', '/usr/bin/node /opt/intake-relay/dist/main.js'))).toThrow(/ExecStartPre\/ExecStart/);
+    expect(() => packagedUnit(source.replace(/^ExecStartPre=.*\n/m, ''))).toThrow(/ExecStartPre\/ExecStart/);
+    expect(() => packagedUnit(source.replace(/^Description=.*$/m, '$&\nDocumentation=https://example.org/intake-relay'))).toThrow(/no Documentation=/);
+    expect(() => packagedUnit(source.replace(/^Description=.*\n/m, ''))).toThrow(/one Description=/);
   });
 });
 
@@ -68,6 +78,33 @@ describe('Debian versions', () => {
     expect(debianVersion('1.2.0-rc.1')).toBe('1.2.0~rc.1');
     expect(debianVersion('1.2.0-rc-1+build-5')).toBe('1.2.0~rc.1+build.5');
     expect(() => debianVersion('1.2')).toThrow(/not semver/);
+  });
+});
+
+describe('the changelog', () => {
+  it('has one entry for the version, dated by the build time given (never the clock) in the form policy 4.4 wants', () => {
+    expect(changelogDate(0)).toBe('Thu, 01 Jan 1970 00:00:00 +0000');
+    expect(changelogDate(1795446200)).toBe('Mon, 23 Nov 2026 15:03:20 +0000');
+    const text = changelog({ version: '1.2.0~rc.1', maintainer: 'A Maintainer <a@example.org>', epoch: 1795446200, commit: '0123456789ab' });
+    expect(text).toBe('intake-relay (1.2.0~rc.1) unstable; urgency=medium\n\n  * intake-relay 1.2.0~rc.1, built from commit 0123456789ab.\n\n -- A Maintainer <a@example.org>  Mon, 23 Nov 2026 15:03:20 +0000\n');
+  });
+
+  it('refuses a maintainer without an address, and a time that is not whole seconds', () => {
+    expect(() => changelog({ version: '1.0.0', maintainer: 'A Maintainer', epoch: 0, commit: 'x' })).toThrow(/not "Name <email>"/);
+    expect(() => changelogDate(1.5)).toThrow(/not seconds/);
+  });
+});
+
+describe('the copyright file', () => {
+  it('points to Debian\'s copy of the Apache License 2.0 instead of each full text, keeping each notice', () => {
+    const full = readFileSync('/usr/share/common-licenses/Apache-2.0', 'utf8');
+    const terms = full.slice(full.indexOf('Apache License'), full.indexOf('END OF TERMS AND CONDITIONS') + 'END OF TERMS AND CONDITIONS'.length);
+    const bundled = `a 1.0 (Apache-2.0)\n\n${terms}\n\n   Copyright 2020 A Corp\n\n----\n\nb 2.0 (MIT)\n\nPermission is hereby granted\n\n   ${terms.replace(/\n/g, '\n   ')}\n`;
+    const out = pointToCommonLicenses(bundled);
+    expect(out.match(/\/usr\/share\/common-licenses\/Apache-2\.0/g)).toHaveLength(2);
+    expect(out).not.toContain('TERMS AND CONDITIONS FOR USE');
+    expect(out).toContain('Copyright 2020 A Corp');
+    expect(out).toContain('Permission is hereby granted');
   });
 });
 

@@ -8,11 +8,12 @@ import { describe, expect, it } from 'vitest';
 describe('deploy/intake-relay.service', () => {
   it('passes systemd-analyze verify', () => {
     const dir = mkdtempSync(join(tmpdir(), 'unit-'));
-    // verify checks that ExecStart binaries exist: point them at a stand-in node.
-    const node = join(dir, 'node');
-    writeFileSync(node, '#!/bin/sh\nexit 0\n');
-    chmodSync(node, 0o755);
-    const unit = readFileSync(new URL('../../deploy/intake-relay.service', import.meta.url), 'utf8').replaceAll('/usr/bin/node', node);
+    // verify checks that ExecStart binaries exist: point them at a stand-in (the real executable, at
+    // the path the unit names: test/integration/packaging-binary.test.ts).
+    const exe = join(dir, 'intake-relay');
+    writeFileSync(exe, '#!/bin/sh\nexit 0\n');
+    chmodSync(exe, 0o755);
+    const unit = readFileSync(new URL('../../deploy/intake-relay.service', import.meta.url), 'utf8').replaceAll('/usr/local/bin/intake-relay', exe);
     const file = join(dir, 'intake-relay.service');
     writeFileSync(file, unit);
     const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8' });
