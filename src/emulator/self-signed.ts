@@ -2,7 +2,7 @@
 // intake emulator, built with node:crypto and a minimal DER writer (RFC 5280 §4.1), so trying
 // intake-relay out needs neither openssl nor a certificate on disk.
 
-import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 
 const tlv = (tag: number, body: Buffer): Buffer => Buffer.concat([Buffer.from([tag]), derLength(body.length), body]);
 const seq = (...items: Buffer[]): Buffer => tlv(0x30, Buffer.concat(items));
@@ -38,14 +38,25 @@ export interface SelfSigned {
   readonly key: string;
 }
 
-/** `validFrom` / `validTo` (ms) default to an hour ago and `days` from now (tests make expired ones). */
-export function selfSignedCertificate(commonName = 'intake-relay emulator', days = 30, validFrom?: number, validTo?: number): SelfSigned {
+/** Who signs instead of the certificate itself: a CA's common name and its (P-256) key. */
+export interface Issuer {
+  readonly commonName: string;
+  readonly key: KeyObject;
+}
+
+const nameOf = (commonName: string): Buffer => seq(set(seq(oid('2.5.4.3'), tlv(0x0c, Buffer.from(commonName, 'utf8')))));
+
+/**
+ * `validFrom` / `validTo` (ms) default to an hour ago and `days` from now; tests make expired ones,
+ * and with `issuer`, ones a CA of theirs signed.
+ */
+export function selfSignedCertificate(commonName = 'intake-relay emulator', days = 30, validFrom?: number, validTo?: number, issuer?: Issuer): SelfSigned {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const serial = randomBytes(16);
   // DER INTEGER: positive (top bit clear) and minimal (first byte not 0): OpenSSL refuses a
   // leading zero byte as "illegal padding", which 1 serial in 256 would otherwise have.
   serial[0] = ((serial[0] as number) & 0x7f) | 0x01;
-  const name = seq(set(seq(oid('2.5.4.3'), tlv(0x0c, Buffer.from(commonName, 'utf8')))));
+  const name = nameOf(commonName);
   const now = Date.now();
   const san = seq(
     tlv(0x82, Buffer.from('localhost', 'latin1')),
@@ -63,13 +74,13 @@ export function selfSignedCertificate(commonName = 'intake-relay emulator', days
     tlv(0xa0, tlv(0x02, Buffer.from([2]))),
     tlv(0x02, serial),
     ECDSA_SHA256,
-    name,
+    issuer ? nameOf(issuer.commonName) : name,
     seq(time(new Date(validFrom ?? now - 3_600_000)), time(new Date(validTo ?? now + days * 86_400_000))),
     name,
     publicKey.export({ type: 'spki', format: 'der' }),
     extensions,
   );
-  const signature = sign('sha256', tbs, privateKey);
+  const signature = sign('sha256', tbs, issuer?.key ?? privateKey);
   const der = seq(tbs, ECDSA_SHA256, tlv(0x03, Buffer.concat([Buffer.from([0]), signature])));
   const b64 = der.toString('base64').replace(/.{64}/g, '$&\n').replace(/\n$/, '');
   return {

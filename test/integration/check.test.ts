@@ -1,5 +1,6 @@
 // `intake-relay check` against real loopback peers: a good intake, a certificate for another name,
 // an expired certificate, a refusing port; and GET /v1/me on a REST API stand-in.
+import { createPrivateKey } from 'node:crypto';
 import http from 'node:http';
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -25,11 +26,12 @@ describe('intake-relay check', () => {
     const good = await intake(readFileSync(`${TLS}server.crt`), readFileSync(`${TLS}server.key`));
     const wrong = await intake(readFileSync(`${TLS}wrong-name.crt`), readFileSync(`${TLS}wrong-name.key`));
     const day = 86_400_000;
-    const expired = selfSignedCertificate('expired', 0, Date.now() - 10 * day, Date.now() - day);
+    // An expired certificate from the test CA (an expired CA in ca_file is refused at load: exit 78).
+    const caKey = createPrivateKey(readFileSync(`${TLS}ca.key`));
+    const expired = selfSignedCertificate('localhost', 0, Date.now() - 10 * day, Date.now() - day, { commonName: 'intake-relay test CA', key: caKey });
     const old = await intake(expired.cert, expired.key);
     const refusing = await freePort();
     const dir = tempDir('check-');
-    writeFileSync(join(dir, 'expired-ca.pem'), expired.cert);
     const out = (port: number, ca: string) => `    output: { type: syslog, host: localhost, port: ${port}, ca_file: ${ca} }`;
     writeFileSync(
       join(dir, 'relay.yaml'),
@@ -42,14 +44,14 @@ ${out(good, `${TLS}ca.crt`)}
 ${out(wrong, `${TLS}ca.crt`)}
   - name: expired
     intake_key: AbC3
-${out(old, join(dir, 'expired-ca.pem'))}
+${out(old, `${TLS}ca.crt`)}
   - name: refusing
     intake_key: AbC4
 ${out(refusing, `${TLS}ca.crt`)}
 `,
     );
     const r = await runCli(['check', '-c', join(dir, 'relay.yaml')]);
-    expect(r.code).toBe(1);
+    expect(r.code, r.out).toBe(1);
     const section = (name: string) => r.out.slice(r.out.indexOf(`intake "${name}"`)).split('\nintake ')[0]!;
     expect(section('good')).toMatch(/ok +dns: .*127\.0\.0\.1/);
     expect(section('good')).toMatch(/ok +tcp: connected/);
