@@ -8,7 +8,7 @@ import { buildCommit, VERSION } from './version.ts';
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { isSea } from 'node:sea';
 import { parseArgs } from 'node:util';
-import { ConfigError, EX_CONFIG, loadConfig } from './config/load.ts';
+import { ConfigError, EX_CONFIG, loadConfig, loadMetricsSettings } from './config/load.ts';
 import type { Config } from './config/resolve.ts';
 import { effectiveYaml, summarize } from './cli/summary.ts';
 import { Daemon } from './pipeline/daemon.ts';
@@ -144,9 +144,9 @@ async function runTap(file: string, values: { intake?: string; input?: string; l
     process.stderr.write('tap: --limit is a whole number >= 0, --rate a whole number >= 1, --format json or text.\n');
     return EX_USAGE;
   }
-  const config = loadOrReport(file);
-  if (!config) return EX_CONFIG;
-  const base = opsBase(config);
+  const metrics = metricsOrReport(file);
+  if (!metrics) return EX_CONFIG;
+  const base = opsBase({ metrics });
   if (!base) {
     process.stderr.write('tap: metrics.enabled is false: the daemon serves the tap on its operations port.\n');
     return 1;
@@ -160,6 +160,19 @@ async function runTap(file: string, values: { intake?: string; input?: string; l
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+  }
+}
+
+/** The configuration's metrics: settings only (where the running daemon answers), or undefined after printing the problems. */
+function metricsOrReport(file: string): Config['metrics'] | undefined {
+  try {
+    return loadMetricsSettings(file);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      return undefined;
+    }
+    throw err;
   }
 }
 
@@ -291,9 +304,9 @@ async function rulesPush(file: string, values: { intake?: string; 'api-key'?: st
 
 /** 0 or 1 only: the exit statuses a container HEALTHCHECK defines (a configuration error is 1). */
 async function healthcheck(file: string): Promise<number> {
-  const config = loadOrReport(file);
-  if (!config) return 1;
-  const url = readyzUrl(config);
+  const metrics = metricsOrReport(file);
+  if (!metrics) return 1;
+  const url = readyzUrl({ metrics });
   if (!url) {
     process.stderr.write('not ready: metrics.enabled is false, so there is no /readyz to ask\n');
     return 1;

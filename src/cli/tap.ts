@@ -4,6 +4,7 @@
 // (skipped by the rate, dropped while the terminal was slow) goes to stderr.
 
 import http from 'node:http';
+import { z } from 'zod';
 
 export interface TapOptions {
   readonly intake: string | undefined;
@@ -13,19 +14,22 @@ export interface TapOptions {
   readonly format: 'json' | 'text';
 }
 
-interface TapLine {
-  readonly received_at: string;
-  readonly intake: string;
-  readonly input: string;
-  readonly sender: string;
-  readonly facility: string | number;
-  readonly severity: string;
-  readonly hostname: string;
-  readonly app_name: string;
-  readonly procid: string;
-  readonly structured_data: string;
-  readonly message: string;
-}
+/** What the daemon sends (pipeline/tap.ts), as far as --format text uses it. */
+const tapLine = z.object({
+  received_at: z.string(),
+  intake: z.string(),
+  input: z.string(),
+  sender: z.string(),
+  facility: z.union([z.string(), z.number()]),
+  severity: z.string(),
+  hostname: z.string(),
+  app_name: z.string(),
+  procid: z.string(),
+  structured_data: z.string(),
+  message: z.string(),
+});
+type TapLine = z.infer<typeof tapLine>;
+const notice = z.object({ notice: z.string() });
 
 function text(l: TapLine): string {
   const tag = l.app_name ? `${l.app_name}${l.procid ? `[${l.procid}]` : ''}: ` : '';
@@ -42,6 +46,22 @@ export function tap(base: string, o: TapOptions, out: NodeJS.WritableStream, err
   if (o.intake !== undefined) q.set('intake', o.intake);
   if (o.input !== undefined) q.set('input', o.input);
   const url = `${base}/tap?${q.toString()}`;
+  const show = (line: string): void => {
+    let v: unknown;
+    try {
+      v = JSON.parse(line);
+    } catch {
+      err.write(`intake-relay tap: not a line of the tap: ${line.slice(0, 200)}\n`);
+      return;
+    }
+    const n = notice.safeParse(v);
+    if (n.success) {
+      err.write(`intake-relay tap: ${n.data.notice}\n`);
+      return;
+    }
+    const l = o.format === 'text' ? tapLine.safeParse(v) : undefined;
+    out.write(l?.success ? `${text(l.data)}\n` : `${line}\n`);
+  };
   return new Promise((resolve) => {
     const req = http.get(url, { signal }, (res) => {
       res.setEncoding('utf8');
@@ -60,16 +80,16 @@ export function tap(base: string, o: TapOptions, out: NodeJS.WritableStream, err
         });
         return;
       }
+      // `intake-relay tap | head`: the reader went away; that is the end, not an error.
+      out.once('error', () => {
+        req.destroy();
+        resolve(0);
+      });
       let rest = '';
       res.on('data', (chunk: string) => {
         const lines = (rest + chunk).split('\n');
         rest = lines.pop() ?? '';
-        for (const line of lines) {
-          if (!line) continue;
-          const v = JSON.parse(line) as TapLine | { notice: string };
-          if ('notice' in v) err.write(`intake-relay tap: ${v.notice}\n`);
-          else out.write(o.format === 'text' ? `${text(v)}\n` : `${line}\n`);
-        }
+        for (const line of lines) if (line) show(line);
       });
       res.on('end', () => resolve(0));
       res.on('error', () => resolve(signal.aborted ? 0 : 1));

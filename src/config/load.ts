@@ -92,23 +92,7 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
   if (!js.ok) throw new ConfigError(file, js.problems);
   const raw: unknown = js.value;
   const base = dirname(resolvePath(file));
-  const locateKey = (path: readonly PropertyKey[]): string => {
-    // An unknown key is reported where the key itself is written.
-    const parent = doc.getIn(path.slice(0, -1) as unknown[], true);
-    if (isMap(parent)) {
-      const pair = parent.items.find((p) => isScalar(p.key) && p.key.value === path[path.length - 1]);
-      if (pair && isScalar(pair.key)) return at(pair.key);
-    }
-    return locate(path);
-  };
-  const locate = (path: readonly PropertyKey[]): string => {
-    // The deepest node that exists on the path (a missing key is reported at its parent).
-    for (let n = path.length; n >= 0; n--) {
-      const node = doc.getIn(path.slice(0, n) as unknown[], true) as Node | undefined;
-      if (node && typeof node === 'object' && 'range' in node) return at(node);
-    }
-    return file;
-  };
+  const { locate, locateKey } = locators(doc, at, file);
 
   let native: unknown = raw;
   let format: Config['format'] = 'native';
@@ -163,6 +147,61 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
   });
   if (problems.length > 0) throw new ConfigError(file, problems);
   return deepFreeze({ ...resolved, warnings: warnings.map(clean) });
+}
+
+/** Where a path of the document is written ("file:line:col"); an unknown key where the key itself is. */
+function locators(doc: Document, at: (node: Node) => string, file: string) {
+  const locate = (path: readonly PropertyKey[]): string => {
+    // The deepest node that exists on the path (a missing key is reported at its parent).
+    for (let n = path.length; n >= 0; n--) {
+      const node = doc.getIn(path.slice(0, n) as unknown[], true) as Node | undefined;
+      if (node && typeof node === 'object' && 'range' in node) return at(node);
+    }
+    return file;
+  };
+  const locateKey = (path: readonly PropertyKey[]): string => {
+    const parent = doc.getIn(path.slice(0, -1) as unknown[], true);
+    if (isMap(parent)) {
+      const pair = parent.items.find((p) => isScalar(p.key) && p.key.value === path[path.length - 1]);
+      if (pair && isScalar(pair.key)) return at(pair.key);
+    }
+    return locate(path);
+  };
+  return { locate, locateKey };
+}
+
+/**
+ * Only the operations endpoint's settings (`metrics:`) of a configuration, for the commands that
+ * talk to a running daemon (healthcheck, tap): the rest of the file is not checked, so they need
+ * neither the intakes' keys nor read access to their TLS files. The official forwarder's
+ * intakes.yaml has none: the defaults.
+ */
+export function loadMetricsSettings(file: string, env: NodeJS.ProcessEnv = process.env): Config['metrics'] {
+  let bytes: Buffer;
+  try {
+    bytes = readBounded(file, MAX_CONFIG_BYTES);
+  } catch (err) {
+    const code = errorCode(err);
+    throw new ConfigError(file, [`${file}: cannot read the file (${READ_ERRORS[code] ? `${code}: ${READ_ERRORS[code]}` : code})`]);
+  }
+  const source = readYaml(bytes, file);
+  if (!source.ok) throw new ConfigError(file, source.problems);
+  const { doc, at } = source;
+  const problems: string[] = [];
+  substituteEnv(doc, env, (node, path, msg) => {
+    if (path[0] === 'metrics') problems.push(`${at(node)}: ${formatPath(path)}: ${msg}`);
+  }, () => {});
+  const js = yamlValue(doc, file, at);
+  if (!js.ok) throw new ConfigError(file, js.problems);
+  const raw = js.value;
+  const metrics = typeof raw === 'object' && raw !== null && 'metrics' in raw ? raw.metrics : undefined;
+  const parsed = configSchema.shape.metrics.safeParse(metrics);
+  if (!parsed.success) {
+    const { locate, locateKey } = locators(doc, at, file);
+    reportZod(parsed.error, problems, (p) => locate(['metrics', ...p]), (p) => locateKey(['metrics', ...p]), (p) => ['metrics', ...p]);
+  }
+  if (problems.length > 0 || !parsed.success) throw new ConfigError(file, problems);
+  return parsed.data;
 }
 
 /** Values of secret fields (intake_key, bearer_token, ...), after ${VAR} substitution. */

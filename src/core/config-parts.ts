@@ -71,6 +71,11 @@ export const senders = z
     max_series: positive.max(100_000).default(1000)
       .describe('With metrics: most sender series per input; events of senders beyond it are counted in intake_relay_sender_series_overflow_total.'),
   })
+  .superRefine((s, ctx) => {
+    if (s.silent_after_ms > 0 && s.known_within_ms <= s.silent_after_ms) {
+      ctx.addIssue({ code: 'custom', path: ['known_within_ms'], message: `must be more than silent_after_ms (${s.silent_after_ms}): a sender is forgotten after known_within_ms, before it could be reported silent` });
+    }
+  })
   .describe('Who sends to the inputs: per sender (address; hostname for file and HTTP inputs) events, bytes, first and last seen, in /status and /senders; silent senders reported.');
 
 export type SendersConfig = z.output<typeof senders>;

@@ -6,8 +6,17 @@ import type { Logger } from 'pino';
 import type { DropReason } from './contracts.ts';
 import type { LogEvent } from './event.ts';
 
-/** Who sent a read's (or a request's) events, received at `at`: the input's table of senders (pipeline/senders.ts). */
-export type SeenFrom = (events: readonly LogEvent[], at: number) => void;
+/**
+ * Who sent what, for the input's table of senders (pipeline/senders.ts): by address (UDP, TCP),
+ * once per run of a read's events from one address; or by each event's HOSTNAME (files, HTTP).
+ * An input type is counted one way; the other call does nothing.
+ */
+export interface SenderSightings {
+  /** `events` events of `bytes` bytes from the address `from`, received at `at`. */
+  from(from: string, events: number, bytes: number, at: number): void;
+  /** Events received at `at`, by their HOSTNAME. */
+  hosts(events: readonly LogEvent[], at: number): void;
+}
 
 /**
  * A component's logging: `logger` is its child logger (its labels bound) for lifecycle lines;
@@ -76,8 +85,8 @@ export interface EventTelemetry {
   modified(reason: 'invalid_utf8' | 'invalid_header' | 'truncated' | 'split', events: number): void;
   /** Frames over the size limit, dropped (counted as received and dropped for a plain input's intake). */
   tooLarge(events: number): void;
-  /** A read's events (a turn's datagrams, a file's lines), for the table of senders. */
-  readonly seen: SeenFrom;
+  /** Who sent a read's events. */
+  readonly senders: SenderSightings;
 }
 
 /** A listening syslog input (UDP, TCP/TLS): its events, its connections, backpressure, kernel drops. */
@@ -132,8 +141,8 @@ export interface HttpInputTelemetry {
   inflightBytes(read: () => number): () => void;
   /** Events forwarded to `intake` after a repair. */
   modified(intake: string, reason: 'truncated' | 'invalid_utf8', events: number): void;
-  /** A request's events (queued), for the table of senders. */
-  readonly seen: SeenFrom;
+  /** Who sent a request's events (queued). */
+  readonly senders: SenderSightings;
 }
 
 /** The telemetry an output's sink may report through besides the runner's, bound to its intake. */

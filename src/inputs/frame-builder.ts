@@ -1,7 +1,8 @@
 // Turns the frames of one read (a TCP chunk, a UDP datagram, a file's lines) into events and hands
 // them to the source's Sender in one call: one reception time and one encoding check per read, and
-// counts once per read, not per event. Events keep referring to the read's buffer (Node gives each
-// read its own, exactly sized): no copy. Invalid UTF-8 is repaired (counted), never forwarded.
+// counts once per read, not per event (who sent them: once per run of reads from one address).
+// Events keep referring to the read's buffer (Node gives each read its own, exactly sized): no
+// copy. Invalid UTF-8 is repaired (counted), never forwarded.
 
 import { isAscii, isUtf8 } from 'node:buffer';
 import type { Sender } from '../core/component.ts';
@@ -26,6 +27,10 @@ export class FrameBuilder implements FrameSink {
   #invalid = 0;
   #truncated = 0;
   #tooLarge = 0;
+  /** The run of reads from one address: where its events start in #events, and #bytes then. */
+  #runFrom = '';
+  #runStart = 0;
+  #runBytes = 0;
 
   /** `parse`: read a syslog header where a frame has one; false: every frame is a whole message. */
   constructor(sender: Sender, telemetry: EventTelemetry, defaults: HeaderDefaults, parse = true) {
@@ -48,6 +53,10 @@ export class FrameBuilder implements FrameSink {
 
   /** Start a read from the address `from`: one reception time and one encoding check for all its frames. */
   begin(chunk: Buffer, from: string): void {
+    if (from !== this.#runFrom) {
+      this.#endRun();
+      this.#runFrom = from;
+    }
     this.#from = from;
     this.#chunk = chunk;
     this.#receivedAt = Date.now();
@@ -101,11 +110,22 @@ export class FrameBuilder implements FrameSink {
     }
     const events = this.#events;
     if (events.length === 0) return 'ok';
+    this.#endRun();
+    t.senders.hosts(events, this.#receivedAt);
     const bytes = this.#bytes;
     this.#events = [];
     this.#bytes = 0;
-    t.seen(events, this.#receivedAt);
+    this.#runStart = 0;
+    this.#runBytes = 0;
     return this.#sender.send(events, bytes);
+  }
+
+  /** Tells who sent the events built since the run's start. */
+  #endRun(): void {
+    const n = this.#events.length - this.#runStart;
+    if (n > 0) this.#t.senders.from(this.#runFrom, n, this.#bytes - this.#runBytes, this.#receivedAt);
+    this.#runStart = this.#events.length;
+    this.#runBytes = this.#bytes;
   }
 
   /** Resolves when every queue that asked this source to slow down has room again. */

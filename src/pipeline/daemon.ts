@@ -20,7 +20,7 @@ import { Pipeline } from './pipeline.ts';
 import { applyReload, type ReloadReport, type ReloadTarget } from './reload.ts';
 import { SenderTables, type SenderTable } from './senders.ts';
 import { createSourceWithSender } from './sources.ts';
-import { Taps, type TapQuery } from './tap.ts';
+import { MAX_VIEWERS, Taps, type TapQuery } from './tap.ts';
 import { StatsSource } from './stats.ts';
 
 export type { ReloadReport };
@@ -192,12 +192,14 @@ export class Daemon implements HealthSource, ReloadTarget {
       if (this.#phase !== 'running') return emptyReport();
       try {
         const report = await applyReload(this, next);
-        this.#syncSenders();
         this.#reloaded(report.failed.length === 0);
         return report;
       } catch (err) {
         this.#reloaded(false);
         throw err;
+      } finally {
+        // Whatever the reload got to: the tables follow the inputs that run now.
+        this.#syncSenders();
       }
     });
     this.#reloading = run;
@@ -232,21 +234,21 @@ export class Daemon implements HealthSource, ReloadTarget {
     tables.retain(live);
   }
 
-  /** A live view of events for `out`; a problem with the query (an unknown intake or input) instead. */
-  tap(q: TapQuery, out: Writable): string | undefined {
+  /** A live view of events for `out`; or why not (an unknown intake or input, too many viewers). */
+  tap(q: TapQuery, out: Writable): { readonly status: number; readonly error: string } | undefined {
     if (q.intake !== undefined && !this.pipelines.some((p) => p.name.toLowerCase() === q.intake!.toLowerCase())) {
-      return `No intake named "${q.intake}": the intakes are ${this.pipelines.map((p) => `"${p.name}"`).join(', ')}.`;
+      return { status: 400, error: `No intake named "${q.intake}": the intakes are ${this.pipelines.map((p) => `"${p.name}"`).join(', ')}.` };
     }
     if (q.input !== undefined) {
       const inputs = [...this.pipelines.flatMap((p) => [...p.sources.keys()]), ...this.shared.map((s) => s.config.label)];
-      if (!inputs.includes(q.input)) return `No input or listener named "${q.input}": they are ${inputs.map((i) => `"${i}"`).join(', ')}.`;
+      if (!inputs.includes(q.input)) return { status: 400, error: `No input or listener named "${q.input}": they are ${inputs.map((i) => `"${i}"`).join(', ')}.` };
     }
-    this.env.taps.open(q, out);
+    if (!this.env.taps.open(q, out)) return { status: 429, error: `${MAX_VIEWERS} viewers already watch: try again when one has finished.` };
     return undefined;
   }
 
+  /** The tables as of their last check (every second): a request does not walk them. */
   senders(): SenderTable[] {
-    this.env.senders.check();
     return this.env.senders.all();
   }
 

@@ -2,11 +2,11 @@
 // intake and input: the same metrics, names and labels the input updated itself before it had one.
 
 import type { Logger } from 'pino';
-import type { FileTelemetry, SeenFrom } from '../core/telemetry.ts';
+import type { FileTelemetry, SenderSightings } from '../core/telemetry.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { componentLog } from './component-log.ts';
 
-export function fileTelemetry(m: Metrics, log: Logger, intake: string, input: string, seen: SeenFrom): FileTelemetry {
+export function fileTelemetry(m: Metrics, log: Logger, intake: string, input: string, seen: SenderSightings): FileTelemetry {
   const labels = { intake, input };
   const received = m.eventsReceived.labels(labels);
   const tooLarge = m.eventsDropped.labels({ intake, stage: 'input', reason: 'too_large' });
@@ -19,7 +19,7 @@ export function fileTelemetry(m: Metrics, log: Logger, intake: string, input: st
       tooLarge.inc(events);
       received.inc(events);
     },
-    seen,
+    senders: seen,
     rotated: (kind) => m.fileRotations.inc({ ...labels, kind }),
     error: (reason) => m.fileErrors.inc({ ...labels, reason }),
     watchFiles(read) {

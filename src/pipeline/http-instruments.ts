@@ -2,12 +2,12 @@
 // listener: the same metrics, names and labels the input updated itself before it had one.
 
 import type { Logger } from 'pino';
-import type { HttpInputTelemetry, SeenFrom } from '../core/telemetry.ts';
+import type { HttpInputTelemetry, SenderSightings } from '../core/telemetry.ts';
 import { REASONS } from '../inputs/http/error.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { componentLog } from './component-log.ts';
 
-export function httpInputTelemetry(m: Metrics, log: Logger, listener: string, seen: SeenFrom): HttpInputTelemetry {
+export function httpInputTelemetry(m: Metrics, log: Logger, listener: string, seen: SenderSightings): HttpInputTelemetry {
   // Every reason at 0 from the start, so that rate() alerts have a series before the first refusal.
   for (const reason of REASONS) m.httpInputRefused.inc({ listener, reason }, 0);
   return {
@@ -23,6 +23,6 @@ export function httpInputTelemetry(m: Metrics, log: Logger, listener: string, se
       };
     },
     modified: (intake, reason, events) => m.eventsModified.inc({ intake, input: listener, reason }, events),
-    seen,
+    senders: seen,
   };
 }

@@ -2,7 +2,7 @@
 // gauges from the one metrics registry, and rate-limited logs from a child logger.
 
 import type { Logger } from 'pino';
-import type { CounterReader, HttpOutputTelemetry, Instruments, OutputTelemetry, SeenFrom, SenderTelemetry, SyslogInputTelemetry } from '../core/telemetry.ts';
+import type { CounterReader, HttpOutputTelemetry, Instruments, OutputTelemetry, SenderSightings, SenderTelemetry, SyslogInputTelemetry } from '../core/telemetry.ts';
 import type { InputInstruments } from '../core/component.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { componentLog } from './component-log.ts';
@@ -95,7 +95,7 @@ export function senderTelemetry(m: Metrics, input: string): SenderTelemetry {
  * happens before routing (repairs, oversized frames) is counted under the intake of a plain input
  * and under the listener for a shared one.
  */
-export function syslogInputTelemetry(m: Metrics, log: Logger, owner: string, input: string, seen: SeenFrom): SyslogInputTelemetry {
+export function syslogInputTelemetry(m: Metrics, log: Logger, owner: string, input: string, seen: SenderSightings): SyslogInputTelemetry {
   const labels = { intake: owner, input };
   const modified = {
     invalid_utf8: m.eventsModified.labels({ ...labels, reason: 'invalid_utf8' }),
@@ -110,7 +110,7 @@ export function syslogInputTelemetry(m: Metrics, log: Logger, owner: string, inp
   return {
     log: componentLog(log, owner ? labels : { input }),
     modified: (reason, events) => modified[reason].inc(events),
-    seen,
+    senders: seen,
     tooLarge(events) {
       oversize.inc(events);
       if (owner) {
@@ -150,8 +150,10 @@ export function syslogInputTelemetry(m: Metrics, log: Logger, owner: string, inp
  * senders go to `senders` by address (`by: 'address'`) or by each event's HOSTNAME.
  */
 export function inputInstruments(m: Metrics, log: Logger, owner: string, input: string, senders: SenderTable, by: 'address' | 'hostname'): InputInstruments {
-  const field = by === 'address' ? 'sender' : 'hostname';
-  const seen: SeenFrom = (events, at) => senders.seenEvents(events, field, at);
+  const none = (): void => {};
+  const seen: SenderSightings = by === 'address'
+    ? { from: (from, events, bytes, at) => senders.seen(from, events, bytes, at), hosts: none }
+    : { from: none, hosts: (events, at) => senders.seenHosts(events, at) };
   return {
     syslog: () => syslogInputTelemetry(m, log, owner, input, seen),
     http: () => httpInputTelemetry(m, log, input, seen),

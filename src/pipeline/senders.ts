@@ -1,8 +1,10 @@
 // Who sends to each input: a bounded table per input of its senders (address; hostname for file and
 // HTTP inputs) with events, bytes, first and last seen, so that "which firewall stopped sending?"
 // has an answer. A sender seen within `known_within_ms` and silent for `silent_after_ms` is reported
-// silent once (a warning naming it, a gauge, /status), and once again when it is back. Optionally
-// one metric series per sender, capped: what does not fit is counted, never created.
+// silent (a warning naming it, a gauge, /status), and again when it is back. When the table is full,
+// the active sender seen longest ago makes room (counted): silent ones are kept to the last, so a
+// flood of new senders cannot quietly clear a silence alert. Optionally one metric series per
+// sender, capped: what does not fit is counted, never created.
 
 import type { Logger } from 'pino';
 import type { SendersConfig } from '../core/config-parts.ts';
@@ -16,9 +18,8 @@ interface Entry {
   bytes: number;
   readonly first: number;
   last: number;
-  /** When it last moved to the end of the table (the order is the eviction order). */
+  /** When it last moved to the end of its map (the order is the eviction order). */
   moved: number;
-  silent: boolean;
 }
 
 /** One row of /status and /senders. */
@@ -33,6 +34,10 @@ export interface SenderRow {
 
 /** A sender moves to the end of the eviction order at most this often (a Map re-insert per read costs). */
 const MOVE_MS = 1_000;
+/** Senders named one line each when they go silent in the same check; beyond, one line for all. */
+const NAMED_SILENT = 10;
+/** A full table is logged at most this often (each eviction is counted). */
+const EVICT_LOG_MS = 60_000;
 
 export class SenderTable {
   readonly intake: string;
@@ -41,10 +46,14 @@ export class SenderTable {
   readonly #m: Metrics;
   readonly #log: Logger;
   readonly #labels: { intake: string; input: string };
-  /** By sender, about least recently seen first (a Map keeps insertion order). */
-  readonly #entries = new Map<string, Entry>();
-  readonly #series = new Set<string>();
-  #silent = 0;
+  /** Senders not silent, about least recently seen first (a Map keeps insertion order). */
+  readonly #active = new Map<string, Entry>();
+  /** Known senders that went silent, in the order they did. */
+  readonly #quiet = new Map<string, Entry>();
+  /** Per-sender counters (senders.metrics), made once per sender. */
+  readonly #series = new Map<string, { inc(n: number): void }>();
+  #evicted = 0;
+  #evictLogged = 0;
 
   /** `intake`: the input's intake, '' for a shared listener. */
   constructor(intake: string, input: string, config: SendersConfig, metrics: Metrics, log: Logger) {
@@ -56,36 +65,38 @@ export class SenderTable {
     this.#labels = { intake, input };
     metrics.sendersTracked.set(this.#labels, 0);
     metrics.sendersSilent.set(this.#labels, 0);
+    metrics.sendersEvicted.inc(this.#labels, 0);
     if (config.metrics) metrics.senderSeriesOverflow.inc(this.#labels, 0);
   }
 
-  /** A reload's settings. Series already created stay; none beyond the new cap is added. */
+  /** A reload's settings; the next check applies thresholds and a smaller table. */
   configure(config: SendersConfig): void {
     this.#c = config;
     if (config.metrics) this.#m.senderSeriesOverflow.inc(this.#labels, 0);
+    else this.#dropSeries();
   }
 
-  /** `events` events of `bytes` bytes from `sender`, received at `now` (once per read, datagram or request). */
+  /** `events` events of `bytes` bytes from `sender`, received at `now` (once per run of a read). */
   seen(sender: string, events: number, bytes: number, now: number): void {
-    let e = this.#entries.get(sender);
-    if (!e) {
-      if (this.#entries.size >= this.#c.max_tracked) {
-        // Full: the sender seen longest ago makes room.
-        const oldest = this.#entries.keys().next().value as string;
-        this.#entries.delete(oldest);
+    let e = this.#active.get(sender);
+    if (e) {
+      if (now - e.moved >= MOVE_MS) {
+        this.#active.delete(sender);
+        this.#active.set(sender, e);
+        e.moved = now;
       }
-      e = { events: 0, bytes: 0, first: now, last: now, moved: now, silent: false };
-      this.#entries.set(sender, e);
-    } else if (now - e.moved >= MOVE_MS) {
-      this.#entries.delete(sender);
-      this.#entries.set(sender, e);
-      e.moved = now;
-    }
-    if (e.silent) {
-      e.silent = false;
-      this.#silent--;
-      this.#m.sendersSilent.set(this.#labels, this.#silent);
-      this.#log.info({ ...this.#where(), sender, silent_for_s: Math.round((now - e.last) / 1000) }, 'A silent sender is sending again.');
+    } else {
+      e = this.#quiet.get(sender);
+      if (e) {
+        this.#quiet.delete(sender);
+        this.#m.sendersSilent.set(this.#labels, this.#quiet.size);
+        this.#log.info({ ...this.#where(), sender, silent_for_s: Math.round((now - e.last) / 1000) }, 'A silent sender is sending again.');
+        e.moved = now;
+      } else {
+        this.#makeRoom(this.#c.max_tracked - 1, now);
+        e = { events: 0, bytes: 0, first: now, last: now, moved: now };
+      }
+      this.#active.set(sender, e);
     }
     e.events += events;
     e.bytes += bytes;
@@ -93,93 +104,138 @@ export class SenderTable {
     if (this.#c.metrics) this.#count(sender, events);
   }
 
-  /**
-   * A read's events by their sender address (UDP, TCP: a turn's datagrams come from several) or
-   * their HOSTNAME (files, HTTP): one update per run of events from the same one.
-   */
-  seenEvents(events: readonly LogEvent[], by: 'sender' | 'hostname', now: number): void {
-    let who = '';
+  /** A read's events by their HOSTNAME (file and HTTP inputs): one update per run of the same host. */
+  seenHosts(events: readonly LogEvent[], now: number): void {
+    let host = '';
     let n = 0;
     let bytes = 0;
     for (const e of events) {
-      const w = e[by];
-      if (w !== who) {
-        if (n > 0) this.seen(who, n, bytes, now);
-        who = w;
+      if (e.hostname !== host) {
+        if (n > 0) this.seen(host, n, bytes, now);
+        host = e.hostname;
         n = 0;
         bytes = 0;
       }
       n++;
       bytes += byteSize(e);
     }
-    if (n > 0) this.seen(who, n, bytes, now);
+    if (n > 0) this.seen(host, n, bytes, now);
+  }
+
+  /** Forgets senders until at most `keep` remain: active ones seen longest ago first, silent ones last. */
+  #makeRoom(keep: number, now: number): void {
+    let n = 0;
+    while (this.size > keep) {
+      const from = this.#active.size > 0 ? this.#active : this.#quiet;
+      from.delete(from.keys().next().value as string);
+      n++;
+    }
+    if (n === 0) return;
+    this.#evicted += n;
+    this.#m.sendersEvicted.inc(this.#labels, n);
+    if (now - this.#evictLogged >= EVICT_LOG_MS) {
+      this.#evictLogged = now;
+      this.#log.warn({ ...this.#where(), max_tracked: this.#c.max_tracked, evicted: this.#evicted }, 'The table of senders is full: the senders seen longest ago are forgotten (raise senders.max_tracked).');
+    }
   }
 
   #count(sender: string, events: number): void {
-    if (!this.#series.has(sender)) {
+    let c = this.#series.get(sender);
+    if (!c) {
       if (this.#series.size >= this.#c.max_series) {
         this.#m.senderSeriesOverflow.inc(this.#labels, events);
         return;
       }
-      this.#series.add(sender);
+      this.#series.set(sender, (c = this.#m.senderEvents.labels({ ...this.#labels, sender })));
     }
-    this.#m.senderEvents.inc({ ...this.#labels, sender }, events);
+    c.inc(events);
+  }
+
+  #dropSeries(): void {
+    for (const s of this.#series.keys()) this.#m.senderEvents.remove({ ...this.#labels, sender: s });
+    this.#series.clear();
   }
 
   #where(): { intake?: string; input: string } {
     return this.intake ? { intake: this.intake, input: this.input } : { input: this.input };
   }
 
-  /** Forgets senders unseen for known_within_ms; reports those silent for silent_after_ms (once each). */
+  /** Forgets senders unseen for known_within_ms; reports those silent for silent_after_ms. */
   check(now: number): void {
     const c = this.#c;
-    let silent = 0;
-    for (const [sender, e] of this.#entries) {
+    const newly: [string, Entry][] = [];
+    for (const [sender, e] of this.#active) {
       const quiet = now - e.last;
-      if (quiet > c.known_within_ms) {
-        this.#entries.delete(sender);
-        continue;
-      }
-      if (c.silent_after_ms === 0 || quiet < c.silent_after_ms) continue;
-      silent++;
-      if (!e.silent) {
-        e.silent = true;
-        this.#log.warn({ ...this.#where(), sender, last_seen: new Date(e.last).toISOString(), events: e.events }, 'A sender went silent.');
+      if (quiet > c.known_within_ms) this.#active.delete(sender);
+      else if (c.silent_after_ms > 0 && quiet >= c.silent_after_ms) {
+        this.#active.delete(sender);
+        this.#quiet.set(sender, e);
+        newly.push([sender, e]);
       }
     }
-    this.#silent = silent;
-    this.#m.sendersTracked.set(this.#labels, this.#entries.size);
-    this.#m.sendersSilent.set(this.#labels, silent);
+    for (const [sender, e] of this.#quiet) {
+      const quiet = now - e.last;
+      if (quiet > c.known_within_ms) this.#quiet.delete(sender);
+      else if (c.silent_after_ms === 0 || quiet < c.silent_after_ms) {
+        // A reload raised silent_after_ms (or turned it off): not silent after all.
+        this.#quiet.delete(sender);
+        this.#active.set(sender, e);
+      }
+    }
+    this.#makeRoom(c.max_tracked, now);
+    this.#reportSilent(newly);
+    this.#m.sendersTracked.set(this.#labels, this.size);
+    this.#m.sendersSilent.set(this.#labels, this.#quiet.size);
+  }
+
+  /** One warning per sender that went silent; past a few at once (a partition), one for all. */
+  #reportSilent(newly: readonly [string, Entry][]): void {
+    if (newly.length === 0) return;
+    if (newly.length <= NAMED_SILENT) {
+      for (const [sender, e] of newly) {
+        this.#log.warn({ ...this.#where(), sender, last_seen: new Date(e.last).toISOString(), events: e.events }, 'A sender went silent.');
+      }
+      return;
+    }
+    this.#log.warn(
+      { ...this.#where(), silent: newly.length, senders: newly.slice(0, NAMED_SILENT).map(([s]) => s) },
+      'Senders went silent (the first named; GET /senders?silent=1 lists every one).',
+    );
   }
 
   get size(): number {
-    return this.#entries.size;
+    return this.#active.size + this.#quiet.size;
   }
 
   get silentCount(): number {
-    return this.#silent;
+    return this.#quiet.size;
   }
 
-  /** Its senders: the silent ones first, then the most recently seen; at most `limit`. */
+  /**
+   * Its senders: the silent ones (most recently silent first), then the others, most recently seen
+   * first (to the second); at most `limit`. No sort of the whole table: its maps are in that order.
+   */
   rows(limit: number, silentOnly = false): SenderRow[] {
-    const all = [...this.#entries].filter(([, e]) => !silentOnly || e.silent);
-    all.sort(([, a], [, b]) => Number(b.silent) - Number(a.silent) || b.last - a.last);
-    return all.slice(0, limit).map(([sender, e]) => ({
-      sender,
-      events: e.events,
-      bytes: e.bytes,
-      first_seen: new Date(e.first).toISOString(),
-      last_seen: new Date(e.last).toISOString(),
-      silent: e.silent,
-    }));
+    const out: SenderRow[] = [];
+    const add = (map: Map<string, Entry>, silent: boolean): void => {
+      if (out.length >= limit) return;
+      const newest = [...map].slice(-(limit - out.length)).reverse();
+      for (const [sender, e] of newest) {
+        out.push({ sender, events: e.events, bytes: e.bytes, first_seen: new Date(e.first).toISOString(), last_seen: new Date(e.last).toISOString(), silent });
+      }
+    };
+    add(this.#quiet, true);
+    if (!silentOnly) add(this.#active, false);
+    return out;
   }
 
   /** Stops reporting: the input is gone. */
   dispose(): void {
     this.#m.sendersTracked.remove(this.#labels);
     this.#m.sendersSilent.remove(this.#labels);
+    this.#m.sendersEvicted.remove(this.#labels);
     this.#m.senderSeriesOverflow.remove(this.#labels);
-    for (const s of this.#series) this.#m.senderEvents.remove({ ...this.#labels, sender: s });
+    this.#dropSeries();
   }
 }
 
@@ -198,9 +254,14 @@ export class SenderTables {
     this.#log = log;
   }
 
+  /** Intakes match in any case (a reload may change a name's case). */
+  static #key(intake: string, input: string): string {
+    return `${intake.toLowerCase()}\0${input}`;
+  }
+
   /** The table of input `input` of intake `intake` ('' for a shared listener), made or reconfigured. */
   table(intake: string, input: string, config: SendersConfig): SenderTable {
-    const key = `${intake}\0${input}`;
+    const key = SenderTables.#key(intake, input);
     let t = this.#tables.get(key);
     if (t) t.configure(config);
     else this.#tables.set(key, (t = new SenderTable(intake, input, config, this.#m, this.#log)));
@@ -209,7 +270,7 @@ export class SenderTables {
 
   /** Drops the tables of inputs not in `live` (["intake", "input"] pairs; a reload removed the rest). */
   retain(live: readonly (readonly [string, string])[]): void {
-    const keep = new Set(live.map(([i, n]) => `${i}\0${n}`));
+    const keep = new Set(live.map(([i, n]) => SenderTables.#key(i, n)));
     for (const [key, t] of this.#tables) {
       if (keep.has(key)) continue;
       t.dispose();

@@ -25,6 +25,8 @@ export interface TapQuery {
 
 /** How often a viewer is told what it missed (skipped by its rate, dropped while it was slow). */
 const NOTICE_MS = 5_000;
+/** Viewers at once: each costs its rate of JSON lines in the sources' read path. */
+export const MAX_VIEWERS = 8;
 
 class Viewer {
   readonly q: TapQuery;
@@ -79,14 +81,15 @@ class Viewer {
       return;
     }
     const step = events.length / n;
+    const keys = this.#mask();
     let lines = '';
-    for (let i = 0; i < n; i++) lines += this.#line(input, intake, events[Math.floor(i * step)] as LogEvent);
+    for (let i = 0; i < n; i++) lines += this.#line(input, intake, events[Math.floor(i * step)] as LogEvent, keys);
     this.shown += n;
     if (!this.#out.write(lines)) this.#blocked = true;
     if (this.q.limit > 0 && this.shown >= this.q.limit) this.end();
   }
 
-  #line(input: string, intake: string, e: LogEvent): string {
+  #line(input: string, intake: string, e: LogEvent, keys: readonly string[]): string {
     let line = JSON.stringify({
       received_at: new Date(e.receivedAt).toISOString(),
       intake,
@@ -103,7 +106,7 @@ class Viewer {
       structured_data: structuredDataText(e),
       message: messageText(e),
     });
-    for (const key of this.#mask()) if (key && line.includes(key)) line = line.replaceAll(key, '<intake key>');
+    for (const key of keys) if (key && line.includes(key)) line = line.replaceAll(key, '<intake key>');
     return `${line}\n`;
   }
 
@@ -162,14 +165,16 @@ export class Taps {
     };
   }
 
-  /** A viewer writing to `out` until it closes (or reaches its limit). */
-  open(q: TapQuery, out: Writable): void {
+  /** A viewer writing to `out` until it closes (or reaches its limit); false when MAX_VIEWERS watch already. */
+  open(q: TapQuery, out: Writable): boolean {
+    if (this.#viewers.size >= MAX_VIEWERS) return false;
     const v = new Viewer(q, out, this.#keys, (n) => this.#m.tapDropped.inc(n), () => {
       this.#viewers.delete(v);
       this.#m.tapViewers.set(this.#viewers.size);
     });
     this.#viewers.add(v);
     this.#m.tapViewers.set(this.#viewers.size);
+    return true;
   }
 
   /** Ends every view (the daemon stops). */

@@ -104,6 +104,12 @@ export class Metrics {
     labelNames: ['intake', 'input'] as const,
     registers: [this.registry],
   });
+  readonly sendersEvicted = new Counter({
+    name: 'intake_relay_senders_evicted_total',
+    help: 'Senders forgotten to make room in a full table of senders (senders.max_tracked): active ones seen longest ago first, silent ones last.',
+    labelNames: ['intake', 'input'] as const,
+    registers: [this.registry],
+  });
   readonly senderEvents = new Counter({
     name: 'intake_relay_sender_events_total',
     help: 'Events an input received per sender (address, or hostname for file and HTTP inputs); only with senders.metrics: true, at most senders.max_series series per input.',

@@ -53,8 +53,8 @@ export interface HealthSource {
   listenerHealth?(): ListenerHealth[];
   /** Every input's senders. */
   senders?(): readonly SendersView[];
-  /** A live view of events written to `out`; or the problem with the query. */
-  tap?(q: TapRequest, out: Writable): string | undefined;
+  /** A live view of events written to `out`; or why not, as an HTTP status and a message. */
+  tap?(q: TapRequest, out: Writable): { readonly status: number; readonly error: string } | undefined;
 }
 
 export interface TapRequest {
@@ -93,8 +93,9 @@ export class OpsServer {
   constructor(registry: Registry, source: HealthSource, options: OpsOptions = { tap: 'local' }) {
     this.#server = http.createServer((req, res) => {
       const url = (req.url ?? '/').split('?')[0];
-      if (url === '/tap' && req.method === 'GET' && source.tap) {
-        this.#tap(req, res, source, options);
+      if (url === '/tap' && source.tap) {
+        if (req.method !== 'GET') res.writeHead(405, { allow: 'GET' }).end();
+        else this.#tap(req, res, source, options);
         return;
       }
       if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -153,16 +154,27 @@ export class OpsServer {
       }
       if (url === '/senders' && source.senders) {
         const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
-        const limit = Math.max(1, Math.min(Number(q.get('limit')) || 1000, 1_000_000));
-        const silentOnly = q.get('silent') === '1' || q.get('silent') === 'true';
+        const limit = intParam(q, 'limit', 1000, 1, 1_000_000);
+        const silent = q.get('silent') ?? '0';
         const input = q.get('input');
         const intake = q.get('intake');
-        const tables = source.senders().filter((t) => (input === null || t.input === input) && (intake === null || t.intake.toLowerCase() === intake.toLowerCase()));
+        const all = source.senders();
+        const bad = limit === undefined ? 'limit must be a whole number from 1 to 1000000.'
+          : !['0', '1', 'true', 'false'].includes(silent) ? 'silent must be 1 or 0.'
+            : input !== null && !all.some((t) => t.input === input) ? `No input or listener named "${input}": they are ${all.map((t) => `"${t.input}"`).join(', ')}.`
+              : intake !== null && !all.some((t) => t.intake.toLowerCase() === intake.toLowerCase()) ? `No input of an intake named "${intake}".`
+                : undefined;
+        if (bad !== undefined || limit === undefined) {
+          res.writeHead(400, { 'content-type': 'application/json' }).end(`${JSON.stringify({ error: bad })}\n`);
+          return;
+        }
+        const silentOnly = silent === '1' || silent === 'true';
+        const tables = all.filter((t) => (input === null || t.input === input) && (intake === null || t.intake.toLowerCase() === intake.toLowerCase()));
         const body = tables.map((t) => ({ ...(t.intake ? { intake: t.intake } : {}), input: t.input, tracked: t.size, silent: t.silentCount, senders: t.rows(limit, silentOnly) }));
         res.writeHead(200, { 'content-type': 'application/json' }).end(`${JSON.stringify({ inputs: body })}\n`);
         return;
       }
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found. Try /metrics, /healthz, /readyz, /status, /senders.\n');
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found. Try /metrics, /healthz, /readyz, /status, /senders, /tap.\n');
     });
     this.#server.keepAliveTimeout = 5_000;
     this.#server.headersTimeout = 10_000;
@@ -173,20 +185,21 @@ export class OpsServer {
       res.writeHead(status, { 'content-type': 'application/json' }).end(`${JSON.stringify({ error })}\n`);
     };
     if (options.tap === 'off') return refuse(403, 'The tap is off (metrics.tap: off).');
-    if (options.tap === 'local' && !isLocal(req.socket.remoteAddress)) {
+    // On this host: loopback, or the host's own address when the server listens on it.
+    if (options.tap === 'local' && !isLocal(req.socket.remoteAddress) && req.socket.remoteAddress !== req.socket.localAddress) {
       return refuse(403, 'The tap answers clients on this host only (metrics.tap: local): run intake-relay tap on the relay\'s host.');
     }
     const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
     const limit = intParam(q, 'limit', 0, 0, 1e9);
-    const rate = intParam(q, 'rate', 100, 1, 100_000);
-    if (limit === undefined || rate === undefined) return refuse(400, 'limit must be a whole number >= 0 (0: no limit), rate a whole number from 1 to 100000.');
+    const rate = intParam(q, 'rate', 100, 1, 1000);
+    if (limit === undefined || rate === undefined) return refuse(400, 'limit must be a whole number >= 0 (0: no limit), rate a whole number from 1 to 1000.');
     // Headers go out once the view is open: a problem with the query is still a 400.
     res.setHeader('content-type', 'application/x-ndjson');
     res.setHeader('cache-control', 'no-store');
     const problem = source.tap!({ intake: q.get('intake') ?? undefined, input: q.get('input') ?? undefined, limit, rate }, res);
     if (problem) {
       res.removeHeader('content-type');
-      return refuse(400, problem);
+      return refuse(problem.status, problem.error);
     }
     res.flushHeaders();
   }

@@ -6,9 +6,14 @@ import { FrameBuilder } from '../../src/inputs/frame-builder.ts';
 import { senderTelemetry, syslogInputTelemetry } from '../../src/pipeline/instruments.ts';
 import { FilterSet } from '../../src/routing/filters.ts';
 import { Sender } from '../../src/routing/sender.ts';
+import type { SenderSightings } from '../../src/core/telemetry.ts';
 import type { Metrics } from '../../src/telemetry/metrics.ts';
 
-export function frameBuilder(queue: EventQueue, metrics: Metrics, canPause = true): FrameBuilder {
+/** Sightings that go nowhere. */
+export const NO_SIGHTINGS: SenderSightings = { from: () => {}, hosts: () => {} };
+
+/** `senders`: where who sent what goes (a recording one in tests of it). */
+export function frameBuilder(queue: EventQueue, metrics: Metrics, canPause = true, senders = NO_SIGHTINGS): FrameBuilder {
   const sender = new Sender({ targets: [{ intake: 'i', intakeKey: '', queue, filters: new FilterSet([]) }] }, { canPause }, senderTelemetry(metrics, 'in'));
-  return new FrameBuilder(sender, syslogInputTelemetry(metrics, pino({ level: 'silent' }), 'i', 'in', () => {}), { pri: 13, hostname: '', appName: '', procId: '' });
+  return new FrameBuilder(sender, syslogInputTelemetry(metrics, pino({ level: 'silent' }), 'i', 'in', senders), { pri: 13, hostname: '', appName: '', procId: '' });
 }

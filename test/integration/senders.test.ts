@@ -80,7 +80,8 @@ listeners:
 
     const udpTable = async () => (await get<{ inputs: Table[] }>(ops, '/senders?input=fw-udp')).inputs;
     const [fw] = await udpTable();
-    expect(fw).toMatchObject({ intake: 'fw', input: 'fw-udp', tracked: 3, silent: 0 });
+    // (Whether one is already silent depends on how fast this machine got here: not asserted.)
+    expect(fw).toMatchObject({ intake: 'fw', input: 'fw-udp', tracked: 3 });
     expect(Object.fromEntries(fw!.senders.map((r) => [r.sender, r.events]))).toEqual({ '127.0.0.2': 4, '127.0.0.3': 3, '127.0.0.4': 2 });
     expect(fw!.senders.find((r) => r.sender === '127.0.0.4')!.bytes).toBe(Buffer.byteLength(line(7)) + Buffer.byteLength(line(8)));
     // max_tracked: 2 on the shared listener: the first TCP sender made room for the last.
@@ -92,25 +93,33 @@ listeners:
     expect(perSender).toHaveLength(2);
     expect(perSender.reduce((a, v) => a + v.value, 0) + (await relay.metric('intake_relay_sender_series_overflow_total', { input: 'fw-udp' }))).toBe(9);
 
-    // 127.0.0.2 and .3 keep sending; .4 stops.
-    const silentLines = () => relay.logs.filter((l) => l.msg === 'A sender went silent.');
+    // 127.0.0.2 and .3 keep sending (every 200 ms, well within silent_after_ms on a quiet
+    // machine; a stalled one may make them silent for a while too, so assertions name .4); .4 stops.
+    const silentLines = (sender: string) => relay.logs.filter((l) => l.msg === 'A sender went silent.' && l.sender === sender);
+    const silentNow = async () => (await get<{ inputs: Table[] }>(ops, '/senders?input=fw-udp&silent=1')).inputs[0]!.senders.map((r) => r.sender);
     let i = 0;
     await vi.waitFor(async () => {
       await burst(i++ % 2 ? '127.0.0.2' : '127.0.0.3', 1);
-      expect(silentLines().length).toBeGreaterThan(0);
+      expect(await silentNow()).toContain('127.0.0.4');
     }, { timeout: 15_000, interval: 200 });
-    expect(silentLines()).toMatchObject([{ level: 'warn', intake: 'fw', input: 'fw-udp', sender: '127.0.0.4', events: 2 }]);
-    expect(await relay.metric('intake_relay_senders_silent', { input: 'fw-udp' })).toBe(1);
+    expect(silentLines('127.0.0.4')).toMatchObject([{ level: 'warn', intake: 'fw', input: 'fw-udp', events: 2 }]);
+    expect(await relay.metric('intake_relay_senders_silent', { input: 'fw-udp' })).toBeGreaterThanOrEqual(1);
     const status = await get<{ inputs: { input: string; senders: number; silent: number; silent_senders?: Row[] }[] }>(ops, '/status');
-    expect(status.inputs.find((x) => x.input === 'fw-udp')).toMatchObject({ senders: 3, silent: 1, silent_senders: [{ sender: '127.0.0.4', events: 2, silent: true }] });
+    expect(status.inputs.find((x) => x.input === 'fw-udp')).toMatchObject({ senders: 3, silent_senders: expect.arrayContaining([{ sender: '127.0.0.4', events: 2, bytes: expect.any(Number), first_seen: expect.any(String), last_seen: expect.any(String), silent: true }]) });
     expect(status.inputs.find((x) => x.input === 'shared-tcp')).toMatchObject({ senders: 2, silent: 0 });
-    expect((await get<{ inputs: Table[] }>(ops, '/senders?input=fw-udp&silent=1')).inputs[0]!.senders.map((r) => r.sender)).toEqual(['127.0.0.4']);
 
     await burst('127.0.0.4', 1);
-    await vi.waitFor(() => expect(relay.logs.filter((l) => l.msg === 'A silent sender is sending again.')).toMatchObject([{ sender: '127.0.0.4' }]));
-    expect(await relay.metric('intake_relay_senders_silent', { input: 'fw-udp' })).toBe(0);
+    await vi.waitFor(() => expect(relay.logs.filter((l) => l.msg === 'A silent sender is sending again.' && l.sender === '127.0.0.4')).toHaveLength(1));
+    expect(await silentNow()).not.toContain('127.0.0.4');
     // Logged once, not at every check.
-    expect(silentLines()).toHaveLength(1);
+    expect(silentLines('127.0.0.4')).toHaveLength(1);
+
+    // A query it cannot answer is a 400 that says why.
+    for (const [q, why] of [['limit=abc', 'limit must be'], ['silent=maybe', 'silent must be'], ['input=nope', 'No input or listener named "nope"']]) {
+      const bad = await fetch(`http://127.0.0.1:${ops}/senders?${q}`);
+      expect(bad.status).toBe(400);
+      expect(((await bad.json()) as { error: string }).error).toContain(why);
+    }
 
     // An HTTP client, by the events' HOSTNAME (its address when the events carry none).
     const api = relay.daemon.listenerPort('api')!;

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../src/config/load.ts';
+import { ConfigError, loadMetricsSettings, parseConfig } from '../../src/config/load.ts';
 import { summarize } from '../../src/cli/summary.ts';
 import { TLS } from '../helpers/relay.ts';
 import { unreadCapacityBytes } from '../../src/outputs/syslog/tcp-buffers.ts';
@@ -110,6 +110,26 @@ intakes:
     expect(c.intakes.map((i) => i.intakeKey)).toEqual([KEY, KEY]);
     expect(c.intakes[0]!.inputs[0]).toMatchObject({ port: 1514 });
     expect(c.warnings).toEqual(['intake "b" has no inputs.']);
+  });
+
+  it('reads only metrics: for the commands that ask the running daemon (no keys, no TLS files needed)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'metrics-only-'));
+    const file = join(dir, 'relay.yaml');
+    writeFileSync(file, 'metrics:\n  port: ${PORT:-9751}\n  tap: any\nintakes:\n  - name: a\n    intake_key: ${UNSET_KEY}\n    output: { type: syslog, ca_file: /nonexistent }\n');
+    expect(loadMetricsSettings(file, {})).toMatchObject({ enabled: true, address: '127.0.0.1', port: 9751, tap: 'any' });
+    expect(loadMetricsSettings(file, { PORT: '9999' }).port).toBe(9999);
+    writeFileSync(file, 'metrics:\n  port: 99999\nintakes: []\n');
+    expect(() => loadMetricsSettings(file, {})).toThrow(/^.*relay\.yaml:2:9: metrics\.port: /);
+    writeFileSync(file, 'intakes:\n  - intake_name: a\n    intake_key: k\n');
+    expect(loadMetricsSettings(file, {}).port).toBe(9750);
+  });
+
+  it('refuses senders settings that could never report a silent sender, at their place', () => {
+    const y = (s: string) => `intakes:\n  - name: a\n    intake_key: AbC1\n    senders: ${s}\n`;
+    expect(problems(y('{ silent_after_ms: 60000, known_within_ms: 1000 }'))).toEqual([
+      'relay.yaml:4:57: intakes[0].senders.known_within_ms: must be more than silent_after_ms (60000): a sender is forgotten after known_within_ms, before it could be reported silent',
+    ]);
+    expect(parseConfig(y('{ silent_after_ms: 0, known_within_ms: 1000 }'), 'relay.yaml', {}).intakes[0]!.senders.known_within_ms).toBe(1000);
   });
 
   it('refuses an empty key unless the emulator is asked for', () => {

@@ -30,6 +30,32 @@ describe('FrameBuilder', () => {
     expect(await metricValue(metrics, 'intake_relay_events_modified_total', { reason: 'invalid_utf8' })).toBe(1);
   });
 
+  it('tells who sent what once per run of reads from one address (datagrams of a turn from several)', () => {
+    const queue = new BoundedQueue({ maxEvents: 100, maxBytes: 1 << 20, whenFull: 'block' });
+    const seen: [string, number, number][] = [];
+    const hosts: number[] = [];
+    const builder = frameBuilder(queue, new Metrics(false), false, { from: (f, n, b) => seen.push([f, n, b]), hosts: (events) => hosts.push(events.length) });
+    const datagram = (from: string, text: string): void => {
+      const b = Buffer.from(text);
+      builder.begin(b, from);
+      builder.frame(b, 0, b.length, false);
+    };
+    datagram('10.0.0.1', '<13>a');
+    datagram('10.0.0.1', '<13>bb');
+    datagram('10.0.0.2', '<13>ccc');
+    datagram('10.0.0.1', '<13>d');
+    expect(seen).toEqual([['10.0.0.1', 2, 11], ['10.0.0.2', 1, 7]]);
+    builder.flush();
+    expect(seen).toEqual([['10.0.0.1', 2, 11], ['10.0.0.2', 1, 7], ['10.0.0.1', 1, 5]]);
+    expect(hosts).toEqual([4]);
+    // The next turn starts a new run, even from the same address.
+    datagram('10.0.0.1', '<13>e');
+    builder.flush();
+    expect(seen.at(-1)).toEqual(['10.0.0.1', 1, 5]);
+    builder.flush();
+    expect(seen).toHaveLength(4);
+  });
+
   it('counts events offered after the queue closed as dropped for shutdown', async () => {
     const { queue, metrics, read } = setup();
     queue.close();

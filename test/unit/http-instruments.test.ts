@@ -3,6 +3,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
+import { NO_SIGHTINGS } from '../helpers/frame-input.ts';
 import { BoundedQueue } from '../../src/core/queue.ts';
 import { headerlessEvent } from '../../src/syslog/parse.ts';
 import { httpInputTelemetry } from '../../src/pipeline/http-instruments.ts';
@@ -21,7 +22,7 @@ function setup() {
       cb();
     },
   });
-  return { metrics, lines, t: httpInputTelemetry(metrics, pino({ level: 'info' }, sink), 'api', () => {}) };
+  return { metrics, lines, t: httpInputTelemetry(metrics, pino({ level: 'info' }, sink), 'api', NO_SIGHTINGS) };
 }
 
 /** Every series of a metric, as labels and value. */

@@ -39,13 +39,57 @@ describe('table of senders', () => {
     expect(table.rows(1).map((r) => r.sender)).toEqual(['10.0.0.1']);
   });
 
-  it('when full, the sender seen longest ago makes room', () => {
-    const { table } = setup({ max_tracked: 2 });
+  it('when full, the sender seen longest ago makes room, counted and logged once', async () => {
+    const { table, metrics, lines } = setup({ max_tracked: 2 });
     table.seen('a', 1, 1, T0);
     table.seen('b', 1, 1, T0 + 1_000);
     table.seen('a', 1, 1, T0 + 2_000); // a seen again: b is now the oldest
     table.seen('c', 1, 1, T0 + 3_000);
     expect(table.rows(10).map((r) => r.sender).sort()).toEqual(['a', 'c']);
+    table.seen('d', 1, 1, T0 + 4_000);
+    expect(await metricValue(metrics, 'intake_relay_senders_evicted_total', { intake: 'fw', input: 'udp/514' })).toBe(2);
+    expect(lines.filter((l) => String(l.msg).startsWith('The table of senders is full'))).toHaveLength(1);
+  });
+
+  it('a flood of new senders cannot clear a silence: silent senders are forgotten last', async () => {
+    const { table, metrics } = setup({ max_tracked: 3, silent_after_ms: 60_000 });
+    table.seen('firewall', 1, 1, T0);
+    table.check(T0 + 61_000);
+    expect(table.silentCount).toBe(1);
+    for (let i = 0; i < 100; i++) table.seen(`spoofed-${i}`, 1, 1, T0 + 62_000 + i);
+    table.check(T0 + 63_000);
+    expect(table.rows(1, true).map((r) => r.sender)).toEqual(['firewall']);
+    expect(await metricValue(metrics, 'intake_relay_senders_silent', { input: 'udp/514' })).toBe(1);
+    expect(await metricValue(metrics, 'intake_relay_senders_evicted_total', { input: 'udp/514' })).toBe(98);
+    expect(table.size).toBe(3);
+  });
+
+  it('a reload that raises silent_after_ms (or turns it off) clears silences it no longer means; a smaller table is trimmed', () => {
+    const { table, lines } = setup({ silent_after_ms: 60_000 });
+    const config = sendersSchema.parse({});
+    table.seen('a', 1, 1, T0);
+    table.seen('b', 1, 1, T0);
+    table.check(T0 + 61_000);
+    expect(table.silentCount).toBe(2);
+    table.configure({ ...config, silent_after_ms: 120_000, max_tracked: 1 });
+    table.check(T0 + 62_000);
+    expect(table.silentCount).toBe(0);
+    expect(table.size).toBe(1);
+    table.seen('a', 1, 1, T0 + 63_000);
+    expect(table.silentCount).toBe(0);
+    expect(lines.filter((l) => l.msg === 'A silent sender is sending again.')).toHaveLength(0);
+  });
+
+  it('many senders silent at once (a partition): one line for all', () => {
+    const { table, lines } = setup({ silent_after_ms: 60_000 });
+    for (let i = 0; i < 50; i++) table.seen(`10.0.0.${i}`, 1, 1, T0);
+    table.check(T0 + 61_000);
+    expect(table.silentCount).toBe(50);
+    expect(lines.filter((l) => l.msg === 'A sender went silent.')).toHaveLength(0);
+    const all = lines.filter((l) => String(l.msg).startsWith('Senders went silent'));
+    expect(all).toHaveLength(1);
+    expect(all[0]).toMatchObject({ silent: 50 });
+    expect(all[0]!.senders).toHaveLength(10);
   });
 
   it('reports a known sender silent once, names it, and reports its return', async () => {
@@ -94,6 +138,11 @@ describe('table of senders', () => {
     expect(await metricValue(metrics, 'intake_relay_sender_events_total', { sender: 'c' })).toBe(0);
     expect(await metricValue(metrics, 'intake_relay_sender_series_overflow_total', { intake: 'fw', input: 'udp/514' })).toBe(5);
     expect((await metrics.senderEvents.get()).values).toHaveLength(2);
+    // Turned off by a reload: the series go.
+    table.configure({ ...sendersSchema.parse({}), metrics: false });
+    expect((await metrics.senderEvents.get()).values).toHaveLength(0);
+    table.configure({ ...sendersSchema.parse({}), metrics: true });
+    table.seen('a', 1, 1, T0);
     table.dispose();
     expect((await metrics.senderEvents.get()).values).toHaveLength(0);
   });
@@ -106,7 +155,7 @@ describe('table of senders', () => {
 
   it('groups a read by HOSTNAME (file and HTTP inputs)', () => {
     const { table } = setup();
-    table.seenEvents([event('web-1', 10), event('web-1', 20), event('db-1', 5), event('web-1', 1)], 'hostname', T0);
+    table.seenHosts([event('web-1', 10), event('web-1', 20), event('db-1', 5), event('web-1', 1)], T0);
     expect(table.rows(10).map(({ sender, events, bytes }) => ({ sender, events, bytes })).sort((a, b) => a.sender.localeCompare(b.sender))).toEqual([
       { sender: 'db-1', events: 1, bytes: 5 },
       { sender: 'web-1', events: 3, bytes: 31 },

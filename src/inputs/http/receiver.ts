@@ -267,7 +267,7 @@ export class HttpReceiver {
     for (const { target, built } of d.batches) {
       accepted += this.#admit(target, built);
       ends.push([target, target.queue.nextSeq]);
-      this.#t.seen(built.events, receivedAt);
+      this.#t.senders.hosts(built.events, receivedAt);
     }
     // Queued: the queue's own limits hold them from here.
     lease.end();
