@@ -1,5 +1,6 @@
 // `intake-relay check`: for every intake, the path to its intake step by step (name resolution,
-// TCP connect, TLS handshake with the certificate and host name verified), each reported as ok or
+// TCP connect, TLS handshake with the certificate and host name verified, and the output's own
+// protocol opening where it has one: RELP's open, on each host name it may use), each reported as ok or
 // a precise failure; and, with an API key, GET /v1/me on the region's REST API, its 401/403/429
 // explained as the platform's spec does. Nothing is sent to the intake, and no key is printed.
 
@@ -63,6 +64,10 @@ export async function checkEndpoint(ep: TlsEndpoint, timeoutMs = 10_000): Promis
     return steps;
   }
   steps.push({ what: 'tcp', ok: true, detail: `connected to ${socket.remoteAddress}:${ep.port} in ${Math.round(performance.now() - started)} ms` });
+  if (ep.plain) {
+    socket.destroy();
+    return steps;
+  }
   const name = ep.serverName;
   const result = await settle(
     tls.connect({
@@ -134,7 +139,33 @@ export async function check(cfg: Config, apiKey: string | undefined, apiUrl?: st
       const def = outputOf(i.output);
       const ep = def.endpoint(i.output);
       const via = def.checkNote(i.output);
-      return { subject: `intake "${i.name}" ${i.output.type} ${ep.host}:${ep.port}${via}`, steps: await checkEndpoint(ep) };
+      const hosts = def.checkTargets?.(i.output) ?? [ep.host];
+      const steps: Step[] = [];
+      for (const host of hosts) {
+        // Several names (RELP: the documented one and the official forwarder's): each is tested, labelled.
+        const label = hosts.length > 1 ? `${host}: ` : '';
+        const at = host === ep.host ? ep : { ...ep, host, serverName: ep.serverName === ep.host ? host : ep.serverName };
+        const path = await checkEndpoint(at);
+        if (def.handshake && path.every((s) => s.ok)) {
+          try {
+            path.push({ what: 'handshake', ok: true, detail: await def.handshake(i.output, host, 10_000) });
+          } catch (err) {
+            path.push({ what: 'handshake', ok: false, detail: err instanceof Error ? err.message : String(err) });
+          }
+        }
+        steps.push(...path.map((s) => ({ ...s, what: `${label}${s.what}` })));
+      }
+      if (hosts.length > 1) {
+        const working = hosts.filter((h) => steps.some((s) => s.what === `${h}: handshake` && s.ok));
+        // One name that works is enough: the others are reported, not failed.
+        if (working.length > 0) {
+          for (let k = 0; k < steps.length; k++) {
+            const s = steps[k] as Step;
+            if (!s.ok) steps[k] = { ...s, ok: true, detail: `${s.detail} (not needed: ${working.join(', ')} works${working[0] === ep.host ? '' : `; set output.host: ${working[0]}`})` };
+          }
+        }
+      }
+      return { subject: `intake "${i.name}" ${i.output.type} ${ep.host}:${ep.port}${via}`, steps };
     }),
   );
   if (apiKey) {

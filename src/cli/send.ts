@@ -1,6 +1,6 @@
 // `intake-relay send`: test events through an intake's real output (its TLS or HTTP path, its key),
-// waiting until they are acknowledged: an HTTP 2xx, or, for syslog (which has no acknowledgement),
-// the intake closing its side after reading everything.
+// waiting until they are acknowledged: an HTTP 2xx, a RELP answer per event, or, for syslog (which
+// has no acknowledgement), the intake closing its side after reading everything.
 
 import { hostname } from 'node:os';
 import type { Config } from '../config/resolve.ts';
@@ -24,8 +24,10 @@ export async function sendTest(cfg: Config, intakeName: string, messages: readon
   const sink = def.create(intake.output, { intake: intake.name, intakeKey: intake.intakeKey, instruments: intakeInstruments(new Metrics(false), intake.name) });
   let acked = 0;
   let lost = '';
+  let refused = '';
   await sink.start({
     acknowledged: (_seq, n) => (acked += n),
+    refused: (_seq, n, err) => (refused = `${n} refused: ${err.message}`),
     connectionLost: (err) => (lost = err.message),
     connected: () => {},
     wrote: () => {},
@@ -47,9 +49,11 @@ export async function sendTest(cfg: Config, intakeName: string, messages: readon
   // The outputs redact what the intake said; this covers any error text that did not pass there.
   const peer = new PeerTextRedactor([intake.intakeKey]);
   if (result.status !== 'sent') return { ok: false, detail: `not delivered to ${where}: ${peer.clean(result.error.message, 600)}` };
+  if (refused) return { ok: false, detail: `written to ${where}, but the intake refused them: ${peer.clean(refused, 600)}` };
   if (lost) return { ok: false, detail: `written to ${where}, then the connection was lost: ${peer.clean(lost, 600)}` };
   if (acked < events.length || unconfirmed > 0) {
-    return { ok: false, detail: `written to ${where}, but the intake did not confirm (it did not close its side of the connection within ${timeoutMs} ms)` };
+    const how = intake.output.type === 'relp' ? 'answer every RELP transaction' : 'close its side of the connection';
+    return { ok: false, detail: `written to ${where}, but the intake did not confirm (it did not ${how} within ${timeoutMs} ms)` };
   }
   return { ok: true, detail: `${events.length} event${events.length === 1 ? '' : 's'} delivered to intake "${intake.name}" at ${where} (${intake.output.type})` };
 }

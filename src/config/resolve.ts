@@ -68,6 +68,9 @@ export function resolveConfig(cfg: RawConfig, r: Resolving): Omit<Config, 'warni
   const endpoints = {
     syslogHost: cfg.endpoints.syslog_host ?? REGIONS[region].syslogHost,
     syslogPort: cfg.endpoints.syslog_port ?? REGIONS[region].syslogPort,
+    relpHost: cfg.endpoints.relp_host ?? cfg.endpoints.syslog_host ?? REGIONS[region].syslogHost,
+    relpPort: cfg.endpoints.relp_port ?? REGIONS[region].relpPort,
+    relpIsRegion: cfg.endpoints.relp_host === undefined && cfg.endpoints.syslog_host === undefined,
     httpBase: cfg.endpoints.http_url ?? REGIONS[region].httpBase,
   };
   /** What a component's resolve sees: its own place in the file for problems and warnings. */

@@ -78,6 +78,8 @@ export const configSchema = z.strictObject({
     .strictObject({
       syslog_host: z.string().min(1).optional().describe('Overrides the region\'s syslog intake host.'),
       syslog_port: port.optional().describe('Overrides the syslog intake port (10514).'),
+      relp_host: z.string().min(1).optional().describe('Overrides the RELP intake host. Default: syslog_host, or the region\'s intake host (the platform documents intake.<region>; the official forwarder uses relp.intake.<region>).'),
+      relp_port: port.optional().describe('Overrides the RELP intake port (11514).'),
       http_url: z.url({ protocol: /^https?$/ }).optional().describe('Overrides the region\'s HTTP intake base URL.'),
       api_url: z.url({ protocol: /^https?$/ }).optional().describe('Overrides the region\'s REST API base URL (rules push).'),
     })

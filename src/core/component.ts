@@ -14,6 +14,10 @@ import type { FileTelemetry, HttpInputTelemetry, Instruments, SyslogInputTelemet
 export interface Endpoints {
   readonly syslogHost: string;
   readonly syslogPort: number;
+  readonly relpHost: string;
+  readonly relpPort: number;
+  /** relpHost is the region's (no endpoints override): `check` also tries the official forwarder's name for it. */
+  readonly relpIsRegion: boolean;
   readonly httpBase: string;
 }
 
@@ -107,6 +111,10 @@ export interface OutputDefinition<Config, Resolved> {
   backoff(config: Resolved): { readonly initialMs: number; readonly maxMs: number };
   /** How long a reload waits for the old sink to confirm what it wrote before the new one writes it again. */
   handOverMs(config: Resolved): number;
+  /** For `check`: the host names to test (default: the endpoint's host). */
+  checkTargets?(config: Resolved): string[];
+  /** For `check`: the output's own protocol step after TLS (RELP's open), one line of what it found; throws a RelayError. */
+  handshake?(config: Resolved, host: string, timeoutMs: number): Promise<string>;
 }
 
 export interface OutputContext {
@@ -116,6 +124,8 @@ export interface OutputContext {
 }
 
 export interface TlsEndpoint {
+  /** Plain TCP (no TLS step). */
+  readonly plain?: boolean;
   readonly host: string;
   readonly port: number;
   readonly serverName: string;

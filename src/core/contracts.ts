@@ -76,9 +76,14 @@ export type SendResult =
 export interface SinkEvents {
   /**
    * Events [seq, seq + events) of a batch reached the intake (syslog: written, and the connection
-   * stayed healthy after). Each batch is acknowledged once, whole.
+   * stayed healthy after; RELP: each answered 200). Each event is acknowledged or refused once.
    */
   acknowledged(seq: number, events: number): void;
+  /**
+   * Events [seq, seq + events) the intake refused one by one after send() took them (RELP: an
+   * answer other than 200): dropped, reason rejected.
+   */
+  refused(seq: number, events: number, error: RelayError): void;
   /**
    * The connection failed with `events` events written but not acknowledged: they will be written
    * again on the next connection, which the runner must open (send an empty batch) if idle.

@@ -17,6 +17,10 @@ export type RelayErrorCode =
   | 'ERELAY_HTTP_TIMEOUT'
   | 'ERELAY_KEY_REJECTED'
   | 'ERELAY_BODY_TOO_LARGE'
+  | 'ERELAY_RELP_OPEN'
+  | 'ERELAY_RELP_PROTOCOL'
+  | 'ERELAY_RELP_REFUSED'
+  | 'ERELAY_ACK_TIMEOUT'
   | 'ERELAY_SHUTDOWN';
 
 export class RelayError extends Error {

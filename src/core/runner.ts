@@ -82,6 +82,12 @@ export class SinkRunner {
         // Only the intake's confirmation proves a connection sound: a connect or a write does not.
         this.#failures = 0;
       },
+      refused: (seq, n, error) => {
+        t.dropped('rejected', n);
+        t.error(error.code);
+        this.#o.queue.settle(seq, n);
+        this.#logError(error, 'Events dropped: the intake refused them.', { reason: 'rejected', events: n });
+      },
       connectionLost: (error, events) => {
         t.connected(false);
         this.#state = 'retrying';

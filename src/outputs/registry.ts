@@ -3,11 +3,13 @@
 
 import type { OutputDefinition } from '../core/component.ts';
 import { httpOutput } from './http/definition.ts';
+import { relpOutput } from './relp/definition.ts';
 import { syslogOutput } from './syslog/definition.ts';
 
 export const OUTPUTS = {
   syslog: syslogOutput,
   http: httpOutput,
+  relp: relpOutput,
 } as const;
 
 export type OutputType = keyof typeof OUTPUTS;

@@ -1,6 +1,7 @@
 // RFC 5424 (§6) messages for the intake, framed by octet counting (RFC 5425 §4.3 / RFC 6587 §3.4.1):
 //   LEN SP <PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID LOG [SEKOIA@53288 intake_key="KEY"]SD SP MSG
 // A whole batch becomes one Buffer, written with one socket write; MSG bytes are copied, not re-encoded.
+// The same messages also go out as RELP frames (relpFrames).
 
 import type { LogEvent } from '../core/event.ts';
 import { timestampText } from '../core/event.ts';
@@ -61,30 +62,54 @@ export class Rfc5424Formatter {
    * header is written as one latin1 string; the source's SD and MSG are copied as bytes.
    */
   frames(events: readonly LogEvent[], alloc: (size: number) => Buffer = Buffer.allocUnsafe): Buffer {
-    const heads = new Array<string>(events.length);
-    const sizes = new Array<number>(events.length);
+    return this.#build(events, 0, events.length, alloc, octetCount);
+  }
+
+  /**
+   * events[from, to) as RELP "syslog" frames (librelp doc/relp.html), numbered from `txnr` on:
+   *   TXNR SP syslog SP DATALEN SP MSG LF
+   * `txnr(i)` gives the number of the i-th frame.
+   */
+  relpFrames(events: readonly LogEvent[], from: number, to: number, txnr: (i: number) => number, alloc: (size: number) => Buffer = Buffer.allocUnsafe): Buffer {
+    return this.#build(events, from, to, alloc, {
+      size: (i, n) => digits(txnr(i)) + 8 + digits(n) + 1 + n + 1,
+      head: (out, off, i, n) => {
+        off = writeDecimal(out, off, txnr(i));
+        off += out.write(' syslog ', off, 'latin1');
+        off = writeDecimal(out, off, n);
+        out[off++] = 0x20;
+        return off;
+      },
+      trailer: true,
+    });
+  }
+
+  #build(events: readonly LogEvent[], from: number, to: number, alloc: (size: number) => Buffer, framing: Framing): Buffer {
+    const count = to - from;
+    const heads = new Array<string>(count);
+    const sizes = new Array<number>(count);
     let total = 0;
-    for (let i = 0; i < events.length; i++) {
-      const e = events[i] as LogEvent;
+    for (let i = 0; i < count; i++) {
+      const e = events[from + i] as LogEvent;
       const head = this.#head(e);
       const msg = e.end - e.msgStart;
       const n = head.length + (e.sdEnd - e.sdStart) + (msg > 0 ? msg + 1 : 0);
       heads[i] = head;
       sizes[i] = n;
-      total += digits(n) + 1 + n;
+      total += framing.size(i, n);
     }
     const out = alloc(total);
     let off = 0;
-    for (let i = 0; i < events.length; i++) {
-      const e = events[i] as LogEvent;
-      off = writeDecimal(out, off, sizes[i] as number);
-      out[off++] = 0x20;
+    for (let i = 0; i < count; i++) {
+      const e = events[from + i] as LogEvent;
+      off = framing.head(out, off, i, sizes[i] as number);
       off += out.write(heads[i] as string, off, 'latin1');
       if (e.sdEnd > e.sdStart) off += e.buf.copy(out, off, e.sdStart, e.sdEnd);
       if (e.end > e.msgStart) {
         out[off++] = 0x20;
         off += e.buf.copy(out, off, e.msgStart, e.end);
       }
+      if (framing.trailer) out[off++] = 0x0a;
     }
     return out;
   }
@@ -115,8 +140,30 @@ export function rfc5424Timestamp(ts: string): string | undefined {
   return frac !== undefined && frac.length > 7 ? ts.slice(0, 26) + ts.slice(19 + frac.length) : ts;
 }
 
+/** How each message of a batch is framed: its whole size, and the bytes written before it. */
+interface Framing {
+  /** Bytes of the i-th frame whose message is `n` bytes. */
+  size(i: number, n: number): number;
+  /** Writes what precedes the i-th message at `off`; returns the offset after it. */
+  head(out: Buffer, off: number, i: number, n: number): number;
+  /** An LF after each message. */
+  readonly trailer: boolean;
+}
+
+/** RFC 6587 §3.4.1: MSG-LEN SP. */
+const octetCount: Framing = {
+  size: (_i, n) => digits(n) + 1 + n,
+  head: (out, off, _i, n) => {
+    off = writeDecimal(out, off, n);
+    out[off++] = 0x20;
+    return off;
+  },
+  trailer: false,
+};
+
 function digits(n: number): number {
-  return n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : n < 10_000 ? 4 : n < 100_000 ? 5 : n < 1_000_000 ? 6 : String(n).length;
+  if (n < 100_000) return n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : n < 10_000 ? 4 : 5;
+  return n < 1_000_000 ? 6 : n < 10_000_000 ? 7 : n < 100_000_000 ? 8 : n < 1_000_000_000 ? 9 : String(n).length;
 }
 
 function writeDecimal(out: Buffer, off: number, n: number): number {

@@ -30,6 +30,7 @@ const INPUT_CASES: Record<keyof typeof INPUTS, string> = {
 const OUTPUT_CASES: Record<keyof typeof OUTPUTS, string> = {
   syslog: '{ type: syslog, host: 127.0.0.1, port: 9 }',
   http: '{ type: http, url: "https://127.0.0.1:9" }',
+  relp: '{ type: relp, host: 127.0.0.1, port: 9 }',
 };
 
 function config(input: string, output = '{ type: syslog, host: 127.0.0.1, port: 9 }') {
@@ -75,7 +76,7 @@ describe('every output type', () => {
     const o = cfg.intakes[0]!.output;
     expect(o.type).toBe(type);
     const create = () => outputOf(o).create(o, { intake: 'i', intakeKey: TEST_KEY, instruments: intakeInstruments(new Metrics(false), 'i') });
-    const events = { acknowledged: () => {}, connectionLost: () => {}, connected: () => {}, wrote: () => {} };
+    const events = { acknowledged: () => {}, connectionLost: () => {}, connected: () => {}, wrote: () => {}, refused: () => {} };
     expect(await create().stop(AbortSignal.timeout(1_000))).toBe(0);
     const sink = create();
     await sink.start(events);

@@ -1,0 +1,144 @@
+// A RELP client session (librelp doc/relp.html, "Session Startup"): the TCP or TLS connection,
+// the "open" command with its offers (relp_version, relp_software, commands=syslog), and the
+// server's answer checked before any message goes out. Frames the server sends afterwards go to
+// the sink's handler: "rsp" answers and the "serverclose" hint.
+
+import { isIP } from 'node:net';
+import net from 'node:net';
+import tls from 'node:tls';
+import { RelayError } from '../../core/errors.ts';
+import { RelpDeframer, RelpFramingError, parseOffers, parseResponse, relpFrame, type RelpFrameSink } from '../../relp/frame.ts';
+import { VERSION } from '../../version.ts';
+
+export interface RelpEndpoint {
+  readonly host: string;
+  readonly port: number;
+  readonly tls: boolean;
+  /** Name checked against the certificate; defaults to `host`. */
+  readonly serverName: string | undefined;
+  readonly ca: Buffer | undefined;
+  readonly cert: Buffer | undefined;
+  readonly key: Buffer | undefined;
+  readonly connectTimeoutMs: number;
+}
+
+/** What the client offers; librelp (rsyslog's omrelp) offers the same, with relp_version=0. */
+export const CLIENT_OFFERS = `relp_version=0\nrelp_software=intake-relay,${VERSION}\ncommands=syslog`;
+/** The largest frame a server sends us: answers (an "open" answer lists offers; rsp texts are short). */
+const MAX_SERVER_FRAME = 64 * 1024;
+
+export interface OpenSession {
+  readonly socket: net.Socket;
+  /** The server's relp_software offer, for the log ('' when it gave none). */
+  readonly software: string;
+  /** Transaction number of the first message (the open took 1). */
+  readonly firstTxnr: number;
+  /**
+   * Hands the frames the server sends from now on (answers, hints) to `sink`, then calls
+   * `afterRead` once per read; framing errors go to `onError`.
+   */
+  receive(sink: RelpFrameSink, onError: (err: RelayError) => void, afterRead: () => void): void;
+}
+
+/**
+ * Connects, opens a RELP session and checks the server's offers: it must speak a relp_version
+ * and accept the syslog command. Rejects with a RelayError saying which step failed.
+ */
+export function openSession(o: RelpEndpoint, signal: AbortSignal): Promise<OpenSession> {
+  const where = `${o.host}:${o.port}`;
+  return new Promise((resolve, reject) => {
+    const name = o.serverName ?? o.host;
+    const socket: net.Socket = o.tls
+      ? tls.connect({
+          host: o.host,
+          port: o.port,
+          // SNI takes names only; the certificate check still uses `name` (an IP is matched against IP SANs).
+          servername: isIP(name) ? undefined : name,
+          checkServerIdentity: (_host, cert) => tls.checkServerIdentity(name, cert),
+          ca: o.ca,
+          cert: o.cert,
+          key: o.key,
+          minVersion: 'TLSv1.2',
+          rejectUnauthorized: true,
+        })
+      : net.connect({ host: o.host, port: o.port });
+    const timer = setTimeout(() => fail(new RelayError('ERELAY_CONNECT_TIMEOUT', `RELP session with ${where} not open after ${o.connectTimeoutMs} ms.`)), o.connectTimeoutMs);
+    const onAbort = (): void => fail(new RelayError('ERELAY_SHUTDOWN', 'Connect aborted by shutdown.'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    let settled = false;
+    let handler: RelpFrameSink | undefined;
+    let handlerError: ((err: RelayError) => void) | undefined;
+    let handlerRead: (() => void) | undefined;
+    const early: [number, string, Buffer][] = [];
+    const cleanup = (): void => {
+      settled = true;
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    };
+    function fail(err: unknown): void {
+      if (settled) return;
+      cleanup();
+      socket.destroy();
+      reject(err);
+    }
+    const opening: RelpFrameSink = {
+      frame(txnr, command, buf, start, end) {
+        if (settled) {
+          if (handler) handler.frame(txnr, command, buf, start, end);
+          else early.push([txnr, command, Buffer.from(buf.subarray(start, end))]);
+          return;
+        }
+        if (command === 'serverclose') return fail(new RelayError('ERELAY_RELP_OPEN', `RELP server ${where} closed the session while it opened.`));
+        if (command !== 'rsp' || txnr !== 1) return fail(new RelayError('ERELAY_RELP_PROTOCOL', `RELP server ${where} answered the open with "${command}" (transaction ${txnr}).`));
+        const rsp = parseResponse(buf, start, end);
+        if (!rsp || rsp.code !== 200) {
+          return fail(new RelayError('ERELAY_RELP_OPEN', `RELP server ${where} refused the session: ${rsp ? `${rsp.code} ${rsp.text}` : 'an answer without a code'}.`));
+        }
+        const offers = parseOffers(rsp.data);
+        if (!offers.has('relp_version')) return fail(new RelayError('ERELAY_RELP_OPEN', `RELP server ${where} gave no relp_version in its answer to the open.`));
+        if (!(offers.get('commands') ?? []).includes('syslog')) return fail(new RelayError('ERELAY_RELP_OPEN', `RELP server ${where} does not accept the syslog command (commands=${(offers.get('commands') ?? []).join(',')}).`));
+        cleanup();
+        socket.off('error', fail);
+        socket.off('close', closed);
+        resolve({
+          socket,
+          software: (offers.get('relp_software') ?? [])[0] ?? '',
+          firstTxnr: 2,
+          receive(sink, onError, afterRead) {
+            handler = sink;
+            handlerError = onError;
+            handlerRead = afterRead;
+            const first = early.splice(0);
+            for (const [t, c, b] of first) sink.frame(t, c, b, 0, b.length);
+            if (first.length > 0) afterRead();
+          },
+        });
+      },
+      oversized(txnr, command, datalen) {
+        fail(new RelayError('ERELAY_RELP_PROTOCOL', `RELP server ${where} sent a ${datalen}-byte "${command}" frame (transaction ${txnr}): more than any answer needs.`));
+      },
+    };
+    const deframer = new RelpDeframer(MAX_SERVER_FRAME, opening);
+    function closed(): void {
+      fail(new RelayError('ERELAY_RELP_OPEN', `RELP server ${where} closed the connection before answering the open.`));
+    }
+    socket.on('data', (chunk: Buffer) => {
+      try {
+        deframer.push(chunk);
+        handlerRead?.();
+      } catch (err) {
+        if (!(err instanceof RelpFramingError)) throw err;
+        const e = new RelayError('ERELAY_RELP_PROTOCOL', `RELP server ${where} sent something that is not RELP (${err.message}).`);
+        if (!settled) fail(e);
+        else handlerError?.(e);
+      }
+    });
+    socket.once('error', fail);
+    socket.once('close', closed);
+    socket.once(o.tls ? 'secureConnect' : 'connect', () => {
+      socket.setNoDelay(true);
+      socket.setKeepAlive(true, 30_000);
+      socket.write(relpFrame(1, 'open', CLIENT_OFFERS));
+    });
+  });
+}

@@ -1,0 +1,396 @@
+// RELP output (librelp doc/relp.html): every event is one "syslog" transaction carrying the same
+// RFC 5424 message as the syslog output, and the intake answers each with "rsp". A batch counts as
+// delivered once every one of its transactions is answered 200; an answer other than 200 refuses
+// that one message (counted as dropped, reason rejected, as librelp's omrelp drops it too). At
+// most `window` transactions are unanswered at once. When the session ends before every answer
+// came (the intake closes, sends "serverclose", stops answering for ackTimeoutMs, or breaks the
+// framing), exactly the unanswered messages are written again, first and in order, on the next
+// session: at-least-once, duplicates bounded by the window and counted as resent.
+// The sink keeps each batch's events (not bytes) until all are answered: transaction numbers
+// belong to a session, so frames are built when written.
+
+import type { Batch, LogEvent } from '../../core/event.ts';
+import { RelayError, classifyConnectError } from '../../core/errors.ts';
+import type { SendResult, Sink, SinkEvents } from '../../core/contracts.ts';
+import { nextTxnr, parseResponse, relpFrame } from '../../relp/frame.ts';
+import type { Rfc5424Formatter } from '../../syslog/format.ts';
+import { openSession, type OpenSession, type RelpEndpoint } from './session.ts';
+
+export interface RelpSinkOptions extends RelpEndpoint {
+  /** Transactions written and not answered, at most. */
+  readonly window: number;
+  /** A session with unanswered transactions that gets no answer for this long has failed. */
+  readonly ackTimeoutMs: number;
+  readonly formatter: Rfc5424Formatter;
+}
+
+const TO_WRITE = 0;
+const WRITTEN = 1;
+const ACKED = 2;
+const REFUSED = 3;
+/** Frames built per write: bounds the buffer of one write. */
+const MAX_RUN = 1024;
+
+/** A batch the sink holds until each of its events is answered. */
+interface Held {
+  readonly seq: number;
+  readonly events: readonly LogEvent[];
+  /** Each event's state: TO_WRITE, WRITTEN, ACKED or REFUSED. */
+  readonly state: Uint8Array;
+  /** Events before this are written or answered (TO_WRITE ones are at or after it). */
+  cursor: number;
+  answered: number;
+  refused: number;
+  /** The reason of the last refusal, for the log. */
+  refusal: string;
+  /** Resolves send() once every event is written (or the session is gone). */
+  written: (() => void) | undefined;
+}
+
+/** One open session and its unanswered transactions, oldest first. */
+class Session {
+  readonly open: OpenSession;
+  txnr: number;
+  /** Unanswered transactions: their numbers, and which held event each carries. */
+  readonly txnrs: number[] = [];
+  readonly held: Held[] = [];
+  readonly index: number[] = [];
+  head = 0;
+  lastAnswerAt = Date.now();
+  done = false;
+  closing = false;
+  /** Resolves once the server answered our "close" (or the session ended). */
+  closed: (() => void) | undefined;
+  closeTxnr = -1;
+
+  constructor(open: OpenSession) {
+    this.open = open;
+    this.txnr = open.firstTxnr;
+  }
+
+  get unanswered(): number {
+    return this.txnrs.length - this.head;
+  }
+
+  push(txnr: number, h: Held, i: number): void {
+    this.txnrs.push(txnr);
+    this.held.push(h);
+    this.index.push(i);
+  }
+
+  /** Removes answered transactions from the front (compacting now and then). */
+  compact(): void {
+    if (this.head > 4096 && this.head * 2 > this.txnrs.length) {
+      this.txnrs.splice(0, this.head);
+      this.held.splice(0, this.head);
+      this.index.splice(0, this.head);
+      this.head = 0;
+    }
+  }
+}
+
+export class RelpSink implements Sink {
+  readonly type = 'relp';
+  /** One session, written in order. */
+  readonly concurrency = { fixed: 1 } as const;
+  readonly #o: RelpSinkOptions;
+  readonly #where: string;
+  #events: SinkEvents | undefined;
+  #session: Session | undefined;
+  /** Batches not answered whole yet, oldest first. */
+  #held: Held[] = [];
+  #unacked = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+  #stopping: Promise<number> | undefined;
+  readonly #abort = new AbortController();
+  /** Resolves a stop waiting for the last answers. */
+  #allAnswered: (() => void) | undefined;
+
+  constructor(options: RelpSinkOptions) {
+    this.#o = options;
+    this.#where = `${options.host}:${options.port}`;
+  }
+
+  get unacknowledged(): number {
+    return this.#unacked;
+  }
+
+  async start(events: SinkEvents): Promise<void> {
+    this.#events = events;
+    const every = Math.max(20, Math.min(1000, this.#o.ackTimeoutMs / 4));
+    this.#timer = setInterval(() => this.#tick(Date.now()), every);
+    this.#timer.unref();
+  }
+
+  async send(batch: Batch, signal: AbortSignal): Promise<SendResult> {
+    if (this.#stopped) return { status: 'retryable', error: new RelayError('ERELAY_SHUTDOWN', 'Output is stopping.') };
+    let session = this.#session;
+    if (!session) {
+      try {
+        session = await this.#connect(signal);
+      } catch (err) {
+        return { status: 'retryable', error: err instanceof RelayError && err.code.startsWith('ERELAY_RELP') ? err : classifyConnectError(err, this.#o.host, this.#o.port) };
+      }
+    }
+    let h: Held | undefined;
+    if (batch.events.length > 0) {
+      h = { seq: batch.seq, events: batch.events, state: new Uint8Array(batch.events.length), cursor: 0, answered: 0, refused: 0, refusal: '', written: undefined };
+      this.#held.push(h);
+      this.#unacked += batch.events.length;
+    }
+    this.#pump(session);
+    // Wait until the batch is on the wire (the window lets it out as answers come): the runner
+    // takes the next batch only then, so what the sink holds stays bounded by the window.
+    if (h && h.cursor < h.events.length && this.#session === session && !signal.aborted) {
+      const held = h;
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          signal.removeEventListener('abort', done);
+          held.written = undefined;
+          resolve();
+        };
+        held.written = done;
+        signal.addEventListener('abort', done, { once: true });
+      });
+    }
+    // Written or not, the batch is the sink's now: a lost session writes it again on the next one.
+    return { status: 'sent' };
+  }
+
+  async #connect(signal: AbortSignal): Promise<Session> {
+    const open = await openSession(this.#o, AbortSignal.any([signal, this.#abort.signal]));
+    const session = new Session(open);
+    if (this.#stopped) {
+      open.socket.destroy();
+      throw new RelayError('ERELAY_SHUTDOWN', 'Output is stopping.');
+    }
+    this.#session = session;
+    const socket = open.socket;
+    open.receive(
+      {
+        frame: (txnr, command, buf, start, end) => this.#answer(session, txnr, command, buf, start, end),
+        oversized: (txnr, command, datalen) =>
+          this.#lost(session, new RelayError('ERELAY_RELP_PROTOCOL', `RELP intake ${this.#where} sent a ${datalen}-byte "${command}" frame (transaction ${txnr}).`)),
+      },
+      (err) => this.#lost(session, err),
+      // Answers free the window: what it lets out goes in one write per read, not one per answer.
+      () => this.#pump(session),
+    );
+    socket.on('drain', () => this.#pump(session));
+    socket.on('error', (err: NodeJS.ErrnoException) => this.#lost(session, new RelayError('ERELAY_CONNECTION_LOST', `RELP session with ${this.#where} failed (${err.code ?? 'error'}).`, { cause: err })));
+    socket.on('end', () => this.#lost(session, new RelayError('ERELAY_CONNECTION_LOST', `RELP intake ${this.#where} closed the session.`)));
+    socket.on('close', () => this.#lost(session, new RelayError('ERELAY_CONNECTION_LOST', `RELP session with ${this.#where} closed.`)));
+    this.#events?.connected();
+    return session;
+  }
+
+  /** Writes what the window lets out: messages a lost session left unanswered first, then new ones, in order. */
+  #pump(s: Session): void {
+    if (s.done || s.closing || this.#session !== s) return;
+    const o = this.#o;
+    const socket = s.open.socket;
+    for (const h of this.#held) {
+      while (h.cursor < h.events.length) {
+        const room = o.window - s.unanswered;
+        if (room <= 0 || socket.writableNeedDrain) return;
+        // A run of consecutive events to write, from the cursor on.
+        const from = h.cursor;
+        let to = from;
+        while (to < h.events.length && to - from < Math.min(room, MAX_RUN) && h.state[to] === TO_WRITE) to++;
+        if (to === from) {
+          h.cursor++;
+          continue;
+        }
+        const first = s.txnr;
+        let t = first;
+        for (let i = from; i < to; i++) {
+          h.state[i] = WRITTEN;
+          s.push(t, h, i);
+          t = nextTxnr(t);
+        }
+        s.txnr = t;
+        const buf = o.formatter.relpFrames(h.events, from, to, (i) => txnrAt(first, i));
+        if (s.unanswered === to - from) s.lastAnswerAt = Date.now();
+        socket.write(buf);
+        this.#events?.wrote(buf.length);
+        h.cursor = to;
+        while (h.cursor < h.events.length && h.state[h.cursor] !== TO_WRITE) h.cursor++;
+      }
+      if (h.written) h.written();
+    }
+  }
+
+  /** A frame from the intake: the answer to one of our transactions, or the "serverclose" hint. */
+  #answer(s: Session, txnr: number, command: string, buf: Buffer, start: number, end: number): void {
+    if (s.done) return;
+    if (command === 'serverclose' && txnr === 0) {
+      this.#lost(s, new RelayError('ERELAY_CONNECTION_LOST', `RELP intake ${this.#where} closed the session (serverclose).`));
+      return;
+    }
+    if (command !== 'rsp') {
+      this.#lost(s, new RelayError('ERELAY_RELP_PROTOCOL', `RELP intake ${this.#where} sent the command "${command}", which a server may not send.`));
+      return;
+    }
+    if (txnr === s.closeTxnr) {
+      s.closed?.();
+      return;
+    }
+    // Answers come in the order of the commands (relp.html); one out of order is looked up.
+    let k = s.head;
+    if (s.txnrs[k] !== txnr) {
+      k = s.txnrs.indexOf(txnr, s.head);
+      if (k < 0) {
+        this.#lost(s, new RelayError('ERELAY_RELP_PROTOCOL', `RELP intake ${this.#where} answered transaction ${txnr}, which is not waiting for an answer.`));
+        return;
+      }
+    }
+    const h = s.held[k] as Held;
+    const i = s.index[k] as number;
+    s.txnrs[k] = -1;
+    while (s.head < s.txnrs.length && s.txnrs[s.head] === -1) s.head++;
+    s.compact();
+    s.lastAnswerAt = Date.now();
+    // "200 OK" is the common answer: read without making a string.
+    if (end - start >= 3 && buf[start] === 0x32 && buf[start + 1] === 0x30 && buf[start + 2] === 0x30) {
+      h.state[i] = ACKED;
+    } else {
+      const rsp = parseResponse(buf, start, end);
+      h.state[i] = REFUSED;
+      h.refused++;
+      h.refusal = rsp ? `${rsp.code} ${rsp.text}` : 'an answer without a code';
+    }
+    h.answered++;
+    if (h.answered === h.events.length) this.#settle();
+  }
+
+  /** Reports the batches answered whole, from the oldest, and lets them go. */
+  #settle(): void {
+    while (this.#held.length > 0) {
+      const h = this.#held[0] as Held;
+      if (h.answered < h.events.length) break;
+      this.#held.shift();
+      this.#unacked -= h.events.length;
+      this.#report(h);
+    }
+    if (this.#unacked === 0) this.#allAnswered?.();
+  }
+
+  /** Acknowledged runs and refused runs of one batch, as ranges of its sequence numbers. */
+  #report(h: Held): void {
+    const ev = this.#events;
+    if (!ev) return;
+    if (h.refused === 0) {
+      ev.acknowledged(h.seq, h.events.length);
+      return;
+    }
+    const error = new RelayError('ERELAY_RELP_REFUSED', `RELP intake ${this.#where} refused ${h.refused} message(s) of a batch (last answer: ${h.refusal}); they are dropped.`);
+    let from = 0;
+    for (let i = 1; i <= h.events.length; i++) {
+      if (i < h.events.length && h.state[i] === h.state[from]) continue;
+      if (h.state[from] === ACKED) ev.acknowledged(h.seq + from, i - from);
+      else ev.refused(h.seq + from, i - from, error);
+      from = i;
+    }
+  }
+
+  /** The session ended before every answer came: its unanswered messages are written again on the next one. */
+  #lost(s: Session, error: RelayError): void {
+    if (s.done) return;
+    s.done = true;
+    if (this.#session === s) this.#session = undefined;
+    s.open.socket.destroy();
+    s.closed?.();
+    this.#allAnswered?.();
+    let events = 0;
+    for (let k = s.head; k < s.txnrs.length; k++) {
+      if (s.txnrs[k] === -1) continue;
+      const h = s.held[k] as Held;
+      const i = s.index[k] as number;
+      h.state[i] = TO_WRITE;
+      if (i < h.cursor) h.cursor = i;
+      events++;
+    }
+    // A send() waiting for its batch to go out returns: the batch is held, and written on the next session.
+    for (const h of this.#held) h.written?.();
+    if (!this.#stopped) this.#events?.connectionLost(error, events);
+  }
+
+  #tick(now: number): void {
+    const s = this.#session;
+    if (s && s.unanswered > 0 && now - s.lastAnswerAt >= this.#o.ackTimeoutMs) {
+      this.#lost(s, new RelayError('ERELAY_ACK_TIMEOUT', `RELP intake ${this.#where} answered nothing for ${this.#o.ackTimeoutMs} ms (output.ack_timeout_ms) with ${s.unanswered} message(s) waiting: the session is dropped and they are written again.`));
+    }
+  }
+
+  /** For a reload: closes as at a stop, then gives what is unanswered to the next RELP sink (adopt), which writes it first. */
+  async handOver(deadline: AbortSignal): Promise<{ state: Held[]; events: number }> {
+    const events = await this.stop(deadline);
+    const state = this.#held;
+    this.#held = [];
+    this.#unacked = 0;
+    return { state, events };
+  }
+
+  adopt(state: unknown): void {
+    for (const h of state as Held[]) {
+      for (let i = 0; i < h.events.length; i++) if (h.state[i] === WRITTEN) h.state[i] = TO_WRITE;
+      h.cursor = h.state.indexOf(TO_WRITE);
+      if (h.cursor < 0) h.cursor = h.events.length;
+      h.written = undefined;
+      this.#unacked += h.events.length - h.answered;
+      this.#held.push(h);
+    }
+  }
+
+  /**
+   * Waits, until `deadline`, for the answers to everything written, then closes the session with
+   * "close" (the intake answers it and closes). Returns the events not answered.
+   */
+  stop(deadline: AbortSignal): Promise<number> {
+    this.#stopping ??= (async () => {
+      this.#stopped = true;
+      if (this.#timer) clearInterval(this.#timer);
+      const s = this.#session;
+      if (s && !s.done) {
+        if (s.unanswered > 0) await until(deadline, (done) => (this.#allAnswered = done), () => s.done || s.unanswered === 0);
+        this.#allAnswered = undefined;
+        if (!s.done) {
+          s.closing = true;
+          s.closeTxnr = s.txnr;
+          s.open.socket.write(relpFrame(s.txnr, 'close'));
+          await until(deadline, (done) => (s.closed = done), () => s.done);
+          s.done = true;
+          s.open.socket.destroy();
+        }
+      }
+      this.#abort.abort();
+      this.#session = undefined;
+      let unanswered = 0;
+      for (const h of this.#held) unanswered += h.events.length - h.answered;
+      return unanswered;
+    })();
+    return this.#stopping;
+  }
+}
+
+/** The transaction number of the i-th frame of a run starting at `first` (numbers latch at 999,999,999). */
+function txnrAt(first: number, i: number): number {
+  const t = first + i;
+  return t > 999_999_999 ? t - 999_999_999 : t;
+}
+
+/** Resolves when `ready()` holds after a wake-up registered with `register`, or when `deadline` aborts. */
+function until(deadline: AbortSignal, register: (wake: () => void) => void, ready: () => boolean): Promise<void> {
+  if (ready() || deadline.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      deadline.removeEventListener('abort', done);
+      resolve();
+    };
+    register(() => {
+      if (ready()) done();
+    });
+    deadline.addEventListener('abort', done, { once: true });
+  });
+}
