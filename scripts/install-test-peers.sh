@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the real syslog peers the integration tests run as local processes on loopback:
-# util-linux logger, openssl, rsyslog (+gnutls) from Debian, and syslog-ng unpacked into
+# util-linux logger, openssl, rsyslog (+gnutls, +relp: imrelp/omrelp) from Debian, and syslog-ng unpacked into
 # $SYSLOG_NG_ROOT (it conflicts with rsyslog as a package). No service is started: the tests run
 # every peer as their own process, never as the machine's system logger.
 set -euo pipefail
@@ -16,7 +16,7 @@ fi
 $SUDO apt-get update -qq
 # syslog-ng-core's own dependencies install normally; only syslog-ng-core itself is unpacked.
 $SUDO apt-get install -y -qq --no-install-recommends \
-  bsdutils curl openssl rsyslog rsyslog-gnutls systemd util-linux \
+  bsdutils curl openssl rsyslog rsyslog-gnutls rsyslog-relp systemd util-linux \
   libpcre3 libwrap0 libjson-c5 libglib2.0-0 libnet1 libivykis0 libcap2 libssl3 libsystemd0 >/dev/null
 # The Debian package's build (dpkg-shlibdeps) and its test (the man page rendered by man -l).
 $SUDO apt-get install -y -qq --no-install-recommends dpkg-dev man-db groff-base >/dev/null

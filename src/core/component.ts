@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import type { AdmitResult, EventQueue, OfferResult } from './queue.ts';
 import type { LogEvent } from './event.ts';
 import type { DropReason, Sink, Source } from './contracts.ts';
-import type { FileTelemetry, HttpInputTelemetry, Instruments, SyslogInputTelemetry } from './telemetry.ts';
+import type { FileTelemetry, HttpInputTelemetry, Instruments, RelpInputTelemetry, SyslogInputTelemetry } from './telemetry.ts';
 
 /** The region's endpoints, with `endpoints:` overrides applied. */
 export interface Endpoints {
@@ -186,6 +186,7 @@ export interface Sender {
 /** The telemetry of each kind of source, bound to the labels of the one asking. */
 export interface InputInstruments {
   syslog(): SyslogInputTelemetry;
+  relp(): RelpInputTelemetry;
   http(): HttpInputTelemetry;
   file(): FileTelemetry;
 }

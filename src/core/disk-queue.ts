@@ -59,6 +59,8 @@ export class DiskQueue implements EventQueue {
   #closed = false;
   #writers: (() => void)[] = [];
   #settledWaiters: SettledWaiter[] = [];
+  #safeWaiters: SettledWaiter[] = [];
+  #syncQueued = false;
   #timer: NodeJS.Timeout | undefined;
   #savedSettled = -1;
   readonly #saving = new SingleFlight();
@@ -259,10 +261,40 @@ export class DiskQueue implements EventQueue {
     return new Promise((resolve) => this.#settledWaiters.push({ seq, resolve }));
   }
 
+  /**
+   * Safe = fsynced (or settled). Those who wait share one fsync, started at the next turn of the
+   * event loop (group commit), instead of waiting for the periodic one (fsync_interval_ms).
+   */
+  untilSafe(seq: number): Promise<void> {
+    if (this.safeBelow >= seq) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#safeWaiters.push({ seq, resolve });
+      this.#syncSoon();
+    });
+  }
+
+  #syncSoon(): void {
+    if (this.#syncQueued || this.#closed) return;
+    this.#syncQueued = true;
+    setImmediate(() => {
+      this.#syncQueued = false;
+      void this.#log.sync(true).then(() => this.#wakeSafe());
+    });
+  }
+
+  #wakeSafe(): void {
+    if (this.#safeWaiters.length === 0) return;
+    this.#safeWaiters = wakeSettled(this.#safeWaiters, this.safeBelow);
+    // Waiters on events still to be written (a failing disk) are woken by the periodic tick, which
+    // retries the writes: no loop of fsyncs meanwhile.
+    if (this.#safeWaiters.length > 0 && this.#log.durableBelow < this.#log.nextSeq) this.#syncSoon();
+  }
+
   settle(seq: number, count: number): void {
     const before = this.#settled.watermark;
     this.#settled.settle(seq, count);
     if (this.#settledWaiters.length > 0) this.#settledWaiters = wakeSettled(this.#settledWaiters, this.#settled.watermark);
+    this.#wakeSafe();
     // When full, the writer's segment is let go as soon as all of it is delivered, however small.
     const force = this.#log.bytes >= this.#o.maxBytes * RESUME_FRACTION;
     if (this.#settled.watermark !== before && this.#log.deleteBelow(this.#settled.watermark, force) > 0) this.#wakeWriters();
@@ -298,6 +330,7 @@ export class DiskQueue implements EventQueue {
     const before = this.#log.durableBelow;
     const written = this.#writtenBytes;
     void this.#log.sync().then(() => {
+      this.#wakeSafe();
       if (this.#log.durableBelow !== before) {
         this.#hooks.onSync(written - this.#syncedBytes);
         this.#syncedBytes = written;

@@ -77,6 +77,11 @@ export interface EventQueue {
   settle(seq: number, count: number): void;
   /** Resolves once every event numbered below `seq` is settled. */
   untilSettled(seq: number): Promise<void>;
+  /**
+   * Resolves once every event numbered below `seq` is safe (safeBelow): a disk queue fsyncs soon
+   * for it, sharing one fsync among all who wait (RELP answers wait here).
+   */
+  untilSafe(seq: number): Promise<void>;
   close(): void;
 }
 
@@ -160,6 +165,11 @@ export class BoundedQueue implements EventQueue {
   untilSettled(seq: number): Promise<void> {
     if (this.#settled.watermark >= seq) return Promise.resolve();
     return new Promise((resolve) => this.#settledWaiters.push({ seq, resolve }));
+  }
+
+  /** In memory, safe means settled (delivered, or dropped with a counted reason). */
+  untilSafe(seq: number): Promise<void> {
+    return this.untilSettled(seq);
   }
 
   #full(): boolean {

@@ -105,6 +105,14 @@ export interface SyslogInputTelemetry extends EventTelemetry {
   dispose(): void;
 }
 
+/** A RELP input: a syslog input that answers each transaction. */
+export interface RelpInputTelemetry extends SyslogInputTelemetry {
+  /** Transactions answered, by code (200: safe; 500: refused, e.g. a message over the size limit). */
+  answered(code: '200' | '500', transactions: number): void;
+  /** A session that was not RELP (bad framing): closed. */
+  protocolError(): void;
+}
+
 /** A file input: the files it follows, rotations, errors, lines split or dropped for their size. */
 export type RotationKind = 'rename' | 'truncate' | 'delete' | 'copy';
 

@@ -4,6 +4,7 @@
 import type { InputDefinition } from '../core/component.ts';
 import { fileInput } from './file/definition.ts';
 import { httpInput } from './http/definition.ts';
+import { relpInput } from './relp/definition.ts';
 import { tcpInput } from './tcp/definition.ts';
 import { udpInput } from './udp/definition.ts';
 
@@ -12,6 +13,7 @@ export const INPUTS = {
   tcp: tcpInput,
   file: fileInput,
   http: httpInput,
+  relp: relpInput,
 } as const;
 
 export type InputType = keyof typeof INPUTS;

@@ -11,7 +11,7 @@ interface SyslogListening {
   readonly address: string;
   readonly port: number;
   readonly max_message_bytes: number;
-  readonly oversize: string;
+  readonly oversize?: string;
   /** Only as a shared listener. */
   readonly routes?: readonly RouteConfig[];
   readonly default?: string;
@@ -26,7 +26,7 @@ export function syslogLabel(c: SyslogListening, kind: string, ctx: ResolveContex
 }
 
 export function describeSyslog(c: SyslogListening & { readonly label: string }, kind: string): string[] {
-  if (!c.routes) return [`input ${c.label}: ${kind} on ${c.address}:${c.port}, max ${c.max_message_bytes} bytes per event (${c.oversize})`];
+  if (!c.routes) return [`input ${c.label}: ${kind} on ${c.address}:${c.port}, max ${c.max_message_bytes} bytes per event (${c.oversize ?? 'drop'})`];
   const fallback = c.default ?? 'drop';
   return [
     `listener ${c.label}: ${kind.replace(/ \(.*/, '')} on ${c.address}:${c.port}, ${c.routes.length} route${c.routes.length === 1 ? '' : 's'}`,

@@ -2,7 +2,7 @@
 // gauges from the one metrics registry, and rate-limited logs from a child logger.
 
 import type { Logger } from 'pino';
-import type { CounterReader, HttpOutputTelemetry, Instruments, OutputTelemetry, SenderSightings, SenderTelemetry, SyslogInputTelemetry } from '../core/telemetry.ts';
+import type { CounterReader, HttpOutputTelemetry, Instruments, OutputTelemetry, SenderSightings, SenderTelemetry, SyslogInputTelemetry, RelpInputTelemetry } from '../core/telemetry.ts';
 import type { InputInstruments } from '../core/component.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { componentLog } from './component-log.ts';
@@ -145,6 +145,21 @@ export function syslogInputTelemetry(m: Metrics, log: Logger, owner: string, inp
   };
 }
 
+/** A RELP input's: a syslog input's, and its answers by code (both pre-created at 0) and protocol errors. */
+export function relpInputTelemetry(m: Metrics, log: Logger, owner: string, input: string, seen: SenderSightings): RelpInputTelemetry {
+  const labels = { intake: owner, input };
+  const answers = { '200': m.relpAnswers.labels({ ...labels, code: '200' }), '500': m.relpAnswers.labels({ ...labels, code: '500' }) };
+  answers['200'].inc(0);
+  answers['500'].inc(0);
+  const protocol = m.framingErrors.labels({ ...labels, reason: 'relp_protocol' });
+  protocol.inc(0);
+  return {
+    ...syslogInputTelemetry(m, log, owner, input, seen),
+    answered: (code, n) => answers[code].inc(n),
+    protocolError: () => protocol.inc(),
+  };
+}
+
 /**
  * The telemetry of a source named `input`, of intake `owner` ('' for a shared listener). Its
  * senders go to `senders` by address (`by: 'address'`) or by each event's HOSTNAME.
@@ -156,6 +171,7 @@ export function inputInstruments(m: Metrics, log: Logger, owner: string, input: 
     : { from: none, hosts: (events, at) => senders.seenHosts(events, at) };
   return {
     syslog: () => syslogInputTelemetry(m, log, owner, input, seen),
+    relp: () => relpInputTelemetry(m, log, owner, input, seen),
     http: () => httpInputTelemetry(m, log, input, seen),
     file: () => fileTelemetry(m, log, owner, input, seen),
   };

@@ -45,7 +45,7 @@ export class Metrics {
   });
   readonly framingErrors = new Counter({
     name: 'intake_relay_framing_errors_total',
-    help: 'Malformed frames on stream inputs (bad octet count, oversized frame).',
+    help: 'Malformed frames on stream inputs: too_large (over max_message_bytes), relp_protocol (a RELP session that was not RELP, closed).',
     labelNames: ['intake', 'input', 'reason'] as const,
     registers: [this.registry],
   });
@@ -84,6 +84,12 @@ export class Metrics {
     name: 'intake_relay_input_connections_rejected_total',
     help: 'Connections refused or cut by an input (max_connections, TLS handshake failure, idle timeout).',
     labelNames: ['intake', 'input', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly relpAnswers = new Counter({
+    name: 'intake_relay_relp_answers_total',
+    help: 'RELP transactions a RELP input answered, by code (200 once the event is safe; 500 refused: over the size limit, session not open, command not served).',
+    labelNames: ['intake', 'input', 'code'] as const,
     registers: [this.registry],
   });
   readonly inputPaused = new Counter({

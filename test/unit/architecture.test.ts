@@ -12,6 +12,7 @@ const LAYERS: Record<string, number> = {
   'version.ts': 0,
   core: 0,
   syslog: 1,
+  relp: 1,
   telemetry: 1,
   routing: 2,
   emulator: 2,

@@ -26,6 +26,7 @@ const INPUT_CASES: Record<keyof typeof INPUTS, string> = {
   tcp: `{ type: tcp, address: 127.0.0.1, port: 0, tls: { cert_file: ${TLS}server.crt, key_file: ${TLS}server.key } }`,
   file: `{ type: file, paths: [${join(dir, '*.log')}] }`,
   http: '{ type: http, address: 127.0.0.1, port: 0 }',
+  relp: `{ type: relp, address: 127.0.0.1, port: 0, tls: { cert_file: ${TLS}server.crt, key_file: ${TLS}server.key } }`,
 };
 const OUTPUT_CASES: Record<keyof typeof OUTPUTS, string> = {
   syslog: '{ type: syslog, host: 127.0.0.1, port: 9 }',

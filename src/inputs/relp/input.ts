@@ -1,0 +1,140 @@
+// The RELP listener (plain or TLS, mutual TLS optional): accepts sessions up to max_connections,
+// runs one RelpServerSession per connection (session.ts), and stops in order: no new sessions,
+// reading stops, the answers due are still written within the grace time (finish), then each
+// session gets the "serverclose" hint and is closed.
+
+import net from 'node:net';
+import tls from 'node:tls';
+import type { Sender, TlsFiles } from '../../core/component.ts';
+import type { Source } from '../../core/contracts.ts';
+import { listen } from '../../core/net.ts';
+import type { RelpInputTelemetry } from '../../core/telemetry.ts';
+import type { HeaderDefaults } from '../../syslog/parse.ts';
+import { FrameBuilder, senderAddress } from '../frame-builder.ts';
+import { RelpServerSession, type RelpSessionOptions } from './session.ts';
+
+export interface RelpInputOptions extends RelpSessionOptions {
+  readonly label: string;
+  readonly address: string;
+  readonly port: number;
+  readonly maxConnections: number;
+  readonly idleTimeoutMs: number;
+  readonly tls: TlsFiles | undefined;
+  readonly defaults: HeaderDefaults;
+}
+
+export class RelpInput implements Source {
+  readonly #o: RelpInputOptions;
+  readonly #sender: Sender;
+  readonly #t: RelpInputTelemetry;
+  readonly #sessions = new Map<net.Socket, RelpServerSession>();
+  #server: net.Server | undefined;
+  #closed: Promise<void> | undefined;
+
+  constructor(options: RelpInputOptions, sender: Sender, telemetry: RelpInputTelemetry) {
+    this.#o = options;
+    this.#sender = sender;
+    this.#t = telemetry;
+  }
+
+  get label(): string {
+    return this.#o.label;
+  }
+
+  get port(): number {
+    const a = this.#server?.address();
+    return typeof a === 'object' && a ? a.port : this.#o.port;
+  }
+
+  get where(): string {
+    return `on port ${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    if (this.#server) return;
+    const o = this.#o;
+    const t = this.#t;
+    const onSocket = (socket: net.Socket): void => this.#accept(socket);
+    let server: net.Server;
+    if (o.tls) {
+      server = tls.createServer(
+        { cert: o.tls.cert, key: o.tls.key, ca: o.tls.ca, requestCert: !!o.tls.ca, rejectUnauthorized: !!o.tls.ca, minVersion: 'TLSv1.2' },
+        onSocket,
+      );
+      server.on('tlsClientError', (err, socket) => {
+        t.rejected('tls_handshake');
+        t.log.warn('tls', { err, sender: senderAddress(socket.remoteAddress) }, 'TLS handshake with a RELP sender failed.');
+      });
+    } else {
+      server = net.createServer(onSocket);
+    }
+    server.maxConnections = o.maxConnections;
+    server.on('drop', (d) => {
+      t.rejected('max_connections');
+      t.log.warn('drop', { sender: senderAddress(d?.remoteAddress), max_connections: o.maxConnections }, 'RELP session refused: max_connections reached.');
+    });
+    this.#server = server;
+    t.listening();
+    const owner = this.#sender.owner;
+    await listen(server, o.address, o.port, owner ? `${owner}/${o.label}` : `listener ${o.label}`);
+  }
+
+  #accept(socket: net.Socket): void {
+    const from = senderAddress(socket.remoteAddress);
+    const t = this.#t;
+    const builder = new FrameBuilder(this.#sender, t, this.#o.defaults);
+    const session = new RelpServerSession(socket, from, this.#o, this.#sender, builder, t);
+    this.#sessions.set(socket, session);
+    t.connection(true);
+    socket.setNoDelay(true);
+    if (this.#o.idleTimeoutMs > 0) {
+      socket.setTimeout(this.#o.idleTimeoutMs, () => {
+        // A session waiting for its answers is not idle.
+        if (session.unanswered > 0) return;
+        t.rejected('idle_timeout');
+        session.close();
+      });
+    }
+    socket.on('data', (chunk: Buffer) => session.read(chunk));
+    // The sender closed its side: what it sent is answered, then ours closes.
+    socket.on('end', () => void session.answered.then(() => socket.end()));
+    socket.on('error', (err) => t.log.warn('socket', { err, sender: from }, 'RELP sender connection failed.'));
+    socket.on('close', () => {
+      session.gone();
+      this.#sessions.delete(socket);
+      t.connection(false);
+    });
+  }
+
+  /** Stops accepting and reading; sessions stay open for their answers (finish). */
+  async stop(): Promise<void> {
+    const server = this.#server;
+    if (!server) return;
+    this.#server = undefined;
+    this.#closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const s of this.#sessions.values()) s.pause();
+  }
+
+  /**
+   * Writes the answers due (their events must become safe meanwhile: the queues are still open),
+   * for at most `graceMs`; then every session gets "serverclose" and is closed. What was not
+   * answered is sent again by the senders to whoever listens next.
+   */
+  async finish(graceMs = 1000): Promise<void> {
+    const sessions = [...this.#sessions.entries()];
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+    await Promise.race([Promise.all(sessions.map(([, s]) => s.answered)), grace]);
+    clearTimeout(timer);
+    for (const [socket, s] of sessions) {
+      s.close();
+      // A sender that does not close its side is cut shortly after.
+      setTimeout(() => socket.destroy(), 1000).unref();
+    }
+    await this.#closed;
+  }
+
+  dispose(): void {
+    this.#t.dispose();
+  }
+}

@@ -1,0 +1,226 @@
+// One RELP session on the server side (librelp doc/relp.html): the "open" answered with our offers,
+// each "syslog" transaction turned into an event, and its answer "rsp 200" sent only once the
+// event is safe: in a disk queue and fsynced, or, with a memory queue, delivered (or dropped by a
+// filter, counted). Answers go out in the order of the commands, one write per read. A queue that
+// is full pauses the reading (the sender's window then fills: backpressure, never a drop). A
+// message over the size limit is answered 500 (counted as too_large); a command we do not serve is
+// answered 500; a stream that is not RELP gets the "serverclose" hint and is closed.
+
+import type net from 'node:net';
+import type { Sender } from '../../core/component.ts';
+import type { EventQueue } from '../../core/queue.ts';
+import type { RelpInputTelemetry } from '../../core/telemetry.ts';
+import { RelpDeframer, RelpFramingError, parseOffers, relpFrame, type RelpFrameSink } from '../../relp/frame.ts';
+import type { FrameBuilder } from '../frame-builder.ts';
+import { VERSION } from '../../version.ts';
+
+export interface RelpSessionOptions {
+  readonly maxMessageBytes: number;
+  /** auto: answer once safe (fsynced, or delivered with a memory queue); queued: once queued. */
+  readonly respondWhen: 'auto' | 'queued';
+}
+
+const OK = Buffer.from(' rsp 6 200 OK\n', 'latin1');
+const SERVER_OFFERS = `relp_version=0\nrelp_software=intake-relay,${VERSION}\ncommands=syslog`;
+export const SERVERCLOSE = relpFrame(0, 'serverclose');
+
+/** What one read asks to answer, in order: a run of transactions answered 200, or one whole frame. */
+type Answer = { readonly txnr: number } | { readonly frame: Buffer; readonly code: '200' | '500' | undefined };
+
+export class RelpServerSession implements RelpFrameSink {
+  readonly #socket: net.Socket;
+  readonly #from: string;
+  readonly #o: RelpSessionOptions;
+  readonly #sender: Sender;
+  readonly #builder: FrameBuilder;
+  readonly #t: RelpInputTelemetry;
+  readonly #deframer: RelpDeframer;
+  #open = false;
+  #closing = false;
+  /** This read's answers, in the order of its commands. */
+  #answers: Answer[] = [];
+  /** The answers of earlier reads, written in order: each read's wait on safety chains on the last. */
+  #answering: Promise<void> = Promise.resolve();
+  #unanswered = 0;
+  #gone = false;
+
+  constructor(socket: net.Socket, from: string, options: RelpSessionOptions, sender: Sender, builder: FrameBuilder, telemetry: RelpInputTelemetry) {
+    this.#socket = socket;
+    this.#from = from;
+    this.#o = options;
+    this.#sender = sender;
+    this.#builder = builder;
+    this.#t = telemetry;
+    this.#deframer = new RelpDeframer(options.maxMessageBytes, this);
+  }
+
+  /** Transactions received and not answered yet. */
+  get unanswered(): number {
+    return this.#unanswered;
+  }
+
+  /** Resolves once every answer due so far is written (or the session is gone). */
+  get answered(): Promise<void> {
+    return this.#answering;
+  }
+
+  /** One read: deframes it, queues its events, and schedules its answers. */
+  read(chunk: Buffer): void {
+    if (this.#gone || this.#closing) return;
+    this.#builder.begin(chunk, this.#from);
+    try {
+      this.#deframer.push(chunk);
+    } catch (err) {
+      if (!(err instanceof RelpFramingError)) throw err;
+      this.#t.protocolError();
+      this.#t.log.warn('relp_framing', { sender: this.#from, reason: err.message }, 'A RELP sender sent something that is not RELP: the session is closed.');
+      // What this read held before the bad bytes is offered and answered as usual; then the end.
+      this.#flush();
+      this.#closing = true;
+      this.#then(() => this.#end());
+      return;
+    }
+    this.#flush();
+  }
+
+  frame(txnr: number, command: string, buf: Buffer, start: number, end: number): void {
+    if (command === 'syslog') {
+      if (!this.#open) return this.#refuse(txnr, '500 session not open');
+      this.#builder.frame(buf, start, end, false);
+      this.#answers.push({ txnr });
+      this.#unanswered++;
+      return;
+    }
+    if (txnr === 0) return; // a hint from the client: nothing to answer
+    if (command === 'open') {
+      if (this.#open) return this.#reply(txnr, '200 connection already open - ignored');
+      const offers = parseOffers(buf.toString('utf8', start, end));
+      if (!offers.has('relp_version')) return this.#refuse(txnr, '500 no relp_version offered');
+      if (!(offers.get('commands') ?? []).includes('syslog')) return this.#refuse(txnr, '500 required command not supported by client');
+      this.#open = true;
+      return this.#reply(txnr, `200 OK\n${SERVER_OFFERS}`);
+    }
+    if (command === 'close') {
+      // Answered after everything before it; then the hint, and our side closes.
+      this.#answers.push({ frame: relpFrame(txnr, 'rsp'), code: undefined });
+      this.#unanswered++;
+      this.#closing = true;
+      return;
+    }
+    this.#refuse(txnr, `500 command "${command.slice(0, 32)}" not supported`);
+  }
+
+  oversized(txnr: number, command: string): void {
+    if (command !== 'syslog') return this.#refuse(txnr, '500 frame too large');
+    this.#builder.oversized();
+    this.#refuse(txnr, `500 message over ${this.#o.maxMessageBytes} bytes`);
+  }
+
+  #reply(txnr: number, data: string): void {
+    this.#answers.push({ frame: relpFrame(txnr, 'rsp', data), code: data.startsWith('200') ? '200' : '500' });
+    this.#unanswered++;
+  }
+
+  #refuse(txnr: number, data: string): void {
+    this.#reply(txnr, data);
+  }
+
+  /** Offers the read's events, then answers them once they are safe. */
+  #flush(): void {
+    const targets = this.#sender.targets;
+    const before = targets.map((t) => t.queue.nextSeq);
+    const result = this.#builder.flush();
+    const answers = this.#answers;
+    this.#answers = [];
+    if (result === 'dropped') {
+      // A queue refused them (it is closing for a stop): nothing of this read may be answered 200.
+      // The sender will send them again to whoever listens next.
+      this.#closing = true;
+      this.#then(() => this.#end());
+      return;
+    }
+    if (result === 'slow_down' && !this.#socket.isPaused()) {
+      this.#socket.pause();
+      this.#t.paused();
+      void this.#builder.writable().then(() => {
+        if (!this.#gone) this.#socket.resume();
+      });
+    }
+    if (answers.length === 0) return;
+    const waits: Promise<void>[] = [];
+    if (this.#o.respondWhen === 'auto') {
+      targets.forEach((t, k) => {
+        const q: EventQueue = t.queue;
+        if (q.nextSeq !== before[k]) waits.push(q.untilSafe(q.nextSeq));
+      });
+    }
+    const closing = this.#closing;
+    this.#then(async () => {
+      if (waits.length > 0) await Promise.all(waits);
+      this.#write(answers);
+      if (closing) this.#end();
+    });
+  }
+
+  /** Runs `step` after every answer scheduled before it. */
+  #then(step: () => void | Promise<void>): void {
+    this.#answering = this.#answering.then(() => (this.#gone ? undefined : step()));
+  }
+
+  #write(answers: readonly Answer[]): void {
+    if (this.#gone) return;
+    let size = 0;
+    let ok = 0;
+    let refused = 0;
+    for (const a of answers) {
+      if ('frame' in a) {
+        size += a.frame.length;
+        if (a.code === '500') refused++;
+        else if (a.code === '200') ok++;
+      } else {
+        size += digits(a.txnr) + OK.length;
+        ok++;
+      }
+    }
+    const out = Buffer.allocUnsafe(size);
+    let off = 0;
+    for (const a of answers) {
+      if ('frame' in a) {
+        off += a.frame.copy(out, off);
+      } else {
+        off += out.write(String(a.txnr), off, 'latin1');
+        off += OK.copy(out, off);
+      }
+    }
+    this.#socket.write(out);
+    this.#unanswered -= answers.length;
+    if (ok > 0) this.#t.answered('200', ok);
+    if (refused > 0) this.#t.answered('500', refused);
+  }
+
+  /** Sends the "serverclose" hint and closes our side. */
+  #end(): void {
+    if (this.#gone) return;
+    this.#socket.end(SERVERCLOSE);
+  }
+
+  /** The connection closed: answers not written yet are dropped (the sender resends those messages). */
+  gone(): void {
+    this.#gone = true;
+  }
+
+  /** For a stop: stops reading; the answers due are still written (finish). */
+  pause(): void {
+    this.#closing = true;
+    this.#socket.pause();
+  }
+
+  /** For a stop, once the answers due are written or the grace is over: the hint, then the end. */
+  close(): void {
+    this.#end();
+  }
+}
+
+function digits(n: number): number {
+  return n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : String(n).length;
+}
