@@ -9,7 +9,9 @@ import { outputOf } from '../outputs/registry.ts';
 export function summarize(cfg: Config): string {
   const lines: string[] = [];
   lines.push(`${cfg.file}: valid (${cfg.format === 'native' ? 'intake-relay format' : 'official forwarder intakes.yaml'})`);
-  lines.push(`region: ${cfg.region}`);
+  // With ENDPOINT (REGION=OTHER) the region says little on its own: the intake host is the endpoints'.
+  const host = cfg.endpoints.syslog_host ?? cfg.endpoints.relp_host;
+  lines.push(`region: ${cfg.region}${host ? ` (intake host set by endpoints: ${host})` : ''}`);
   for (const i of cfg.intakes) {
     lines.push(`intake "${i.name}":`);
     lines.push(`  key: ${i.toEmulator ? 'not set: forwards to the local emulator' : `set (${i.intakeKey.length} characters, from ${i.keySource})`}`);

@@ -1,9 +1,10 @@
 // The official forwarder's intakes.yaml, accepted as it is: each entry becomes an intake with one
-// input. Its environment (REGION, ENDPOINT, MEMORY_MESSAGES, CERTS_DIR) is read the way the
-// forwarder reads it, except that an unknown region is an error instead of a fall-back to fra1.
+// input. Its environment (REGION, ENDPOINT, MEMORY_MESSAGES, DISK_SPACE, RELP_OUTPUT: legacy-env.ts;
+// CERTS_DIR) is read the way the forwarder reads it, except that an unknown region is an error
+// instead of a fall-back to fra1.
 
 import { z } from 'zod';
-import { REGIONS } from './regions.ts';
+import { BYTES_PER_MESSAGE, MIN_DISK_SHARE, readLegacyEnv, type LegacyEnv } from './legacy-env.ts';
 
 const legacyIntake = z.strictObject({
   name: z.string().min(1),
@@ -33,10 +34,16 @@ export interface LegacyResult {
   /** Maps a path in `native` to the path in the legacy file, for error positions. */
   readonly pathMap: (path: readonly PropertyKey[]) => PropertyKey[];
   readonly warnings: string[];
+  /** Problems with the environment, each "environment NAME: ...". */
+  readonly problems: string[];
+  /** The environment as read; disk queues when diskBytes > 0 (their directory is checked once resolved). */
+  readonly env: LegacyEnv;
 }
 
 export function convertLegacy(legacy: z.infer<typeof legacySchema>, env: NodeJS.ProcessEnv): LegacyResult {
   const warnings: string[] = [];
+  const problems: string[] = [];
+  const vars = readLegacyEnv(env, problems, warnings);
   const certsDir = env.CERTS_DIR ?? '/certs';
   const indexMap: number[] = [];
   let stats: string | undefined;
@@ -50,30 +57,36 @@ export function convertLegacy(legacy: z.infer<typeof legacySchema>, env: NodeJS.
     indexMap.push(i);
     return true;
   });
-  const memory = env.MEMORY_MESSAGES ? Number(env.MEMORY_MESSAGES) : undefined;
-  const receiving = forwarded.filter((e) => !e.stats).length;
-  const perIntake = memory && Number.isFinite(memory) && receiving > 0 ? Math.max(1, Math.floor(memory / receiving)) : undefined;
+  const receives = (e: (typeof forwarded)[number]): boolean => !e.stats && (e.port !== undefined || e.protocol !== undefined);
+  const receiving = forwarded.filter(receives).length;
+  const perIntake = vars.memoryMessages && receiving > 0 ? Math.max(1, Math.floor(vars.memoryMessages / receiving)) : undefined;
+  // The forwarder shares one disk budget; split per intake, one intake's backlog cannot starve the others.
+  const diskShare = receiving > 0 ? Math.floor(vars.diskBytes / receiving) : 0;
+  if (vars.diskBytes > 0 && receiving > 0 && diskShare < MIN_DISK_SHARE) {
+    problems.push(`environment DISK_SPACE: ${JSON.stringify(vars.diskSpace)} over ${receiving} intakes is under 1 MiB each: give at least ${receiving}m, or 0 for memory queues only`);
+  }
   const intakes = forwarded.map((e) => {
     const input: Record<string, unknown> = { type: e.protocol === 'udp' ? 'udp' : 'tcp', port: e.port };
     if (e.protocol === 'tls') {
       input.tls = { cert_file: `${certsDir}/${e.tls_cert_name ?? 'server'}.crt`, key_file: `${certsDir}/${e.tls_key_name ?? 'server'}.key` };
     }
-    const maxEvents = e.queue_size ?? perIntake;
+    // The count binds, not the bytes: the byte limit grows with it.
+    const events = e.queue_size ?? perIntake;
+    const queue = diskShare >= MIN_DISK_SHARE && receives(e)
+      ? { type: 'disk', max_bytes: diskShare, ...(events ? { memory_events: events, memory_bytes: events * BYTES_PER_MESSAGE } : {}) }
+      : events ? { max_events: events, max_bytes: events * BYTES_PER_MESSAGE } : undefined;
     return {
       name: e.name,
       intake_key: e.intake_key,
-      inputs: e.stats || (e.port === undefined && e.protocol === undefined) ? [] : [input],
-      ...(maxEvents ? { queue: { max_events: maxEvents } } : {}),
+      inputs: receives(e) ? [input] : [],
+      ...(vars.relp ? { output: { type: 'relp' } } : {}),
+      ...(queue ? { queue } : {}),
     };
   });
   const native: Record<string, unknown> = { intakes };
   if (stats !== undefined) native.stats = { intake: stats };
-  // An invalid REGION is reported by the loader, naming the variable.
-  if (env.REGION && env.REGION.toLowerCase() in REGIONS) native.region = env.REGION;
-  if (env.ENDPOINT) {
-    const [host, p] = env.ENDPOINT.split(':');
-    native.endpoints = p ? { syslog_host: host, syslog_port: Number(p) } : { syslog_host: host };
-  }
+  if (vars.region !== undefined) native.region = vars.region;
+  if (Object.keys(vars.endpoints).length > 0) native.endpoints = vars.endpoints;
   const pathMap = (path: readonly PropertyKey[]): PropertyKey[] => {
     if (path[0] !== 'intakes' || typeof path[1] !== 'number') return [];
     const at: PropertyKey[] = ['intakes', indexMap[path[1]] ?? path[1]];
@@ -86,5 +99,5 @@ export function convertLegacy(legacy: z.infer<typeof legacySchema>, env: NodeJS.
     if (rest[0] === 'intake_key' || rest[0] === 'name') return [...at, rest[0]];
     return at;
   };
-  return { native, pathMap, warnings };
+  return { native, pathMap, warnings, problems, env: vars };
 }

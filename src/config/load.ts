@@ -9,8 +9,8 @@ import { isMap, isScalar, visit, type Document, type Node, type Scalar } from 'y
 import type { ZodError } from 'zod';
 import { configSchema } from './schema.ts';
 import { resolveConfig, type Config } from './resolve.ts';
-import { REGIONS } from './regions.ts';
 import { convertLegacy, legacySchema, looksLegacy } from './legacy.ts';
+import { checkQueueDir, type LegacyEnv } from './legacy-env.ts';
 import { SecretScrubber, isSecretField } from './redact.ts';
 import { MAX_CONFIG_BYTES, readBounded, readYaml, yamlValue } from './yaml-source.ts';
 
@@ -98,6 +98,7 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
   let format: Config['format'] = 'native';
   let mapPath = (p: readonly PropertyKey[]): PropertyKey[] => [...p];
   const warnings: string[] = [];
+  let legacyEnv: LegacyEnv | undefined;
   if (looksLegacy(raw)) {
     format = 'official-intakes-yaml';
     const legacy = legacySchema.safeParse(raw);
@@ -110,9 +111,8 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
     native = converted.native;
     mapPath = converted.pathMap;
     warnings.push(...converted.warnings);
-    if (env.REGION && !(env.REGION.toLowerCase() in REGIONS)) {
-      problems.push(`${file}: environment REGION: unknown region "${env.REGION}": expected one of ${Object.keys(REGIONS).join(', ')}`);
-    }
+    problems.push(...converted.problems.map((p) => `${file}: ${p}`));
+    legacyEnv = converted.env;
   }
 
   const parsed = configSchema.safeParse(native);
@@ -145,6 +145,13 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
     problems,
     warnings,
   });
+  const diskQueue = resolved.intakes.find((i) => i.queue.type === 'disk')?.queue;
+  if (legacyEnv && diskQueue?.type === 'disk') {
+    // All of them are <data_dir>/queues/<name>.
+    const envProblems: string[] = [];
+    checkQueueDir(dirname(diskQueue.path), legacyEnv, envProblems, warnings);
+    problems.push(...envProblems.map((p) => `${file}: ${p}`));
+  }
   if (problems.length > 0) throw new ConfigError(file, problems);
   return deepFreeze({ ...resolved, warnings: warnings.map(clean) });
 }

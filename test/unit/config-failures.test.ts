@@ -169,7 +169,7 @@ listeners:
   });
 
   it('warnings carry no key either', () => {
-    const c = parseConfig(`intakes:\n- name: ${KEY}\n  protocol: tcp\n  port: 20516\n  intake_key: ${KEY}\n  debug: true\n`, 'intakes.yaml', {});
+    const c = parseConfig(`intakes:\n- name: ${KEY}\n  protocol: tcp\n  port: 20516\n  intake_key: ${KEY}\n  debug: true\n`, 'intakes.yaml', { DISK_SPACE: '0' });
     expect(c.warnings).toEqual(['intake "[redacted]": "debug" is ignored (it would print intake keys); use log_level: debug.']);
   });
 });

@@ -18,7 +18,8 @@ const TLS = new URL('../fixtures/tls/', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'cfg-fuzz-'));
 const FILE = join(dir, 'relay.yaml');
 writeFileSync(join(dir, 'intake.key'), `${FILE_KEY}\n`);
-const ENV = { FW_KEY: ENV_KEY, CERTS_DIR: TLS.replace(/\/$/, '') };
+// STATE_DIRECTORY: the official intakes.yaml gets disk queues by default, in a directory that must be writable.
+const ENV = { FW_KEY: ENV_KEY, CERTS_DIR: TLS.replace(/\/$/, ''), STATE_DIRECTORY: join(dir, 'state') };
 
 const NATIVE = `# intake-relay: firewall, proxy and application logs
 region: fra1

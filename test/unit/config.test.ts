@@ -205,7 +205,7 @@ intakes:
     spawnSync('mkdir', ['-p', certs]);
     writeFileSync(join(certs, 'server.crt'), readFileSync(new URL('../fixtures/tls/server.crt', import.meta.url)));
     writeFileSync(join(certs, 'server.key'), readFileSync(new URL('../fixtures/tls/server.key', import.meta.url)));
-    const c = parseConfig(legacy, 'intakes.yaml', { REGION: 'FRA2', MEMORY_MESSAGES: '300000', CERTS_DIR: certs, ENDPOINT: 'relay.example:6514' });
+    const c = parseConfig(legacy, 'intakes.yaml', { REGION: 'FRA2', MEMORY_MESSAGES: '300000', CERTS_DIR: certs, ENDPOINT: 'relay.example:6514', DISK_SPACE: '0' });
     expect(c.format).toBe('official-intakes-yaml');
     expect(c.region).toBe('fra2');
     expect(c.intakes.map((i) => [i.name, i.inputs[0]?.label, i.queue.type === 'memory' ? i.queue.max_events : 0, i.output.type === 'syslog' ? i.output.host : '', i.output.type === 'syslog' ? i.output.port : 0])).toEqual([
@@ -221,7 +221,7 @@ intakes:
 
   it('reports an unknown REGION instead of falling back to fra1, and a bad key at its line', () => {
     const p = problems(legacy.replace(`port: 20517\n  intake_key: ${KEY}`, 'port: 20517\n  intake_key: bad key!'), { REGION: 'eu1', CERTS_DIR: '/nonexistent' });
-    expect(p).toContain('relay.yaml: environment REGION: unknown region "eu1": expected one of fra1, fra2, mco1, uae1, usa1, sgp1');
+    expect(p).toContain('relay.yaml: environment REGION: unknown region "eu1": expected one of fra1, fra2, mco1, uae1, usa1, sgp1, or OTHER with ENDPOINT');
     expect(p).toContainEqual(expect.stringMatching(/^relay\.yaml:10:15: intakes\[1\]\.intake_key: the intake key of "Techno2"/));
     expect(p).toContainEqual(expect.stringMatching(/^relay\.yaml:12:3: intakes\[2\]\.tls_cert_name: cannot read cert_file "\/nonexistent\/server\.crt"/));
     expect(p).toContainEqual(expect.stringMatching(/^relay\.yaml:12:3: intakes\[2\]\.tls_key_name: cannot read key_file "\/nonexistent\/server\.key"/));
