@@ -190,6 +190,10 @@ export class RelpDeframer {
   }
 }
 
+function isDigit(c: number | undefined): boolean {
+  return c !== undefined && c >= ZERO && c <= NINE;
+}
+
 function isAlpha(c: number): boolean {
   return (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a);
 }
@@ -215,9 +219,10 @@ export function parseOffers(text: string): Map<string, string[]> {
 
 /** A "rsp" frame's data: `CODE [SP TEXT] [LF DATA]`; undefined when it has no 3-digit code. */
 export function parseResponse(buf: Buffer, start: number, end: number): { code: number; text: string; data: string } | undefined {
-  if (end - start < 3) return undefined;
+  if (end - start < 3 || !isDigit(buf[start]) || !isDigit(buf[start + 1]) || !isDigit(buf[start + 2])) return undefined;
+  // STATUS is exactly 3 digits: "2000" is no 200.
+  if (end > start + 3 && buf[start + 3] !== SP && buf[start + 3] !== LF) return undefined;
   const code = Number(buf.toString('latin1', start, start + 3));
-  if (!Number.isInteger(code) || !/^\d{3}$/.test(buf.toString('latin1', start, start + 3))) return undefined;
   const rest = buf.toString('utf8', start + 3, end);
   const lf = rest.indexOf('\n');
   const line = lf < 0 ? rest : rest.slice(0, lf);

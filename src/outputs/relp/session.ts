@@ -69,7 +69,9 @@ export function openSession(o: RelpEndpoint, signal: AbortSignal): Promise<OpenS
     let handler: RelpFrameSink | undefined;
     let handlerError: ((err: RelayError) => void) | undefined;
     let handlerRead: (() => void) | undefined;
-    const early: [number, string, Buffer][] = [];
+    // What the read that carried the open's answer also carried (frames, an oversized frame, a
+    // framing error), kept for the handler: receive() is called only after the open resolved.
+    const early: ((sink: RelpFrameSink, onError: (err: RelayError) => void) => void)[] = [];
     const cleanup = (): void => {
       settled = true;
       clearTimeout(timer);
@@ -85,7 +87,7 @@ export function openSession(o: RelpEndpoint, signal: AbortSignal): Promise<OpenS
       frame(txnr, command, buf, start, end) {
         if (settled) {
           if (handler) handler.frame(txnr, command, buf, start, end);
-          else early.push([txnr, command, Buffer.from(buf.subarray(start, end))]);
+          else early.push((sink) => sink.frame(txnr, command, buf, start, end));
           return;
         }
         if (command === 'serverclose') return fail(new RelayError('ERELAY_RELP_OPEN', `RELP server ${where} closed the session while it opened.`));
@@ -109,12 +111,17 @@ export function openSession(o: RelpEndpoint, signal: AbortSignal): Promise<OpenS
             handlerError = onError;
             handlerRead = afterRead;
             const first = early.splice(0);
-            for (const [t, c, b] of first) sink.frame(t, c, b, 0, b.length);
+            for (const replay of first) replay(sink, onError);
             if (first.length > 0) afterRead();
           },
         });
       },
       oversized(txnr, command, datalen) {
+        if (settled) {
+          if (handler) handler.oversized(txnr, command, datalen);
+          else early.push((sink) => sink.oversized(txnr, command, datalen));
+          return;
+        }
         fail(new RelayError('ERELAY_RELP_PROTOCOL', `RELP server ${where} sent a ${datalen}-byte "${command}" frame (transaction ${txnr}): more than any answer needs.`));
       },
     };
@@ -130,7 +137,8 @@ export function openSession(o: RelpEndpoint, signal: AbortSignal): Promise<OpenS
         if (!(err instanceof RelpFramingError)) throw err;
         const e = new RelayError('ERELAY_RELP_PROTOCOL', `RELP server ${where} sent something that is not RELP (${err.message}).`);
         if (!settled) fail(e);
-        else handlerError?.(e);
+        else if (handlerError) handlerError(e);
+        else early.push((_sink, onError) => onError(e));
       }
     });
     socket.once('error', fail);

@@ -167,6 +167,12 @@ export class RelpSink implements Sink {
     }
     this.#session = session;
     const socket = open.socket;
+    socket.on('drain', () => this.#pump(session));
+    socket.on('error', (err: NodeJS.ErrnoException) => this.#lost(session, new RelayError('ERELAY_CONNECTION_LOST', `RELP session with ${this.#where} failed (${err.code ?? 'error'}).`, { cause: err })));
+    socket.on('end', () => this.#lost(session, new RelayError('ERELAY_CONNECTION_LOST', `RELP intake ${this.#where} closed the session.`)));
+    socket.on('close', () => this.#lost(session, new RelayError('ERELAY_CONNECTION_LOST', `RELP session with ${this.#where} closed.`)));
+    // Connected before receive(): it may hand over a "serverclose" that came with the open's answer.
+    this.#events?.connected();
     open.receive(
       {
         frame: (txnr, command, buf, start, end) => this.#answer(session, txnr, command, buf, start, end),
@@ -177,11 +183,6 @@ export class RelpSink implements Sink {
       // Answers free the window: what it lets out goes in one write per read, not one per answer.
       () => this.#pump(session),
     );
-    socket.on('drain', () => this.#pump(session));
-    socket.on('error', (err: NodeJS.ErrnoException) => this.#lost(session, new RelayError('ERELAY_CONNECTION_LOST', `RELP session with ${this.#where} failed (${err.code ?? 'error'}).`, { cause: err })));
-    socket.on('end', () => this.#lost(session, new RelayError('ERELAY_CONNECTION_LOST', `RELP intake ${this.#where} closed the session.`)));
-    socket.on('close', () => this.#lost(session, new RelayError('ERELAY_CONNECTION_LOST', `RELP session with ${this.#where} closed.`)));
-    this.#events?.connected();
     return session;
   }
 
@@ -233,6 +234,9 @@ export class RelpSink implements Sink {
       return;
     }
     if (txnr === s.closeTxnr) {
+      // The close is answered: the client closes (relp.md, "close"); a server may wait for that.
+      s.done = true;
+      s.open.socket.destroy();
       s.closed?.();
       return;
     }
@@ -251,8 +255,8 @@ export class RelpSink implements Sink {
     while (s.head < s.txnrs.length && s.txnrs[s.head] === -1) s.head++;
     s.compact();
     s.lastAnswerAt = Date.now();
-    // "200 OK" is the common answer: read without making a string.
-    if (end - start >= 3 && buf[start] === 0x32 && buf[start + 1] === 0x30 && buf[start + 2] === 0x30) {
+    // "200 OK" is the common answer: read without making a string (STATUS is 3 digits, then SP or LF).
+    if (end - start >= 3 && buf[start] === 0x32 && buf[start + 1] === 0x30 && buf[start + 2] === 0x30 && (end === start + 3 || buf[start + 3] === 0x20 || buf[start + 3] === 0x0a)) {
       h.state[i] = ACKED;
     } else {
       const rsp = parseResponse(buf, start, end);
@@ -338,7 +342,8 @@ export class RelpSink implements Sink {
       h.cursor = h.state.indexOf(TO_WRITE);
       if (h.cursor < 0) h.cursor = h.events.length;
       h.written = undefined;
-      this.#unacked += h.events.length - h.answered;
+      // Whole batches, as send() counts them and #settle() lets them go.
+      this.#unacked += h.events.length;
       this.#held.push(h);
     }
   }

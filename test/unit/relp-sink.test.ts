@@ -1,0 +1,467 @@
+// The RELP sink alone against a scripted RELP server on loopback (plain TCP): the open's
+// negotiation, the window of unanswered transactions, per-message refusals, lost sessions and
+// exactly what is written again, ack timeouts, answers out of order, the close at a stop, and a
+// reload's hand-over. The server reads the sink's bytes with its own parser (not src/relp's).
+import net from 'node:net';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { SinkEvents } from '../../src/core/contracts.ts';
+import type { RelayError } from '../../src/core/errors.ts';
+import type { Batch } from '../../src/core/event.ts';
+import { RelpSink } from '../../src/outputs/relp/sink.ts';
+import { headerlessEvent } from '../../src/syslog/parse.ts';
+import { Rfc5424Formatter } from '../../src/syslog/format.ts';
+import { assertRfc5424Frame } from '../helpers/rfc5424-grammar.ts';
+
+// ---- A scripted RELP server -------------------------------------------------------------------
+
+interface Seen {
+  readonly txnr: number;
+  readonly command: string;
+  readonly data: Buffer;
+  /** The message number (m00000042 → 42) of a syslog frame, -1 for others. */
+  readonly n: number;
+}
+
+/** librelp 1.11's answer to an open (rsyslog imrelp, Debian 12). */
+const LIBRELP_OPEN = '200 OK\nrelp_version=0\nrelp_software=librelp,1.11.0,http://librelp.adiscon.com\ncommands=syslog\n';
+
+class Conn {
+  readonly socket: net.Socket;
+  /** Every byte the client wrote, in order. */
+  readonly raw: Buffer[] = [];
+  readonly frames: Seen[] = [];
+  /** Syslog transactions not answered yet. */
+  readonly outstanding = new Set<number>();
+  /** The most syslog transactions unanswered when one arrived (it included). */
+  maxOutstanding = 0;
+  closedByClient = false;
+  /** The connection is gone (both sides). */
+  closed = false;
+  #pending = Buffer.alloc(0);
+
+  constructor(socket: net.Socket) {
+    this.socket = socket;
+  }
+
+  get syslog(): Seen[] {
+    return this.frames.filter((f) => f.command === 'syslog');
+  }
+  bytes(): Buffer {
+    return Buffer.concat(this.raw);
+  }
+  answer(txnr: number, text = '200 OK'): void {
+    this.outstanding.delete(txnr);
+    this.socket.write(`${txnr} rsp ${Buffer.byteLength(text)} ${text}\n`);
+  }
+  /** Answers the oldest `n` unanswered transactions with 200. */
+  answerOldest(n: number): void {
+    for (const t of [...this.outstanding].slice(0, n)) this.answer(t);
+  }
+  serverclose(): void {
+    this.socket.end('0 serverclose 0\n');
+  }
+
+  /** Splits what arrived into frames: TXNR SP COMMAND SP DATALEN [SP DATA] LF, strictly. */
+  read(chunk: Buffer): Seen[] {
+    this.raw.push(chunk);
+    let buf = Buffer.concat([this.#pending, chunk]);
+    const out: Seen[] = [];
+    for (;;) {
+      const head = buf.toString('latin1', 0, 64);
+      const m = /^([1-9]\d{0,8}) ([a-z]{1,32}) (0|[1-9]\d{0,8})([ \n])/.exec(head);
+      if (!m) {
+        if (!/^(\d{0,9}|\d{1,9} [a-z]{0,32}|\d{1,9} [a-z]{1,32} \d{0,9})$/.test(head)) throw new Error(`not RELP: ${JSON.stringify(head)}`);
+        break;
+      }
+      const len = Number(m[3]);
+      if ((len === 0) !== (m[4] === '\n')) throw new Error(`bad DATALEN/DATA separator: ${JSON.stringify(head)}`);
+      const start = m[0].length;
+      const end = len === 0 ? start - 1 : start + len;
+      if (end >= buf.length) break;
+      if (buf[end] !== 0x0a) throw new Error(`no LF after DATALEN bytes: ${JSON.stringify(head)}`);
+      const data = Buffer.from(buf.subarray(start, len === 0 ? start : end));
+      const n = /m(\d{8})/.exec(data.toString('latin1'));
+      out.push({ txnr: Number(m[1]), command: m[2] as string, data, n: m[2] === 'syslog' && n ? Number(n[1]) : -1 });
+      buf = buf.subarray(end + 1);
+    }
+    this.#pending = Buffer.from(buf);
+    return out;
+  }
+}
+
+interface Script {
+  /** The data of the answer to the open (default librelp's), or what to do instead. */
+  open?: string | ((c: Conn, f: Seen) => void);
+  /** What to do with a syslog transaction (default: answer 200 at once). */
+  syslog?: (c: Conn, f: Seen) => void;
+  /** What to do with the close (default librelp's: an empty rsp, serverclose, then close). */
+  close?: (c: Conn, f: Seen) => void;
+}
+
+const librelpClose = (c: Conn, f: Seen): void => {
+  c.socket.write(`${f.txnr} rsp 0\n`);
+  c.serverclose();
+};
+
+interface FakeRelp {
+  readonly port: number;
+  readonly conns: Conn[];
+  script: Script;
+  stop(): Promise<void>;
+}
+
+async function startFakeRelp(script: Script = {}): Promise<FakeRelp> {
+  const conns: Conn[] = [];
+  const fake: FakeRelp = { port: 0, conns, script, stop: () => Promise.resolve() };
+  const server = net.createServer((socket) => {
+    const c = new Conn(socket);
+    conns.push(c);
+    socket.on('error', () => {});
+    socket.on('end', () => (c.closedByClient = true));
+    socket.on('close', () => (c.closed = true));
+    socket.on('data', (chunk: Buffer) => {
+      for (const f of c.read(chunk)) {
+        c.frames.push(f);
+        const s = fake.script;
+        if (f.command === 'open') {
+          if (typeof s.open === 'function') s.open(c, f);
+          else c.answer(f.txnr, s.open ?? LIBRELP_OPEN);
+        } else if (f.command === 'syslog') {
+          c.outstanding.add(f.txnr);
+          c.maxOutstanding = Math.max(c.maxOutstanding, c.outstanding.size);
+          (s.syslog ?? ((cc, ff) => cc.answer(ff.txnr)))(c, f);
+        } else if (f.command === 'close') {
+          (s.close ?? librelpClose)(c, f);
+        } else {
+          throw new Error(`unexpected command ${f.command}`);
+        }
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return Object.assign(fake, {
+    port: (server.address() as net.AddressInfo).port,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        for (const c of conns) c.socket.destroy();
+        server.close(() => resolve());
+      }),
+  });
+}
+
+// ---- The sink and what it reports -------------------------------------------------------------
+
+const D = { pri: 13, hostname: 'h', appName: 'a', procId: '-' };
+const msg = (n: number): string => `m${String(n).padStart(8, '0')} payload \u00e9`;
+
+/** Events seq … seq+n-1, each carrying its number (m00000042). */
+function batch(seq: number, n: number): Batch {
+  const texts = Array.from({ length: n }, (_, i) => msg(seq + i));
+  const buf = Buffer.from(texts.join(''));
+  let off = 0;
+  const events = texts.map((t) => {
+    const len = Buffer.byteLength(t);
+    const e = headerlessEvent(buf, off, off + len, 1_700_000_000_000, '', D);
+    off += len;
+    return e;
+  });
+  return { events, bytes: buf.length, seq };
+}
+const EMPTY: Batch = { events: [], bytes: 0, seq: 0 };
+
+type Report = ['acked', number, number] | ['refused', number, number, RelayError] | ['lost', RelayError, number] | ['connected'];
+
+const stops: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const stop of stops.splice(0).reverse()) await stop();
+});
+
+async function started(fake: FakeRelp, o: { window?: number; ackTimeoutMs?: number } = {}) {
+  const sink = new RelpSink({
+    host: '127.0.0.1', port: fake.port, tls: false, serverName: undefined, ca: undefined, cert: undefined, key: undefined,
+    connectTimeoutMs: 5_000, window: o.window ?? 16, ackTimeoutMs: o.ackTimeoutMs ?? 60_000,
+    formatter: new Rfc5424Formatter('KEY', 'received'),
+  });
+  const reports: Report[] = [];
+  const events: SinkEvents = {
+    acknowledged: (seq, n) => reports.push(['acked', seq, n]),
+    refused: (seq, n, e) => reports.push(['refused', seq, n, e]),
+    connectionLost: (e, n) => reports.push(['lost', e, n]),
+    connected: () => reports.push(['connected']),
+    wrote: () => {},
+  };
+  await sink.start(events);
+  stops.push(() => sink.stop(AbortSignal.timeout(1_000)), () => fake.stop());
+  const of = <K extends Report[0]>(kind: K) => reports.filter((r): r is Extract<Report, [K, ...unknown[]]> => r[0] === kind);
+  return { sink, reports, acked: () => of('acked').map(([, s, n]) => [s, n]), lost: () => of('lost') };
+}
+
+const send = (sink: RelpSink, b: Batch) => sink.send(b, AbortSignal.timeout(20_000));
+const numbers = (frames: readonly Seen[]): number[] => frames.map((f) => f.n);
+const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, i) => from + i);
+
+describe('RELP sink: opening the session', () => {
+  it('offers relp_version, relp_software and commands=syslog; each event is one syslog transaction from txnr 2, as RFC 5424 with the key', async () => {
+    const fake = await startFakeRelp();
+    const { sink, reports } = await started(fake);
+    expect(await send(sink, batch(100, 5))).toEqual({ status: 'sent' });
+    await vi.waitFor(() => expect(reports).toEqual([['connected'], ['acked', 100, 5]]));
+    const c = fake.conns[0] as Conn;
+    const open = c.frames[0] as Seen;
+    expect([open.txnr, open.command]).toEqual([1, 'open']);
+    expect(open.data.toString().split('\n')).toEqual(['relp_version=0', expect.stringMatching(/^relp_software=intake-relay,\S+$/), 'commands=syslog']);
+    expect(c.syslog.map((f) => f.txnr)).toEqual([2, 3, 4, 5, 6]);
+    for (const [i, f] of c.syslog.entries()) {
+      const m = assertRfc5424Frame(f.data);
+      expect(m).toMatchObject({ pri: 13, hostname: 'h', appName: 'a', intakeKey: 'KEY', msg: msg(100 + i) });
+    }
+    expect(sink.unacknowledged).toBe(0);
+  });
+
+  it.each([
+    ['refuses the open (500)', '500 not now', /refused the session: 500 not now/],
+    ['gives no relp_version', '200 OK\nrelp_software=x\ncommands=syslog\n', /no relp_version/],
+    ['does not accept the syslog command', '200 OK\nrelp_version=0\ncommands=eventlog\n', /does not accept the syslog command \(commands=eventlog\)/],
+    ['answers with a bare 200 (no offers)', '200 OK', /no relp_version/],
+  ])('a server that %s: a retryable error saying so; nothing is sent, nothing held', async (_what, answer, text) => {
+    const fake = await startFakeRelp({ open: answer });
+    const { sink, reports } = await started(fake);
+    const r = await send(sink, batch(0, 3));
+    expect(r.status).toBe('retryable');
+    if (r.status !== 'retryable') return;
+    expect(r.error.code).toBe('ERELAY_RELP_OPEN');
+    expect(r.error.message).toMatch(text);
+    expect(r.error.message).toContain(`127.0.0.1:${fake.port}`);
+    expect(fake.conns.flatMap((c) => c.frames.map((f) => f.command))).toEqual(['open']);
+    expect(sink.unacknowledged).toBe(0);
+    expect(reports).toEqual([]);
+  });
+
+  it.each([
+    ['closes before answering', (c: Conn) => c.socket.end(), 'ERELAY_RELP_OPEN', /closed the connection before answering the open/],
+    ['answers with serverclose', (c: Conn) => c.serverclose(), 'ERELAY_RELP_OPEN', /closed the session while it opened/],
+    ['answers another transaction', (c: Conn) => c.answer(5), 'ERELAY_RELP_PROTOCOL', /answered the open with "rsp" \(transaction 5\)/],
+    ['answers something that is not RELP', (c: Conn) => c.socket.write('HTTP/1.1 400 Bad Request\r\n\r\n'), 'ERELAY_RELP_PROTOCOL', /not RELP/],
+  ])('a server that %s: a retryable error saying so', async (_what, open, code, text) => {
+    const fake = await startFakeRelp({ open });
+    const { sink } = await started(fake);
+    const r = await send(sink, batch(0, 1));
+    expect(r).toMatchObject({ status: 'retryable', error: { code, message: expect.stringMatching(text) } });
+  });
+});
+
+describe('RELP sink: window and answers', () => {
+  it('never has more than `window` transactions unanswered: the rest go out as answers come', async () => {
+    const window = 8;
+    const fake = await startFakeRelp({ syslog: () => {} });
+    const { sink, acked } = await started(fake, { window });
+    let done = false;
+    const sending = send(sink, batch(0, 50)).then((r) => ((done = true), r));
+    await vi.waitFor(() => expect(fake.conns[0]?.syslog.length).toBe(window));
+    const c = fake.conns[0] as Conn;
+    // Answer three at a time: each time, exactly three more are let out.
+    while (c.syslog.length < 50) {
+      expect(done).toBe(false);
+      const before = c.syslog.length;
+      c.answerOldest(3);
+      await vi.waitFor(() => expect(c.syslog.length).toBe(Math.min(50, before + 3)));
+    }
+    expect(await sending).toEqual({ status: 'sent' });
+    c.answerOldest(window);
+    await vi.waitFor(() => expect(acked()).toEqual([[0, 50]]));
+    expect(c.maxOutstanding).toBe(window);
+    expect(numbers(c.syslog)).toEqual(range(0, 50));
+    expect(c.syslog.map((f) => f.txnr)).toEqual(range(2, 52));
+  });
+
+  it('an answer other than 200 refuses that message only: refused and acknowledged ranges, in order, exactly', async () => {
+    const bad = new Set([103, 104, 107]);
+    const fake = await startFakeRelp({ syslog: (c, f) => c.answer(f.txnr, bad.has(f.n) ? '500 message refused' : '200 OK') });
+    const { sink, reports } = await started(fake);
+    await send(sink, batch(100, 10));
+    await vi.waitFor(() => expect(reports.length).toBe(6));
+    expect(reports.map((r) => (r[0] === 'refused' ? r.slice(0, 3) : r))).toEqual([
+      ['connected'], ['acked', 100, 3], ['refused', 103, 2], ['acked', 105, 2], ['refused', 107, 1], ['acked', 108, 2],
+    ]);
+    const refusal = reports.find((r) => r[0] === 'refused')?.[3] as RelayError;
+    expect(refusal.code).toBe('ERELAY_RELP_REFUSED');
+    expect(refusal.message).toMatch(/refused 3 message\(s\) of a batch \(last answer: 500 message refused\)/);
+    expect(sink.unacknowledged).toBe(0);
+  });
+
+  it('answers out of order are matched by transaction number; batches are still reported oldest first', async () => {
+    const fake = await startFakeRelp({ syslog: () => {} });
+    const { sink, reports, lost } = await started(fake);
+    await send(sink, batch(0, 5));
+    await send(sink, batch(5, 5));
+    const c = fake.conns[0] as Conn;
+    await vi.waitFor(() => expect(c.syslog.length).toBe(10));
+    // The second batch answered whole before the first.
+    for (const t of [...c.outstanding].reverse()) c.answer(t);
+    await vi.waitFor(() => expect(reports).toEqual([['connected'], ['acked', 0, 5], ['acked', 5, 5]]));
+    expect(lost()).toEqual([]);
+    expect(sink.unacknowledged).toBe(0);
+  });
+
+  it('an answer to a transaction nobody waits for ends the session as a protocol error', async () => {
+    const fake = await startFakeRelp({ syslog: (c, f) => c.answer(f.txnr + 1000) });
+    const { sink, lost } = await started(fake);
+    await send(sink, batch(0, 2));
+    await vi.waitFor(() => expect(lost()).toHaveLength(1));
+    expect(lost()[0]?.[1]).toMatchObject({ code: 'ERELAY_RELP_PROTOCOL', message: expect.stringMatching(/answered transaction 1002, which is not waiting/) });
+  });
+});
+
+describe('RELP sink: a lost session writes exactly the unanswered messages again, first and in order', () => {
+  // The server answers the first `answered` with its closing (one write: no room opens before),
+  // or resets without answering. The client's count is exact: what it wrote minus what was answered.
+  const answersOf = (c: Conn, n: number): string => c.syslog.slice(0, n).map((f) => `${f.txnr} rsp 6 200 OK\n`).join('');
+  it.each([
+    ['serverclose', 4, (c: Conn) => c.socket.end(`${answersOf(c, 4)}0 serverclose 0\n`)],
+    ['a plain close', 4, (c: Conn) => c.socket.end(answersOf(c, 4))],
+    ['a reset', 0, (c: Conn) => c.socket.resetAndDestroy()],
+  ])('%s mid-stream', async (_what, answered, close) => {
+    const window = 10;
+    const fake = await startFakeRelp({ syslog: (c) => c.syslog.length === window && close(c) });
+    const { sink, lost, acked } = await started(fake, { window });
+    expect(await send(sink, batch(0, 30))).toEqual({ status: 'sent' });
+    await vi.waitFor(() => expect(lost()).toHaveLength(1));
+    const first = fake.conns[0] as Conn;
+    // Every byte the client wrote on the first session has reached the server.
+    await vi.waitFor(() => expect(first.closed).toBe(true));
+    expect(lost()[0]?.[1].code).toBe('ERELAY_CONNECTION_LOST');
+    expect(first.syslog.length).toBeGreaterThanOrEqual(window);
+    expect(numbers(first.syslog)).toEqual(range(0, first.syslog.length));
+    expect(lost()[0]?.[2]).toBe(first.syslog.length - answered);
+    expect(sink.unacknowledged).toBe(30);
+    // The runner's empty batch after a lost session: the new session writes the unanswered first, then the rest.
+    fake.script = {};
+    expect(await send(sink, EMPTY)).toEqual({ status: 'sent' });
+    await vi.waitFor(() => expect(acked()).toEqual([[0, 30]]));
+    const second = fake.conns[1] as Conn;
+    expect(numbers(second.syslog)).toEqual(range(answered, 30));
+    // Byte for byte: the same messages as first written, numbered from txnr 2 on this session.
+    const open = second.frames[0] as Seen;
+    const expected = Buffer.concat([
+      Buffer.from(`1 open ${open.data.length} `), open.data, Buffer.from('\n'),
+      ...first.syslog.slice(answered).map((f, k) => Buffer.concat([Buffer.from(`${2 + k} syslog ${f.data.length} `), f.data, Buffer.from('\n')])),
+    ]);
+    expect(second.bytes().subarray(0, expected.length).toString('latin1')).toBe(expected.toString('latin1'));
+    expect(fake.conns).toHaveLength(2);
+    expect(sink.unacknowledged).toBe(0);
+  });
+
+  it('a session whose intake stops answering for ackTimeoutMs is dropped; what it had unanswered is written again', async () => {
+    const fake = await startFakeRelp({ syslog: (c, f) => f.n < 2 && c.answer(f.txnr) });
+    const { sink, lost, acked } = await started(fake, { ackTimeoutMs: 300 });
+    await send(sink, batch(0, 5));
+    await vi.waitFor(() => expect(lost()).toHaveLength(1), { timeout: 10_000 });
+    expect(lost()[0]?.[1]).toMatchObject({ code: 'ERELAY_ACK_TIMEOUT', message: expect.stringMatching(/answered nothing for 300 ms .* 3 message\(s\) waiting/) });
+    expect(lost()[0]?.[2]).toBe(3);
+    await vi.waitFor(() => expect(fake.conns[0]?.closedByClient).toBe(true));
+    fake.script = {};
+    await send(sink, EMPTY);
+    await vi.waitFor(() => expect(acked()).toEqual([[0, 5]]));
+    expect(numbers((fake.conns[1] as Conn).syslog)).toEqual([2, 3, 4]);
+  });
+
+  it('an answer too large for any rsp ends the session at once (not after the ack timeout)', async () => {
+    const fake = await startFakeRelp({ syslog: (c, f) => c.socket.write(`${f.txnr} rsp 70000 200 ${'x'.repeat(69_996)}\n`) });
+    const { sink, lost } = await started(fake);
+    await send(sink, batch(0, 1));
+    await vi.waitFor(() => expect(lost()).toHaveLength(1), { timeout: 10_000 });
+    expect(lost()[0]?.[1]).toMatchObject({ code: 'ERELAY_RELP_PROTOCOL', message: expect.stringMatching(/70000-byte "rsp" frame/) });
+    expect(lost()[0]?.[2]).toBe(1);
+  });
+
+  it('bytes that are not RELP in the same read as the open answer end the session at once', async () => {
+    const fake = await startFakeRelp({ open: (c, f) => c.socket.write(`${f.txnr} rsp ${LIBRELP_OPEN.length} ${LIBRELP_OPEN}\ngarbage!\n`), syslog: () => {} });
+    const { sink, lost } = await started(fake);
+    await send(sink, batch(0, 2));
+    await vi.waitFor(() => expect(lost()).toHaveLength(1), { timeout: 10_000 });
+    expect(lost()[0]?.[1]).toMatchObject({ code: 'ERELAY_RELP_PROTOCOL', message: expect.stringMatching(/not RELP/) });
+  });
+
+  it('a serverclose in the same read as the open answer: connected, then lost (in that order), and the batch is kept', async () => {
+    let first = true;
+    const fake = await startFakeRelp({
+      open: (c, f) => {
+        c.socket.write(`${f.txnr} rsp ${LIBRELP_OPEN.length} ${LIBRELP_OPEN}\n${first ? '0 serverclose 0\n' : ''}`);
+        first = false;
+      },
+    });
+    const { sink, reports } = await started(fake);
+    await send(sink, batch(0, 3));
+    await vi.waitFor(() => expect(reports.map((r) => r[0])).toEqual(['connected', 'lost']));
+    expect(sink.unacknowledged).toBe(3);
+    await send(sink, EMPTY);
+    await vi.waitFor(() => expect(reports.map((r) => r[0])).toEqual(['connected', 'lost', 'connected', 'acked']));
+    expect(numbers((fake.conns[1] as Conn).syslog)).toEqual([0, 1, 2]);
+  });
+});
+
+describe('RELP sink: stop and hand-over', () => {
+  it('stop waits for every answer, then sends close and waits for its answer', async () => {
+    const fake = await startFakeRelp({ syslog: () => {}, close: () => {} });
+    const { sink, acked } = await started(fake);
+    await send(sink, batch(0, 5));
+    await send(sink, batch(5, 1));
+    const c = fake.conns[0] as Conn;
+    await vi.waitFor(() => expect(c.syslog).toHaveLength(6));
+    let stopped: number | undefined;
+    const stopping = sink.stop(AbortSignal.timeout(20_000)).then((n) => (stopped = n));
+    c.answerOldest(5);
+    await vi.waitFor(() => expect(acked()).toEqual([[0, 5]]));
+    const beforeLastAnswer = c.frames.length;
+    c.answerOldest(1);
+    await vi.waitFor(() => expect(c.frames.at(-1)).toMatchObject({ command: 'close', txnr: 8, data: Buffer.alloc(0) }));
+    // The close came after the last answer was sent, and alone.
+    expect(c.frames.length).toBe(beforeLastAnswer + 1);
+    expect(acked()).toEqual([[0, 5], [5, 1]]);
+    expect(stopped).toBeUndefined();
+    librelpClose(c, c.frames.at(-1) as Seen);
+    expect(await stopping).toBe(0);
+    expect(stopped).toBe(0);
+  });
+
+  it('a server that answers the close and waits for the client to close: stop closes at once, not at its deadline', async () => {
+    const fake = await startFakeRelp({ close: (c, f) => c.answer(f.txnr) });
+    const { sink, acked } = await started(fake);
+    await send(sink, batch(0, 3));
+    await vi.waitFor(() => expect(acked()).toEqual([[0, 3]]));
+    const deadline = AbortSignal.timeout(5_000);
+    expect(await sink.stop(deadline)).toBe(0);
+    expect(deadline.aborted).toBe(false);
+    const c = fake.conns[0] as Conn;
+    expect(c.frames.at(-1)?.command).toBe('close');
+    await vi.waitFor(() => expect(c.closedByClient).toBe(true));
+  });
+
+  it('stop with answers missing at its deadline: returns what is unanswered', async () => {
+    const fake = await startFakeRelp({ syslog: (c, f) => f.n < 2 && c.answer(f.txnr) });
+    const { sink } = await started(fake);
+    await send(sink, batch(0, 5));
+    await vi.waitFor(() => expect(fake.conns[0]?.outstanding.size).toBe(3));
+    expect(await sink.stop(AbortSignal.timeout(300))).toBe(3);
+  });
+
+  it('a reload hands the unanswered messages to the next sink, which writes only those again and settles the batch whole', async () => {
+    const answered = new Set([0, 1, 2, 3, 7]);
+    const fake = await startFakeRelp({ syslog: (c, f) => answered.has(f.n) && c.answer(f.txnr) });
+    const a = await started(fake);
+    await send(a.sink, batch(0, 10));
+    await vi.waitFor(() => expect(fake.conns[0]?.outstanding.size).toBe(5));
+    const { state, events } = await a.sink.handOver(AbortSignal.timeout(300));
+    expect(events).toBe(5);
+    expect(a.acked()).toEqual([]);
+    fake.script = {};
+    const b = await started(fake);
+    b.sink.adopt(state);
+    // The batch is held whole until all its events are answered (what the runner's books count).
+    expect(b.sink.unacknowledged).toBe(10);
+    await send(b.sink, EMPTY);
+    await vi.waitFor(() => expect(b.acked()).toEqual([[0, 10]]));
+    expect(numbers((fake.conns[1] as Conn).syslog)).toEqual([4, 5, 6, 8, 9]);
+    expect(b.sink.unacknowledged).toBe(0);
+  });
+});
