@@ -1,4 +1,4 @@
-// `npm run bench [-- tcp|udp|file|disk|disk-outage|http|http-gzip|http-in|http-in-disk|routing]`: the relay as a separate process pinned to core 1 (taskset), the load
+// `npm run bench [-- tcp|udp|file|disk|disk-outage|http|http-gzip|http-in|http-in-disk|routing|relp]`: the relay as a separate process pinned to core 1 (taskset), the load
 // and the receiver on core 0, all on loopback. Prints events/s, relay CPU seconds and peak RSS, and
 // checks that every event arrived. Figures are for reading, never asserted by tests.
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -42,7 +42,18 @@ async function startReceiver(script = 'bench/receiver.ts'): Promise<Receiver> {
   const proc = fork(join(root, script), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   children.add(proc);
   if (pinned) spawnSync('taskset', ['-a', '-p', '-c', '0', String(proc.pid)]);
-  const hello = await new Promise<{ port: number; ca: string }>((resolve) => proc.once('message', (m) => resolve(m as { port: number; ca: string })));
+  const hello = await new Promise<{ port: number; ca: string; pid?: number }>((resolve) => proc.once('message', (m) => resolve(m as { port: number; ca: string; pid?: number })));
+  // A receiver that runs a peer (rsyslog imrelp) names it, so that it never outlives the bench.
+  if (hello.pid) {
+    const peer = hello.pid;
+    process.on('exit', () => {
+      try {
+        process.kill(peer, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    });
+  }
   return {
     proc,
     ...hello,
@@ -69,6 +80,14 @@ type OutputYaml = (receiver: Receiver, caFile: string) => string;
 
 const syslogOutput: OutputYaml = (receiver, caFile) => `    output:
       type: syslog
+      host: 127.0.0.1
+      port: ${receiver.port}
+      server_name: localhost
+      ca_file: ${caFile}
+`;
+
+const relpOutput: OutputYaml = (receiver, caFile) => `    output:
+      type: relp
       host: 127.0.0.1
       port: ${receiver.port}
       server_name: localhost
@@ -471,6 +490,69 @@ async function outageScenario(n = 5_000_000): Promise<RunFigures> {
   );
 }
 
+/**
+ * The same path through rsyslog for comparison: imtcp (one connection) -> omrelp over TLS
+ * (OpenSSL, window 128 as librelp's default, the platform's RFC 5424 template with the key
+ * element) -> the same imrelp receiver; rsyslogd pinned to core 1 like the relay.
+ */
+async function rsyslogRelpScenario(): Promise<RunFigures> {
+  const n = 1_000_000;
+  const receiver = await startReceiver('bench/relp-receiver.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'rsyslog-bench-'));
+  writeFileSync(join(dir, 'ca.pem'), receiver.ca);
+  const port = await freePort();
+  writeFileSync(
+    join(dir, 'rsyslog.conf'),
+    `global(workDirectory="${dir}" maxMessageSize="256k")
+module(load="imtcp")
+module(load="omrelp" tls.tlslib="openssl")
+input(type="imtcp" port="${port}" address="127.0.0.1")
+template(name="sekoia" type="string" string="<%pri%>1 %timegenerated:::date-rfc3339% %hostname% %app-name% %procid% LOG [SEKOIA@53288 intake_key=\\"BenchKey0123456789abcdefABCDEF01\\"] %msg%")
+action(type="omrelp" target="127.0.0.1" port="${receiver.port}" tls="on" tls.caCert="${dir}/ca.pem" tls.authMode="name" tls.permittedPeer=["localhost"] template="sekoia")
+`,
+  );
+  const proc = spawn(pinned ? 'taskset' : '/usr/sbin/rsyslogd', [...(pinned ? ['-c', '1', '/usr/sbin/rsyslogd'] : []), '-n', '-f', join(dir, 'rsyslog.conf'), '-i', join(dir, 'pid')], { stdio: ['ignore', 'inherit', 'inherit'] });
+  children.add(proc);
+  await waitListening(port);
+  const pid = proc.pid as number;
+  const data = lines(n);
+  const cpu0 = cpuOf(pid);
+  const t0 = performance.now();
+  await new Promise<void>((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1', async () => {
+      for (let off = 0; off < data.length; off += 1 << 20) {
+        if (!s.write(data.subarray(off, off + (1 << 20)))) await new Promise((r) => s.once('drain', r));
+      }
+      s.end(resolve);
+    });
+    s.on('error', reject);
+  });
+  // rsyslog's omrelp may be far slower than the relay: past RSYSLOG_RELP_LIMIT_S (120 s) its rate
+  // is what it delivered so far, said as such.
+  const limitS = Number(process.env.RSYSLOG_RELP_LIMIT_S ?? 120);
+  const done = await waitFrames(receiver, n, limitS * 1000);
+  const secs = (done.at - t0) / 1000;
+  const cpu = cpuOf(pid) - cpu0;
+  const partial = done.frames < n;
+  const rss = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))?.[1]) / 1024;
+  await new Promise<void>((resolve) => {
+    proc.once('exit', () => resolve());
+    proc.kill('SIGTERM');
+  });
+  receiver.proc.send('stop');
+  rmSync(dir, { recursive: true, force: true });
+  if (done.refused > 0) process.exitCode = 1;
+  return {
+    rate: done.frames / secs,
+    cpuShare: (100 * cpu) / secs,
+    rssMb: rss,
+    line:
+      `${done.frames} events of 200 bytes in ${secs.toFixed(2)} s = ${Math.round(done.frames / secs).toLocaleString('en')} events/s${partial ? ` (stopped after ${limitS} s with ${done.frames} of ${n} delivered)` : ''}; ` +
+      `rsyslogd CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / Math.max(1, done.frames)).toFixed(1)} µs per event); ` +
+      `peak RSS ${rss.toFixed(0)} MB; without the key element ${done.refused}`,
+  };
+}
+
 // Never leave a receiver or relay behind, whatever ends this process.
 const children = new Set<ChildProcess>();
 process.on('exit', () => {
@@ -487,6 +569,10 @@ if (want('routing')) {
     await repeat(`tcp -> tls, plain input, ${apps} app names`, runs, () => tcpScenario('bench/receiver.ts', syslogOutput, false, apps));
     await repeat(`tcp -> tls, shared listener with 10 routes, ${apps} app names`, runs, () => tcpScenario('bench/receiver.ts', syslogOutput, true, apps));
   }
+}
+if (want('relp')) {
+  await repeat('tcp -> relp/tls to rsyslog imrelp (1,000,000 x 200 B, one connection, window 128)', runs, () => tcpScenario('bench/relp-receiver.ts', relpOutput));
+  await repeat('rsyslog: imtcp -> omrelp/tls to the same imrelp (1,000,000 x 200 B, window 128)', runs, rsyslogRelpScenario);
 }
 if (want('disk')) await repeat('tcp -> tls through the disk queue (1,000,000 x 200 B, one connection)', runs, () => tcpScenario('bench/receiver.ts', syslogOutput, false, 1, '{ type: disk }'));
 if (want('disk-outage')) await repeat('disk queue through an intake outage (5,000,000 x 200 B pile up, then drain)', Math.min(runs, 1), () => outageScenario());

@@ -278,16 +278,19 @@ export class DiskQueue implements EventQueue {
     this.#syncQueued = true;
     setImmediate(() => {
       this.#syncQueued = false;
-      void this.#log.sync(true).then(() => this.#wakeSafe());
+      const before = this.#log.durableBelow;
+      // An fsync that failed (durableBelow did not move) is left to the periodic tick: no loop.
+      void this.#log.sync(true).then(() => this.#wakeSafe(this.#log.durableBelow !== before));
     });
   }
 
-  #wakeSafe(): void {
+  /** `resync`: fsync again for waiters on events appended meanwhile. */
+  #wakeSafe(resync = true): void {
     if (this.#safeWaiters.length === 0) return;
     this.#safeWaiters = wakeSettled(this.#safeWaiters, this.safeBelow);
     // Waiters on events still to be written (a failing disk) are woken by the periodic tick, which
     // retries the writes: no loop of fsyncs meanwhile.
-    if (this.#safeWaiters.length > 0 && this.#log.durableBelow < this.#log.nextSeq) this.#syncSoon();
+    if (resync && this.#safeWaiters.length > 0 && this.#log.durableBelow < this.#log.nextSeq) this.#syncSoon();
   }
 
   settle(seq: number, count: number): void {

@@ -92,16 +92,16 @@ export class SinkRunner {
         t.connected(false);
         this.#state = 'retrying';
         t.error(error.code);
-        if (events > 0) {
-          t.resent(events);
-          // The next connection waits its backoff: an intake that takes a little and drops the
-          // connection, again and again, must not get the whole window rewritten in a tight loop.
-          this.#failures++;
-          this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + backoffDelay(this.#failures, this.#o.backoff));
-        }
-        this.#logError(error, 'Output connection lost; unconfirmed events will be written again.', { events });
+        if (events > 0) t.resent(events);
+        // The next connection (for what the sink holds, or just to be connected again) waits its
+        // backoff: an intake that takes a little, or nothing, and drops the connection, again and
+        // again, must not get reconnections (and the window rewritten) in a tight loop. Only a
+        // confirmation resets it.
+        this.#failures++;
+        this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + backoffDelay(this.#failures, this.#o.backoff));
         this.#needFlush = true;
         this.#kick.abort();
+        this.#logError(error, 'Output connection lost; unconfirmed events will be written again.', { events });
       },
       connected: () => {
         t.connected(true);

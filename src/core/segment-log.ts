@@ -51,6 +51,8 @@ export class SegmentLog {
   #bytes = 0;
   /** Appended and fsynced: every event numbered below is on stable storage. */
   #durableBelow = 0;
+  /** The background fsyncs of finished segments, in order: true once all so far succeeded. */
+  #rolled: Promise<boolean> = Promise.resolve(true);
   readonly #syncing = new SingleFlight();
   // The read cursor: the next record to read is event `#readSeq` at `#readOffset` of segment
   // `#readSeg` (an index into #segments, kept valid when segments are deleted).
@@ -203,17 +205,25 @@ export class SegmentLog {
 
   #roll(firstAt: number): Segment {
     if (this.#fd >= 0) {
-      // The finished segment is fsynced and closed in the background.
+      // The finished segment is fsynced and closed in the background. Its events are durable
+      // once its fsync and those of the segments before it are done: fsyncs may end in any order.
       const fd = this.#fd;
       const upTo = this.#nextSeq;
       this.#fd = -1;
-      fsync(fd, (err) => {
-        if (!err) this.#durableBelow = Math.max(this.#durableBelow, upTo);
-        try {
-          closeSync(fd);
-        } catch {
-          // already closed
-        }
+      const before = this.#rolled;
+      this.#rolled = new Promise<boolean>((resolve) => {
+        fsync(fd, (err) => {
+          try {
+            closeSync(fd);
+          } catch {
+            // already closed
+          }
+          void before.then((ok) => {
+            const durable = ok && !err;
+            if (durable) this.#durableBelow = Math.max(this.#durableBelow, upTo);
+            resolve(durable);
+          });
+        });
       });
     }
     const last = this.#segments[this.#segments.length - 1];
@@ -234,11 +244,15 @@ export class SegmentLog {
       () =>
         new Promise<void>((resolve) => {
           const upTo = this.#nextSeq;
-          // Nothing open to sync (a finished segment syncs on its own when it is rolled).
-          if (this.#fd < 0 || upTo === this.#durableBelow) return resolve();
+          const rolled = this.#rolled;
+          // Nothing open to sync: finished segments sync on their own when rolled (waited for).
+          if (this.#fd < 0 || upTo === this.#durableBelow) return void rolled.then(() => resolve());
           fsync(this.#fd, (err) => {
-            if (!err) this.#durableBelow = Math.max(this.#durableBelow, upTo);
-            resolve();
+            // Not durable past a finished segment whose own fsync is still running (or failed).
+            void rolled.then((ok) => {
+              if (!err && ok) this.#durableBelow = Math.max(this.#durableBelow, upTo);
+              resolve();
+            });
           });
         }),
     );

@@ -58,7 +58,7 @@ export class RelpInput implements Source {
     let server: net.Server;
     if (o.tls) {
       server = tls.createServer(
-        { cert: o.tls.cert, key: o.tls.key, ca: o.tls.ca, requestCert: !!o.tls.ca, rejectUnauthorized: !!o.tls.ca, minVersion: 'TLSv1.2' },
+        { cert: o.tls.cert, key: o.tls.key, ca: o.tls.ca, requestCert: !!o.tls.ca, rejectUnauthorized: !!o.tls.ca, minVersion: 'TLSv1.2', allowHalfOpen: true },
         onSocket,
       );
       server.on('tlsClientError', (err, socket) => {
@@ -66,7 +66,7 @@ export class RelpInput implements Source {
         t.log.warn('tls', { err, sender: senderAddress(socket.remoteAddress) }, 'TLS handshake with a RELP sender failed.');
       });
     } else {
-      server = net.createServer(onSocket);
+      server = net.createServer({ allowHalfOpen: true }, onSocket);
     }
     server.maxConnections = o.maxConnections;
     server.on('drop', (d) => {
@@ -88,15 +88,23 @@ export class RelpInput implements Source {
     t.connection(true);
     socket.setNoDelay(true);
     if (this.#o.idleTimeoutMs > 0) {
-      socket.setTimeout(this.#o.idleTimeoutMs, () => {
+      // Not setTimeout's callback: that listener is called once, and this one must outlive a
+      // session that waited for its answers at the first timeout.
+      socket.setTimeout(this.#o.idleTimeoutMs);
+      socket.on('timeout', () => {
+        // Told to close a timeout ago (nothing more is written then) and still open: cut.
+        if (session.ended) return void socket.destroy();
         // A session waiting for its answers is not idle.
         if (session.unanswered > 0) return;
         t.rejected('idle_timeout');
         session.close();
+        // Armed again: a timer that fired waits for traffic, which a sender ignoring our end never makes.
+        socket.setTimeout(this.#o.idleTimeoutMs);
       });
     }
     socket.on('data', (chunk: Buffer) => session.read(chunk));
     // The sender closed its side: what it sent is answered, then ours closes.
+    // (Half-open allowed: Node would otherwise end our side at once, before those answers.)
     socket.on('end', () => void session.answered.then(() => socket.end()));
     socket.on('error', (err) => t.log.warn('socket', { err, sender: from }, 'RELP sender connection failed.'));
     socket.on('close', () => {

@@ -42,6 +42,8 @@ export class RelpServerSession implements RelpFrameSink {
   /** The answers of earlier reads, written in order: each read's wait on safety chains on the last. */
   #answering: Promise<void> = Promise.resolve();
   #unanswered = 0;
+  /** Our side is ended (serverclose sent): nothing more is written. */
+  #ended = false;
   #gone = false;
 
   constructor(socket: net.Socket, from: string, options: RelpSessionOptions, sender: Sender, builder: FrameBuilder, telemetry: RelpInputTelemetry) {
@@ -62,6 +64,11 @@ export class RelpServerSession implements RelpFrameSink {
   /** Resolves once every answer due so far is written (or the session is gone). */
   get answered(): Promise<void> {
     return this.#answering;
+  }
+
+  /** We ended our side (serverclose sent). */
+  get ended(): boolean {
+    return this.#ended;
   }
 
   /** One read: deframes it, queues its events, and schedules its answers. */
@@ -143,7 +150,8 @@ export class RelpServerSession implements RelpFrameSink {
       this.#socket.pause();
       this.#t.paused();
       void this.#builder.writable().then(() => {
-        if (!this.#gone) this.#socket.resume();
+        // Not for a session told to stop reading meanwhile (a stop, a close, bad framing).
+        if (!this.#gone && !this.#closing) this.#socket.resume();
       });
     }
     if (answers.length === 0) return;
@@ -168,7 +176,9 @@ export class RelpServerSession implements RelpFrameSink {
   }
 
   #write(answers: readonly Answer[]): void {
-    if (this.#gone) return;
+    // Past our end (a stop's grace ran out) an answer would never reach the sender: neither
+    // written nor counted; the sender sends those messages again.
+    if (this.#gone || this.#ended) return;
     let size = 0;
     let ok = 0;
     let refused = 0;
@@ -200,7 +210,9 @@ export class RelpServerSession implements RelpFrameSink {
 
   /** Sends the "serverclose" hint and closes our side. */
   #end(): void {
-    if (this.#gone) return;
+    // Once only: a stop may close a session that a "close" or bad framing ended already.
+    if (this.#gone || this.#ended) return;
+    this.#ended = true;
     this.#socket.end(SERVERCLOSE);
   }
 

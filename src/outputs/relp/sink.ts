@@ -28,6 +28,8 @@ const TO_WRITE = 0;
 const WRITTEN = 1;
 const ACKED = 2;
 const REFUSED = 3;
+/** Answered, and reported to the runner before the whole batch was (a stop at its deadline). */
+const REPORTED = 4;
 /** Frames built per write: bounds the buffer of one write. */
 const MAX_RUN = 1024;
 
@@ -35,12 +37,14 @@ const MAX_RUN = 1024;
 interface Held {
   readonly seq: number;
   readonly events: readonly LogEvent[];
-  /** Each event's state: TO_WRITE, WRITTEN, ACKED or REFUSED. */
+  /** Each event's state: TO_WRITE, WRITTEN, ACKED, REFUSED or REPORTED. */
   readonly state: Uint8Array;
   /** Events before this are written or answered (TO_WRITE ones are at or after it). */
   cursor: number;
   answered: number;
   refused: number;
+  /** Answered events already reported (a stop reports what was answered of a batch answered in part). */
+  reported: number;
   /** The reason of the last refusal, for the log. */
   refusal: string;
   /** Resolves send() once every event is written (or the session is gone). */
@@ -107,8 +111,12 @@ export class RelpSink implements Sink {
   /** Resolves a stop waiting for the last answers. */
   #allAnswered: (() => void) | undefined;
 
+  /** Free window slots that make a write worth it. */
+  readonly #refill: number;
+
   constructor(options: RelpSinkOptions) {
     this.#o = options;
+    this.#refill = Math.max(1, Math.floor(options.window / 4));
     this.#where = `${options.host}:${options.port}`;
   }
 
@@ -135,7 +143,7 @@ export class RelpSink implements Sink {
     }
     let h: Held | undefined;
     if (batch.events.length > 0) {
-      h = { seq: batch.seq, events: batch.events, state: new Uint8Array(batch.events.length), cursor: 0, answered: 0, refused: 0, refusal: '', written: undefined };
+      h = { seq: batch.seq, events: batch.events, state: new Uint8Array(batch.events.length), cursor: 0, answered: 0, refused: 0, reported: 0, refusal: '', written: undefined };
       this.#held.push(h);
       this.#unacked += batch.events.length;
     }
@@ -180,8 +188,12 @@ export class RelpSink implements Sink {
           this.#lost(session, new RelayError('ERELAY_RELP_PROTOCOL', `RELP intake ${this.#where} sent a ${datalen}-byte "${command}" frame (transaction ${txnr}).`)),
       },
       (err) => this.#lost(session, err),
-      // Answers free the window: what it lets out goes in one write per read, not one per answer.
-      () => this.#pump(session),
+      // Answers free the window. What it lets out goes in one write once a quarter of it is free
+      // (or nothing is left unanswered), not a write of a few frames per read of a few answers:
+      // each write costs a TLS record and a system call.
+      () => {
+        if (session.unanswered === 0 || this.#o.window - session.unanswered >= this.#refill) this.#pump(session);
+      },
     );
     return session;
   }
@@ -280,21 +292,31 @@ export class RelpSink implements Sink {
     if (this.#unacked === 0) this.#allAnswered?.();
   }
 
-  /** Acknowledged runs and refused runs of one batch, as ranges of its sequence numbers. */
+  /**
+   * Reports the answered events of a batch not reported yet, as acknowledged runs and refused runs
+   * of its sequence numbers (the whole batch at once in the common case).
+   */
   #report(h: Held): void {
     const ev = this.#events;
     if (!ev) return;
-    if (h.refused === 0) {
-      ev.acknowledged(h.seq, h.events.length);
+    const n = h.events.length;
+    if (h.refused === 0 && h.reported === 0 && h.answered === n) {
+      h.reported = n;
+      ev.acknowledged(h.seq, n);
       return;
     }
     const error = new RelayError('ERELAY_RELP_REFUSED', `RELP intake ${this.#where} refused ${h.refused} message(s) of a batch (last answer: ${h.refusal}); they are dropped.`);
-    let from = 0;
-    for (let i = 1; i <= h.events.length; i++) {
-      if (i < h.events.length && h.state[i] === h.state[from]) continue;
-      if (h.state[from] === ACKED) ev.acknowledged(h.seq + from, i - from);
-      else ev.refused(h.seq + from, i - from, error);
-      from = i;
+    for (let i = 0; i < n; ) {
+      const st = h.state[i];
+      let j = i + 1;
+      while (j < n && h.state[j] === st) j++;
+      if (st === ACKED || st === REFUSED) {
+        if (st === ACKED) ev.acknowledged(h.seq + i, j - i);
+        else ev.refused(h.seq + i, j - i, error);
+        h.state.fill(REPORTED, i, j);
+        h.reported += j - i;
+      }
+      i = j;
     }
   }
 
@@ -371,6 +393,8 @@ export class RelpSink implements Sink {
       }
       this.#abort.abort();
       this.#session = undefined;
+      // What was answered of batches answered in part counts too (the rest is what stop returns).
+      for (const h of this.#held) if (h.answered > h.reported) this.#report(h);
       let unanswered = 0;
       for (const h of this.#held) unanswered += h.events.length - h.answered;
       return unanswered;
