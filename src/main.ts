@@ -37,8 +37,10 @@ Usage:
                                          run a local intake emulator that checks what it receives
   intake-relay check    [-c FILE] [--api-key KEY]
                                          for every intake: name resolution, TCP connect and TLS handshake
-                                         (certificate and host name verified) to its endpoint, each
-                                         reported; with an API key (or $INTAKE_RELAY_API_KEY), GET /v1/me
+                                         (certificate and host name verified) to its endpoint, and
+                                         for RELP the session's open on each host name it may use,
+                                         each reported; with an API key (or $INTAKE_RELAY_API_KEY),
+                                         GET /v1/me
   intake-relay send     [-c FILE] --intake NAME MESSAGE...
                                          send test events through the intake's real output, and wait
                                          until they are acknowledged

@@ -154,3 +154,34 @@ describe('intake-relay send', () => {
     expect((await runCli(['send', '-c', join(dir, 'r.yaml')])).code).toBe(64);
   });
 });
+
+/** A TLS RELP server with the test certificate that answers the open with `answer` (then closes). */
+async function relpServer(answer: string): Promise<number> {
+  const tls = await import('node:tls');
+  const server = trackServer(
+    tls.createServer({ cert: readFileSync(`${TLS}server.crt`), key: readFileSync(`${TLS}server.key`) }, (s) => {
+      s.once('data', () => s.end(`1 rsp ${Buffer.byteLength(answer)} ${answer}\n`));
+      s.on('error', () => {});
+    }),
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+describe('intake-relay check, RELP output', () => {
+  it('opens a RELP session after TLS and says what the server answered; a refused open fails the check', async () => {
+    const good = await relpServer('200 OK\nrelp_version=0\nrelp_software=test-relp,1\ncommands=syslog');
+    const refusing = await relpServer('500 required command not supported by client');
+    const dir = tempDir('check-relp-');
+    const out = (port: number) => `    output: { type: relp, host: localhost, port: ${port}, ca_file: ${TLS}ca.crt }`;
+    writeFileSync(join(dir, 'relay.yaml'), `intakes:\n  - name: good\n    intake_key: AbC1\n${out(good)}\n  - name: refusing\n    intake_key: AbC2\n${out(refusing)}\n`);
+    const r = await runCli(['check', '-c', join(dir, 'relay.yaml')]);
+    expect(r.code, r.out).toBe(1);
+    const section = (name: string) => r.out.slice(r.out.indexOf(`intake "${name}"`)).split('\nintake ')[0]!;
+    expect(section('good')).toMatch(/relp localhost:\d+/);
+    expect(section('good')).toMatch(/ok +tls: /);
+    expect(section('good')).toMatch(/ok +handshake: RELP session opened \(server test-relp\), syslog command accepted/);
+    expect(section('refusing')).toMatch(/FAILED handshake: RELP server localhost:\d+ refused the session: 500 required command not supported by client/);
+    expect(r.out).not.toContain('AbC1');
+  });
+});
