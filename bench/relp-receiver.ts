@@ -20,7 +20,7 @@ writeFileSync(
 module(load="imrelp" tls.tlslib="openssl")
 input(type="imrelp" port="${port}" address="127.0.0.1" tls="on" tls.myCert="${tls}server.crt" tls.myPrivKey="${tls}server.key" maxDataSize="256k")
 template(name="raw" type="string" string="%rawmsg%\\n")
-action(type="omfile" file="${out}" template="raw" asyncWriting="on" flushOnTXEnd="on" ioBufferSize="256k")
+action(type="omfile" file="${out}" template="raw")
 `,
 );
 // Its output is passed on, not inherited: an rsyslogd left behind must not hold the bench's stdout open.

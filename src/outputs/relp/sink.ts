@@ -111,12 +111,8 @@ export class RelpSink implements Sink {
   /** Resolves a stop waiting for the last answers. */
   #allAnswered: (() => void) | undefined;
 
-  /** Free window slots that make a write worth it. */
-  readonly #refill: number;
-
   constructor(options: RelpSinkOptions) {
     this.#o = options;
-    this.#refill = Math.max(1, Math.floor(options.window / 4));
     this.#where = `${options.host}:${options.port}`;
   }
 
@@ -188,12 +184,10 @@ export class RelpSink implements Sink {
           this.#lost(session, new RelayError('ERELAY_RELP_PROTOCOL', `RELP intake ${this.#where} sent a ${datalen}-byte "${command}" frame (transaction ${txnr}).`)),
       },
       (err) => this.#lost(session, err),
-      // Answers free the window. What it lets out goes in one write once a quarter of it is free
-      // (or nothing is left unanswered), not a write of a few frames per read of a few answers:
-      // each write costs a TLS record and a system call.
-      () => {
-        if (session.unanswered === 0 || this.#o.window - session.unanswered >= this.#refill) this.#pump(session);
-      },
+      // Answers free the window: what it lets out goes in one write per read of answers. (Waiting
+      // for more room to write more at once stalls: a RELP server's small answers then wait on
+      // Nagle and delayed ACKs, 40 ms each.)
+      () => this.#pump(session),
     );
     return session;
   }
