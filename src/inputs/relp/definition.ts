@@ -28,7 +28,8 @@ export const relpListenerSchema = relpInputSchema.extend({ ...routingFields, typ
 export type RelpConfig = z.infer<typeof relpInputSchema> | z.infer<typeof relpListenerSchema>;
 export type ResolvedRelp = RelpConfig & { readonly label: string; readonly tlsFiles: TlsFiles | undefined };
 
-const kindOf = (c: RelpConfig): string => `relp${c.tls ? ` over TLS${c.tls.client_ca_file ? ' (client certificates required)' : ''}` : ''}, answers when ${c.respond_when === 'auto' ? 'safe' : 'queued'}`;
+const kindOf = (c: RelpConfig): string =>
+  `relp${c.tls ? ` over TLS${c.tls.client_ca_file ? ' with client certificates' : ''}` : ''} (answered once ${c.respond_when === 'auto' ? 'safe' : 'queued'})`;
 
 export const relpInput = {
   inputSchema: relpInputSchema,
