@@ -37,6 +37,29 @@ export interface LegacyEnv {
   readonly diskSpace: string;
   /** DISK_SPACE was set (not the default). */
   readonly diskExplicit: boolean;
+  /** The native `metrics` address and port, from METRICS_ADDRESS / METRICS_PORT (the image sets the address). */
+  readonly metrics: { address?: string; port?: number };
+}
+
+/**
+ * METRICS_ADDRESS and METRICS_PORT, which the shipped configuration and the image read: an
+ * intakes.yaml has no metrics section, so they are read here too (a container's probes need
+ * the metrics server on the pod's address).
+ */
+export function legacyMetrics(env: NodeJS.ProcessEnv, problems: string[]): { address?: string; port?: number } {
+  const out: { address?: string; port?: number } = {};
+  const address = env.METRICS_ADDRESS?.trim();
+  if (address) {
+    if (isIP(address) === 0 && !/^[A-Za-z0-9.-]{1,253}$/.test(address)) problems.push(`environment METRICS_ADDRESS: ${shown(address)} is not an address (e.g. 0.0.0.0, ::, 127.0.0.1)`);
+    else out.address = address;
+  }
+  const port = env.METRICS_PORT?.trim();
+  if (port) {
+    const n = /^\d{1,5}$/.test(port) ? Number(port) : NaN;
+    if (n >= 1 && n <= 65535) out.port = n;
+    else problems.push(`environment METRICS_PORT: ${shown(port)} is not a port from 1 to 65535`);
+  }
+  return out;
 }
 
 /** Reads the variables; each problem starts with "environment NAME:". */
@@ -95,7 +118,8 @@ export function readLegacyEnv(env: NodeJS.ProcessEnv, problems: string[], warnin
   if (diskBytes === undefined) {
     problems.push(`environment DISK_SPACE: ${shown(diskSpace)} is not a size: a whole number with k, m, g or t (KiB to TiB, "b" optional, any case), e.g. 32g; 0 for memory queues only`);
   }
-  return { region, endpoints, relp, memoryMessages, diskBytes: diskBytes ?? 0, diskSpace, diskExplicit };
+  const metrics = legacyMetrics(env, problems);
+  return { region, endpoints, relp, memoryMessages, diskBytes: diskBytes ?? 0, diskSpace, diskExplicit, metrics };
 }
 
 /** host, host:port, [v6]:port or a bare IPv6 address; undefined when it is none of these. */

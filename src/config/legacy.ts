@@ -87,6 +87,7 @@ export function convertLegacy(legacy: z.infer<typeof legacySchema>, env: NodeJS.
   if (stats !== undefined) native.stats = { intake: stats };
   if (vars.region !== undefined) native.region = vars.region;
   if (Object.keys(vars.endpoints).length > 0) native.endpoints = vars.endpoints;
+  if (Object.keys(vars.metrics).length > 0) native.metrics = vars.metrics;
   const pathMap = (path: readonly PropertyKey[]): PropertyKey[] => {
     if (path[0] !== 'intakes' || typeof path[1] !== 'number') return [];
     const at: PropertyKey[] = ['intakes', indexMap[path[1]] ?? path[1]];

@@ -10,6 +10,7 @@ import type { ZodError } from 'zod';
 import { configSchema } from './schema.ts';
 import { resolveConfig, type Config } from './resolve.ts';
 import { convertLegacy, legacySchema, looksLegacy } from './legacy.ts';
+import { legacyMetrics } from './legacy-env.ts';
 import { checkQueueDir, type LegacyEnv } from './legacy-env.ts';
 import { SecretScrubber, isSecretField } from './redact.ts';
 import { MAX_CONFIG_BYTES, readBounded, readYaml, yamlValue } from './yaml-source.ts';
@@ -201,7 +202,8 @@ export function loadMetricsSettings(file: string, env: NodeJS.ProcessEnv = proce
   const js = yamlValue(doc, file, at);
   if (!js.ok) throw new ConfigError(file, js.problems);
   const raw = js.value;
-  const metrics = typeof raw === 'object' && raw !== null && 'metrics' in raw ? raw.metrics : undefined;
+  // An official intakes.yaml has no metrics section: its environment says (as for `run`).
+  const metrics = looksLegacy(raw) ? legacyMetrics(env, problems) : typeof raw === 'object' && raw !== null && 'metrics' in raw ? raw.metrics : undefined;
   const parsed = configSchema.shape.metrics.safeParse(metrics);
   if (!parsed.success) {
     const { locate, locateKey } = locators(doc, at, file);

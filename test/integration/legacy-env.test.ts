@@ -11,11 +11,16 @@ import { startRelayProcess, type CliProcess } from '../helpers/process.ts';
 import { tempDir, track } from '../helpers/cleanup.ts';
 import { syslogLines, syslogMessages } from '../helpers/lines.ts';
 
-/** A legacy file has no metrics: settings: the default operations port. */
-const OPS = 'http://127.0.0.1:9750';
+/** A legacy file has no metrics: settings: METRICS_PORT (as the image and the shipped configuration read it) sets the port. */
+let OPS = '';
+async function opsPort(): Promise<string> {
+  const p = await freePort();
+  OPS = `http://127.0.0.1:${p}`;
+  return String(p);
+}
 
 /** The forwarder's variables this test does not set, cleared so that the test's own environment cannot leak in. */
-const CLEAR = { REGION: '', ENDPOINT: '', RELP_OUTPUT: '', DISK_SPACE: '', MEMORY_MESSAGES: '', CERTS_DIR: '' };
+const CLEAR = { REGION: '', ENDPOINT: '', RELP_OUTPUT: '', DISK_SPACE: '', MEMORY_MESSAGES: '', CERTS_DIR: '', METRICS_ADDRESS: '', METRICS_PORT: '' };
 
 function intakesYaml(dir: string, port: number): string {
   const file = join(dir, 'intakes.yaml');
@@ -55,7 +60,7 @@ describe("the official forwarder's environment, as a process", () => {
     const port = await freePort();
     const state = join(dir, 'state');
     const relay = startRelayProcess(intakesYaml(dir, port), {
-      env: { ...CLEAR, REGION: 'OTHER', ENDPOINT: `localhost:${intake.port}`, NODE_EXTRA_CA_CERTS: `${TLS}ca.crt`, STATE_DIRECTORY: state },
+      env: { ...CLEAR, REGION: 'OTHER', ENDPOINT: `localhost:${intake.port}`, NODE_EXTRA_CA_CERTS: `${TLS}ca.crt`, STATE_DIRECTORY: state, METRICS_PORT: await opsPort() },
     });
     await started(relay, port);
     const n = 2_000;
@@ -89,7 +94,7 @@ ruleset(name="relp") { action(type="omfile" file="${d}/out.log" template="raw") 
     const dir = tempDir('legacy-relp-');
     const port = await freePort();
     const relay = startRelayProcess(intakesYaml(dir, port), {
-      env: { ...CLEAR, REGION: 'OTHER', ENDPOINT: `localhost:${relpPort}`, RELP_OUTPUT: '1', DISK_SPACE: '0', MEMORY_MESSAGES: '50000', NODE_EXTRA_CA_CERTS: `${TLS}ca.crt`, STATE_DIRECTORY: join(dir, 'state') },
+      env: { ...CLEAR, REGION: 'OTHER', ENDPOINT: `localhost:${relpPort}`, RELP_OUTPUT: '1', DISK_SPACE: '0', MEMORY_MESSAGES: '50000', NODE_EXTRA_CA_CERTS: `${TLS}ca.crt`, STATE_DIRECTORY: join(dir, 'state'), METRICS_PORT: await opsPort() },
     });
     await started(relay, port);
     const n = 2_000;

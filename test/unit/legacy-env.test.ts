@@ -234,3 +234,21 @@ describe('intake-relay validate on intakes.yaml', () => {
     expect(again.intakes[0]?.queue).toMatchObject({ type: 'disk', max_bytes: GiB, memory_events: 10_000, path: join(state, 'queues', 'Techno1') });
   });
 });
+
+describe('METRICS_ADDRESS and METRICS_PORT', () => {
+  it('set the metrics server of an intakes.yaml (which has no metrics section), for run and for healthcheck/tap', async () => {
+    const c = load({ METRICS_ADDRESS: '0.0.0.0', METRICS_PORT: '19750' });
+    expect([c.metrics.address, c.metrics.port]).toEqual(['0.0.0.0', 19750]);
+    const { loadMetricsSettings } = await import('../../src/config/load.ts');
+    const file = join(dir, 'intakes-metrics.yaml');
+    writeFileSync(file, INTAKES);
+    const m = loadMetricsSettings(file, { METRICS_ADDRESS: '::', METRICS_PORT: '9999' });
+    expect([m.address, m.port]).toEqual(['::', 9999]);
+    expect(loadMetricsSettings(file, {}).port).toBe(9750);
+  });
+
+  it('a bad value is an error naming the variable', () => {
+    expect(problems({ METRICS_PORT: '70000' }).join('\n')).toMatch(/environment METRICS_PORT: "70000" is not a port from 1 to 65535/);
+    expect(problems({ METRICS_ADDRESS: 'http://x/' }).join('\n')).toMatch(/environment METRICS_ADDRESS: .* is not an address/);
+  });
+});
