@@ -110,6 +110,12 @@ export interface Sink {
   /** Close cleanly; returns how many events could not be confirmed as delivered. Idempotent, safe before start. */
   stop(deadline: AbortSignal): Promise<number>;
   /**
+   * After stop(): the events it could not confirm, as [seq, count] ranges, for the caller that
+   * counts them as dropped to settle them in the queue (else its settled mark would wait for
+   * them forever: file checkpoints, and answers to RELP and HTTP senders, would stall).
+   */
+  unconfirmed?(): readonly (readonly [number, number])[];
+  /**
    * For a reload: closes the connection as at a stop (what the intake confirms by closing its side
    * counts as delivered) and returns what is still unacknowledged, for the next sink of the same
    * kind to write again (adopt); afterwards this sink is stopped.

@@ -139,8 +139,11 @@ export class Pipeline {
       if (events > 0) m.eventsResent.inc({ intake: intake.name, output: sink.type }, events);
     } else {
       const name = this.intake.name;
+      const queue = this.queue;
       background(old.stop(AbortSignal.timeout(shutdownTimeoutMs)).then((lost) => {
         if (lost > 0) m.eventsDropped.inc({ intake: name, stage: 'output', reason: 'shutdown' }, lost);
+        // Counted as dropped, so settled: the queue's settled mark must not wait for them.
+        for (const [seq, n] of old.unconfirmed?.() ?? []) queue.settle(seq, n);
       }));
     }
     if (old.type !== sink.type) m.configInfo.remove({ intake: this.intake.name, output: old.type });

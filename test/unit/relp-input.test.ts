@@ -419,6 +419,19 @@ describe('RELP input: "rsp 200" only once the message is safe', () => {
 });
 
 describe('RELP input: listening', () => {
+  it('as a shared listener whose other intake\'s queue closed (removed by a reload): nothing of the read is answered 200; serverclose, so the sender resends', async () => {
+    const kept = new BoundedQueue({ maxEvents: 100_000, maxBytes: 1 << 26, whenFull: 'block' });
+    const removed = new BoundedQueue({ maxEvents: 100_000, maxBytes: 1 << 26, whenFull: 'block' });
+    const s = await setup({ queue: kept, routes: { queues: [kept, removed], route: (e) => (messageText(e).endsWith('1 é') ? 1 : 0) }, respondWhen: 'queued' });
+    const c = s.client();
+    await c.open();
+    removed.close();
+    await c.write(Buffer.concat([syslog(2), syslog(11)]));
+    await vi.waitFor(() => expect(c.ended).toBe(true));
+    expect(c.summary).toEqual(['1 200', '0 serverclose']);
+    expect(await s.metric('intake_relay_events_dropped_total', { intake: 'i1', reason: 'shutdown' })).toBe(1);
+  });
+
   it('as a shared listener: a read whose events go to two intakes is answered once both have them safe', async () => {
     const queues = [0, 1].map(() => new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' }));
     const s = await setup({ routes: { queues, route: (e) => (e.hostname === 'b' ? 1 : 0) } });

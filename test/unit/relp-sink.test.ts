@@ -382,7 +382,7 @@ describe('RELP sink: a lost session writes exactly the unanswered messages again
     expect(lost()[0]?.[1]).toMatchObject({ code: 'ERELAY_RELP_PROTOCOL', message: expect.stringMatching(/not RELP/) });
   });
 
-  it('a serverclose in the same read as the open answer: connected, then lost (in that order), and the batch is kept', async () => {
+  it('a serverclose in the same read as the open answer: connected, then lost (in that order); the batch, never written, goes back to the runner', async () => {
     let first = true;
     const fake = await startFakeRelp({
       open: (c, f) => {
@@ -391,16 +391,47 @@ describe('RELP sink: a lost session writes exactly the unanswered messages again
       },
     });
     const { sink, reports } = await started(fake);
-    await send(sink, batch(0, 3));
+    const first3 = await send(sink, batch(0, 3));
     await vi.waitFor(() => expect(reports.map((r) => r[0])).toEqual(['connected', 'lost']));
-    expect(sink.unacknowledged).toBe(3);
-    await send(sink, EMPTY);
+    // Nothing of it was written: the runner keeps it (and retries it), not the sink.
+    expect(first3.status).toBe('retryable');
+    expect(sink.unacknowledged).toBe(0);
+    expect(await send(sink, batch(0, 3))).toEqual({ status: 'sent' });
     await vi.waitFor(() => expect(reports.map((r) => r[0])).toEqual(['connected', 'lost', 'connected', 'acked']));
     expect(numbers((fake.conns[1] as Conn).syslog)).toEqual([0, 1, 2]);
   });
 });
 
+describe('RELP sink: an intake that loses every session', () => {
+  it('holds no more than what it wrote: a batch that never went out is handed back to the runner, not piled up', async () => {
+    // Answers the open, takes the window, answers nothing, and drops the session.
+    const fake = await startFakeRelp({ syslog: (c) => c.socket.destroy() });
+    const { sink } = await started(fake, { window: 4 });
+    let retried = 0;
+    for (let k = 0; k < 8; k++) {
+      const r = await send(sink, batch(k * 10, 10));
+      if (r.status === 'retryable') retried++;
+      await vi.waitFor(() => expect(fake.conns.length).toBeGreaterThan(k));
+    }
+    expect(retried).toBeGreaterThan(0);
+    // At most the batches that had something written: not one more per lost session.
+    expect(sink.unacknowledged).toBeLessThanOrEqual(20);
+  });
+});
+
 describe('RELP sink: stop and hand-over', () => {
+  it('a stop at its deadline reports what was answered, and unconfirmed() names exactly the rest (for the caller to settle)', async () => {
+    const answered = new Set([0, 1, 4]);
+    const fake = await startFakeRelp({ syslog: (c, f) => answered.has(f.n) && c.answer(f.txnr) });
+    const { sink, acked } = await started(fake);
+    await send(sink, batch(0, 6));
+    await vi.waitFor(() => expect((fake.conns[0] as Conn).syslog).toHaveLength(6));
+    await vi.waitFor(() => expect((fake.conns[0] as Conn).outstanding.size).toBe(3));
+    expect(await sink.stop(AbortSignal.timeout(300))).toBe(3);
+    expect(acked()).toEqual([[0, 2], [4, 1]]);
+    expect(sink.unconfirmed()).toEqual([[2, 2], [5, 1]]);
+  });
+
   it('stop waits for every answer, then sends close and waits for its answer', async () => {
     const fake = await startFakeRelp({ syslog: () => {}, close: () => {} });
     const { sink, acked } = await started(fake);

@@ -45,6 +45,9 @@ export class RelpServerSession implements RelpFrameSink {
   /** Our side is ended (serverclose sent): nothing more is written. */
   #ended = false;
   #gone = false;
+  /** Reading is paused: a queue is full, or the sender does not read its answers. */
+  #queueFull = false;
+  #answersFull = false;
 
   constructor(socket: net.Socket, from: string, options: RelpSessionOptions, sender: Sender, builder: FrameBuilder, telemetry: RelpInputTelemetry) {
     this.#socket = socket;
@@ -139,19 +142,22 @@ export class RelpServerSession implements RelpFrameSink {
     const result = this.#builder.flush();
     const answers = this.#answers;
     this.#answers = [];
-    if (result === 'dropped') {
+    // A queue that closed (its intake removed by a reload, before this listener was retargeted)
+    // dropped what was routed to it (counted): nothing of this read may be answered 200.
+    if (result === 'dropped' || targets.some((t) => t.queue.closed)) {
       // A queue refused them (it is closing for a stop): nothing of this read may be answered 200.
       // The sender will send them again to whoever listens next.
       this.#closing = true;
       this.#then(() => this.#end());
       return;
     }
-    if (result === 'slow_down' && !this.#socket.isPaused()) {
+    if (result === 'slow_down' && !this.#queueFull) {
+      this.#queueFull = true;
       this.#socket.pause();
       this.#t.paused();
       void this.#builder.writable().then(() => {
-        // Not for a session told to stop reading meanwhile (a stop, a close, bad framing).
-        if (!this.#gone && !this.#closing) this.#socket.resume();
+        this.#queueFull = false;
+        this.#resume();
       });
     }
     if (answers.length === 0) return;
@@ -202,7 +208,15 @@ export class RelpServerSession implements RelpFrameSink {
         off += OK.copy(out, off);
       }
     }
-    this.#socket.write(out);
+    // A sender that does not read its answers is not read either: answers never pile up unbounded.
+    if (!this.#socket.write(out) && !this.#answersFull) {
+      this.#answersFull = true;
+      this.#socket.pause();
+      this.#socket.once('drain', () => {
+        this.#answersFull = false;
+        this.#resume();
+      });
+    }
     this.#unanswered -= answers.length;
     if (ok > 0) this.#t.answered('200', ok);
     if (refused > 0) this.#t.answered('500', refused);
@@ -219,6 +233,11 @@ export class RelpServerSession implements RelpFrameSink {
   /** The connection closed: answers not written yet are dropped (the sender resends those messages). */
   gone(): void {
     this.#gone = true;
+  }
+
+  /** Reads again once neither the queue nor the answers wait; never for a session told to stop reading (a stop, a close, bad framing). */
+  #resume(): void {
+    if (!this.#gone && !this.#closing && !this.#queueFull && !this.#answersFull) this.#socket.resume();
   }
 
   /** For a stop: stops reading; the answers due are still written (finish). */

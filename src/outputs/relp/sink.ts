@@ -49,6 +49,8 @@ interface Held {
   refusal: string;
   /** Resolves send() once every event is written (or the session is gone). */
   written: (() => void) | undefined;
+  /** Some of its events went out on a session. */
+  everWritten: boolean;
 }
 
 /** One open session and its unanswered transactions, oldest first. */
@@ -108,6 +110,7 @@ export class RelpSink implements Sink {
   #stopped = false;
   #stopping: Promise<number> | undefined;
   readonly #abort = new AbortController();
+  #lastLoss: RelayError | undefined;
   /** Resolves a stop waiting for the last answers. */
   #allAnswered: (() => void) | undefined;
 
@@ -139,7 +142,7 @@ export class RelpSink implements Sink {
     }
     let h: Held | undefined;
     if (batch.events.length > 0) {
-      h = { seq: batch.seq, events: batch.events, state: new Uint8Array(batch.events.length), cursor: 0, answered: 0, refused: 0, reported: 0, refusal: '', written: undefined };
+      h = { seq: batch.seq, events: batch.events, state: new Uint8Array(batch.events.length), cursor: 0, answered: 0, refused: 0, reported: 0, refusal: '', written: undefined, everWritten: false };
       this.#held.push(h);
       this.#unacked += batch.events.length;
     }
@@ -158,7 +161,15 @@ export class RelpSink implements Sink {
         signal.addEventListener('abort', done, { once: true });
       });
     }
-    // Written or not, the batch is the sink's now: a lost session writes it again on the next one.
+    // A batch none of which went out (the session was lost, or a stop came, while it waited for
+    // the window) stays the runner's: it is retried, so that what the sink holds stays bounded by
+    // what it has written (an intake that loses every session must not make it grow batch by batch).
+    if (h && !h.everWritten && this.#session !== session) {
+      this.#held.splice(this.#held.indexOf(h), 1);
+      this.#unacked -= h.events.length;
+      return { status: 'retryable', error: this.#lastLoss ?? new RelayError('ERELAY_CONNECTION_LOST', `RELP session with ${this.#where} ended before the batch was written.`) };
+    }
+    // Written, in part or whole, the batch is the sink's now: a lost session writes it again on the next one.
     return { status: 'sent' };
   }
 
@@ -217,6 +228,7 @@ export class RelpSink implements Sink {
           t = nextTxnr(t);
         }
         s.txnr = t;
+        h.everWritten = true;
         const buf = o.formatter.relpFrames(h.events, from, to, (i) => txnrAt(first, i));
         if (s.unanswered === to - from) s.lastAnswerAt = Date.now();
         socket.write(buf);
@@ -318,6 +330,7 @@ export class RelpSink implements Sink {
   #lost(s: Session, error: RelayError): void {
     if (s.done) return;
     s.done = true;
+    this.#lastLoss = error;
     if (this.#session === s) this.#session = undefined;
     s.open.socket.destroy();
     s.closed?.();
@@ -341,6 +354,19 @@ export class RelpSink implements Sink {
     if (s && s.unanswered > 0 && now - s.lastAnswerAt >= this.#o.ackTimeoutMs) {
       this.#lost(s, new RelayError('ERELAY_ACK_TIMEOUT', `RELP intake ${this.#where} answered nothing for ${this.#o.ackTimeoutMs} ms (output.ack_timeout_ms) with ${s.unanswered} message(s) waiting: the session is dropped and they are written again.`));
     }
+  }
+
+  unconfirmed(): [number, number][] {
+    const out: [number, number][] = [];
+    for (const h of this.#held) {
+      for (let i = 0; i < h.events.length; ) {
+        let j = i;
+        while (j < h.events.length && (h.state[j] === TO_WRITE || h.state[j] === WRITTEN)) j++;
+        if (j > i) out.push([h.seq + i, j - i]);
+        i = Math.max(j, i + 1);
+      }
+    }
+    return out;
   }
 
   /** For a reload: closes as at a stop, then gives what is unanswered to the next RELP sink (adopt), which writes it first. */

@@ -338,6 +338,10 @@ export class SyslogTlsSink implements Sink {
     return { state, events };
   }
 
+  unconfirmed(): [number, number][] {
+    return this.#resend.map((w) => [w.seq, w.events]);
+  }
+
   adopt(state: unknown): void {
     for (const w of state as Written[]) {
       this.#unacked += w.events;
