@@ -25,7 +25,11 @@ const NINE = 0x39;
 /** The commands a session uses, by their bytes, so that parsing one makes no string. */
 const KNOWN = ['syslog', 'rsp', 'open', 'close', 'serverclose', 'starttls'].map((c) => [Buffer.from(c), c] as const);
 
-/** The next transaction number after `txnr` (latched at 999,999,999, then 1 again). */
+/**
+ * The next transaction number after `txnr` (latched at 999,999,999, then 1 again, as relp.html
+ * says). librelp itself goes on to 1,000,000,000 before 1: a librelp server may end the session
+ * there, once per 10^9 messages of one session; the sink then resends at most its window.
+ */
 export function nextTxnr(txnr: number): number {
   return txnr >= RELP_TXNR_MAX ? 1 : txnr + 1;
 }

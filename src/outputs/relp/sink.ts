@@ -51,6 +51,8 @@ interface Held {
   written: (() => void) | undefined;
   /** Some of its events went out on a session. */
   everWritten: boolean;
+  /** Its events counted in the sink's unacknowledged: all, or those not reported before a hand-over. */
+  counted: number;
 }
 
 /** One open session and its unanswered transactions, oldest first. */
@@ -142,7 +144,7 @@ export class RelpSink implements Sink {
     }
     let h: Held | undefined;
     if (batch.events.length > 0) {
-      h = { seq: batch.seq, events: batch.events, state: new Uint8Array(batch.events.length), cursor: 0, answered: 0, refused: 0, reported: 0, refusal: '', written: undefined, everWritten: false };
+      h = { seq: batch.seq, events: batch.events, state: new Uint8Array(batch.events.length), cursor: 0, answered: 0, refused: 0, reported: 0, refusal: '', written: undefined, everWritten: false, counted: batch.events.length };
       this.#held.push(h);
       this.#unacked += batch.events.length;
     }
@@ -166,7 +168,7 @@ export class RelpSink implements Sink {
     // what it has written (an intake that loses every session must not make it grow batch by batch).
     if (h && !h.everWritten && this.#session !== session) {
       this.#held.splice(this.#held.indexOf(h), 1);
-      this.#unacked -= h.events.length;
+      this.#unacked -= h.counted;
       return { status: 'retryable', error: this.#lastLoss ?? new RelayError('ERELAY_CONNECTION_LOST', `RELP session with ${this.#where} ended before the batch was written.`) };
     }
     // Written, in part or whole, the batch is the sink's now: a lost session writes it again on the next one.
@@ -292,7 +294,7 @@ export class RelpSink implements Sink {
       const h = this.#held[0] as Held;
       if (h.answered < h.events.length) break;
       this.#held.shift();
-      this.#unacked -= h.events.length;
+      this.#unacked -= h.counted;
       this.#report(h);
     }
     if (this.#unacked === 0) this.#allAnswered?.();
@@ -385,7 +387,9 @@ export class RelpSink implements Sink {
       if (h.cursor < 0) h.cursor = h.events.length;
       h.written = undefined;
       // Whole batches, as send() counts them and #settle() lets them go.
-      this.#unacked += h.events.length;
+      // What the last sink reported (answered before its stop) is counted no more.
+      h.counted = h.events.length - h.reported;
+      this.#unacked += h.counted;
       this.#held.push(h);
     }
   }
