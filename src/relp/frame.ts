@@ -63,6 +63,10 @@ export class RelpDeframer {
   readonly #sink: RelpFrameSink;
   /** The start of a frame that the next read completes. */
   #pending: Buffer | undefined;
+  /** Reads after #pending, kept apart until the frame (#need bytes from #pending's start, once known) is whole. */
+  #more: Buffer[] = [];
+  #moreLen = 0;
+  #need = 0;
   /** Bytes of an oversized frame's DATA still to skip; then its trailer. */
   #skip = 0;
   #skipTrailer = false;
@@ -76,7 +80,7 @@ export class RelpDeframer {
 
   /** Bytes held back waiting for the rest of a frame. */
   get pendingBytes(): number {
-    return this.#pending?.length ?? 0;
+    return (this.#pending?.length ?? 0) + this.#moreLen;
   }
 
   /**
@@ -99,6 +103,20 @@ export class RelpDeframer {
       this.#consume(chunk, 0);
       return;
     }
+    if (this.#need > 0) {
+      // The frame's size is known: keep the reads until it is whole, then join them once (not
+      // once per read: a sender trickling a large frame must not cost a copy per read).
+      this.#more.push(chunk);
+      this.#moreLen += chunk.length;
+      if (pending.length + this.#moreLen < this.#need) return;
+      const parts = [pending, ...this.#more];
+      this.#pending = undefined;
+      this.#more = [];
+      this.#moreLen = 0;
+      this.#need = 0;
+      this.#consume(Buffer.concat(parts), 0);
+      return;
+    }
     this.#pending = undefined;
     // Join only what completes the frame begun in the last read; the rest is read in place.
     const head = Buffer.concat([pending, chunk.subarray(0, MAX_HEADER)]);
@@ -109,7 +127,10 @@ export class RelpDeframer {
     }
     const need = h.data + h.datalen + 1 - pending.length;
     if (need > chunk.length) {
-      this.#pending = Buffer.concat([pending, chunk]);
+      this.#pending = pending;
+      this.#more = [chunk];
+      this.#moreLen = chunk.length;
+      this.#need = h.data + h.datalen + 1;
       return;
     }
     this.#consume(Buffer.concat([pending, chunk.subarray(0, need)]), 0);

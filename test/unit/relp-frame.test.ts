@@ -1,7 +1,7 @@
 // RELP framing (librelp doc/relp.md, "RELP FRAME"): the deframer whatever the read boundaries, its
 // refusals (a stream that is not RELP stays refused), oversized frames skipped without being held,
 // transaction numbers, offers and "rsp" answers.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { RELP_TXNR_MAX, RelpDeframer, RelpFramingError, nextTxnr, parseOffers, parseResponse, relpFrame } from '../../src/relp/frame.ts';
 
 type Frame = [txnr: number, command: string, data: string];
@@ -171,6 +171,24 @@ describe('RelpDeframer', () => {
     d.push(b('1 rsp 6 200 OK\n2 rsp 7 200 OK!\n3 rsp 0\n'));
     expect(frames).toEqual([[1, 'rsp', '200 OK'], [3, 'rsp', '']]);
     expect(oversized).toEqual([[2, 'rsp', 7]]);
+  });
+});
+
+describe('RelpDeframer: a large frame over many reads', () => {
+  it('is joined once when whole, not once per read (a sender trickling it costs no copy per read)', () => {
+    const { d, frames } = collect(256 * 1024);
+    const data = 'x'.repeat(200 * 1024);
+    const whole = b(`7 syslog ${data.length} ${data}\n8 rsp 6 200 OK\n`);
+    const concat = vi.spyOn(Buffer, 'concat');
+    try {
+      for (let off = 0; off < whole.length; off += 512) d.push(whole.subarray(off, off + 512));
+      expect(frames.map(([t, c, text]) => [t, c, text.length])).toEqual([[7, 'syslog', data.length], [8, 'rsp', 6]]);
+      // The header's join, and the frame's: not ~400 (one per read).
+      expect(concat.mock.calls.length).toBeLessThanOrEqual(3);
+      expect(d.pendingBytes).toBe(0);
+    } finally {
+      concat.mockRestore();
+    }
   });
 });
 
