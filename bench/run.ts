@@ -4,11 +4,12 @@
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import dgram from 'node:dgram';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './ports.ts';
+import { imrelpConfig, TEST_CA, WrittenLines } from './imrelp.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const TICKS = 100; // USER_HZ on Linux
@@ -498,19 +499,10 @@ async function outageScenario(n = 5_000_000): Promise<RunFigures> {
 async function rsyslogRelpScenario(): Promise<RunFigures> {
   const n = 1_000_000;
   const dir = mkdtempSync(join(tmpdir(), 'rsyslog-bench-'));
-  const tls = join(root, 'test/fixtures/tls/');
   const [relpPort, tcpPort] = [await freePort(), await freePort()];
   const out = join(dir, 'out.log');
-  // The receiver: imrelp over TLS (as bench/relp-receiver.ts runs it), on core 0.
-  writeFileSync(
-    join(dir, 'receiver.conf'),
-    `global(workDirectory="${dir}")
-module(load="imrelp" tls.tlslib="openssl")
-input(type="imrelp" port="${relpPort}" address="127.0.0.1" tls="on" tls.myCert="${tls}server.crt" tls.myPrivKey="${tls}server.key" maxDataSize="256k")
-template(name="raw" type="string" string="%rawmsg%\\n")
-action(type="omfile" file="${out}" template="raw")
-`,
-  );
+  // The receiver: imrelp over TLS, as bench/relp-receiver.ts runs it for the relay, on core 0.
+  writeFileSync(join(dir, 'receiver.conf'), imrelpConfig(dir, relpPort, out));
   mkdirSync(join(dir, 'peer'));
   writeFileSync(
     join(dir, 'peer.conf'),
@@ -519,7 +511,7 @@ module(load="imtcp")
 module(load="omrelp" tls.tlslib="openssl")
 input(type="imtcp" port="${tcpPort}" address="127.0.0.1")
 template(name="sekoia" type="string" string="<%pri%>1 %timegenerated:::date-rfc3339% %hostname% %app-name% %procid% LOG [SEKOIA@53288 intake_key=\\"BenchKey0123456789abcdefABCDEF01\\"] %msg%")
-action(type="omrelp" target="127.0.0.1" port="${relpPort}" tls="on" tls.caCert="${tls}ca.crt" tls.authMode="name" tls.permittedPeer=["localhost"] template="sekoia")
+action(type="omrelp" target="127.0.0.1" port="${relpPort}" tls="on" tls.caCert="${TEST_CA}" tls.authMode="name" tls.permittedPeer=["localhost"] template="sekoia")
 `,
   );
   const rsyslogd = (conf: string, core: number): ChildProcess => {
@@ -532,33 +524,8 @@ action(type="omrelp" target="127.0.0.1" port="${relpPort}" tls="on" tls.caCert="
   const proc = rsyslogd('peer', 1);
   await waitListening(tcpPort);
   const pid = proc.pid as number;
-  // Lines written so far, read incrementally; those without the key element are counted apart.
-  let seen = 0;
-  let keyless = 0;
-  let offset = 0;
-  let partialLine = '';
-  const count = (): number => {
-    let size = 0;
-    try {
-      size = statSync(out).size;
-    } catch {
-      return 0;
-    }
-    if (size > offset) {
-      const fd = openSync(out, 'r');
-      const buf = Buffer.alloc(size - offset);
-      readSync(fd, buf, 0, buf.length, offset);
-      closeSync(fd);
-      offset = size;
-      const parts = (partialLine + buf.toString('latin1')).split('\n');
-      partialLine = parts.pop() ?? '';
-      for (const l of parts) {
-        seen++;
-        if (!l.includes('[SEKOIA@53288 intake_key="')) keyless++;
-      }
-    }
-    return seen;
-  };
+  const written = new WrittenLines(out);
+  const count = (): number => written.count();
   // One event first, delivered before the clock starts: omrelp's session is open.
   await new Promise<void>((resolve, reject) => {
     const s = net.connect(tcpPort, '127.0.0.1', () => s.end(lines(1)));
@@ -594,6 +561,7 @@ action(type="omrelp" target="127.0.0.1" port="${relpPort}" tls="on" tls.caCert="
     });
   }
   rmSync(dir, { recursive: true, force: true });
+  const keyless = written.keyless;
   if (keyless > 0) process.exitCode = 1;
   const partial = frames < n;
   return {

@@ -11,6 +11,7 @@ import { request } from 'undici';
 import type { Config } from '../config/resolve.ts';
 import type { TlsEndpoint } from '../core/component.ts';
 import { outputOf } from '../outputs/registry.ts';
+import { verifiedTlsOptions } from '../outputs/tls-options.ts';
 import { REGIONS } from '../config/regions.ts';
 import { classifyConnectError } from '../core/errors.ts';
 import { PeerTextRedactor } from '../core/peer-text.ts';
@@ -70,16 +71,7 @@ export async function checkEndpoint(ep: TlsEndpoint, timeoutMs = 10_000): Promis
   }
   const name = ep.serverName;
   const result = await settle(
-    tls.connect({
-      socket,
-      servername: net.isIP(name) ? undefined : name,
-      checkServerIdentity: (_h, cert) => tls.checkServerIdentity(name, cert),
-      ca: ep.ca,
-      cert: ep.cert,
-      key: ep.key,
-      minVersion: 'TLSv1.2',
-      rejectUnauthorized: true,
-    }),
+    tls.connect({ socket, ...verifiedTlsOptions({ name, ca: ep.ca, cert: ep.cert, key: ep.key }) }),
     'secureConnect',
     timeoutMs,
   );

@@ -72,7 +72,7 @@ export class Rfc5424Formatter {
    */
   relpFrames(events: readonly LogEvent[], from: number, to: number, txnr: (i: number) => number, alloc: (size: number) => Buffer = Buffer.allocUnsafe): Buffer {
     return this.#build(events, from, to, alloc, {
-      size: (i, n) => digits(txnr(i)) + 8 + digits(n) + 1 + n + 1,
+      size: (i, n) => decimalDigits(txnr(i)) + 8 + decimalDigits(n) + 1 + n + 1,
       head: (out, off, i, n) => {
         off = writeDecimal(out, off, txnr(i));
         off += out.write(' syslog ', off, 'latin1');
@@ -152,7 +152,7 @@ interface Framing {
 
 /** RFC 6587 §3.4.1: MSG-LEN SP. */
 const octetCount: Framing = {
-  size: (_i, n) => digits(n) + 1 + n,
+  size: (_i, n) => decimalDigits(n) + 1 + n,
   head: (out, off, _i, n) => {
     off = writeDecimal(out, off, n);
     out[off++] = 0x20;
@@ -161,13 +161,15 @@ const octetCount: Framing = {
   trailer: false,
 };
 
-function digits(n: number): number {
+/** Decimal digits of a non-negative integer. */
+export function decimalDigits(n: number): number {
   if (n < 100_000) return n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : n < 10_000 ? 4 : 5;
   return n < 1_000_000 ? 6 : n < 10_000_000 ? 7 : n < 100_000_000 ? 8 : n < 1_000_000_000 ? 9 : String(n).length;
 }
 
-function writeDecimal(out: Buffer, off: number, n: number): number {
-  const d = digits(n);
+/** Writes `n` in decimal at `off`; returns the offset after it. */
+export function writeDecimal(out: Buffer, off: number, n: number): number {
+  const d = decimalDigits(n);
   for (let i = off + d - 1; i >= off; i--) {
     out[i] = 0x30 + (n % 10);
     n = Math.floor(n / 10);

@@ -353,10 +353,11 @@ describe('RELP sink: a lost session writes exactly the unanswered messages again
 
   it('a session whose intake stops answering for ackTimeoutMs is dropped; what it had unanswered is written again', async () => {
     const fake = await startFakeRelp({ syslog: (c, f) => f.n < 2 && c.answer(f.txnr) });
-    const { sink, lost, acked } = await started(fake, { ackTimeoutMs: 300 });
+    // Long enough that the two answers always come first, even on a slow machine.
+    const { sink, lost, acked } = await started(fake, { ackTimeoutMs: 1_500 });
     await send(sink, batch(0, 5));
     await vi.waitFor(() => expect(lost()).toHaveLength(1), { timeout: 10_000 });
-    expect(lost()[0]?.[1]).toMatchObject({ code: 'ERELAY_ACK_TIMEOUT', message: expect.stringMatching(/answered nothing for 300 ms .* 3 message\(s\) waiting/) });
+    expect(lost()[0]?.[1]).toMatchObject({ code: 'ERELAY_ACK_TIMEOUT', message: expect.stringMatching(/answered nothing for 1500 ms .* 3 message\(s\) waiting/) });
     expect(lost()[0]?.[2]).toBe(3);
     await vi.waitFor(() => expect(fake.conns[0]?.closedByClient).toBe(true));
     fake.script = {};

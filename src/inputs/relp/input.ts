@@ -4,13 +4,13 @@
 // session gets the "serverclose" hint and is closed.
 
 import net from 'node:net';
-import tls from 'node:tls';
 import type { Sender, TlsFiles } from '../../core/component.ts';
 import type { Source } from '../../core/contracts.ts';
 import { listen } from '../../core/net.ts';
 import type { RelpInputTelemetry } from '../../core/telemetry.ts';
 import type { HeaderDefaults } from '../../syslog/parse.ts';
 import { FrameBuilder, senderAddress } from '../frame-builder.ts';
+import { streamServer } from '../stream-server.ts';
 import { RelpServerSession, type RelpSessionOptions } from './session.ts';
 
 export interface RelpInputOptions extends RelpSessionOptions {
@@ -54,25 +54,7 @@ export class RelpInput implements Source {
     if (this.#server) return;
     const o = this.#o;
     const t = this.#t;
-    const onSocket = (socket: net.Socket): void => this.#accept(socket);
-    let server: net.Server;
-    if (o.tls) {
-      server = tls.createServer(
-        { cert: o.tls.cert, key: o.tls.key, ca: o.tls.ca, requestCert: !!o.tls.ca, rejectUnauthorized: !!o.tls.ca, minVersion: 'TLSv1.2', allowHalfOpen: true },
-        onSocket,
-      );
-      server.on('tlsClientError', (err, socket) => {
-        t.rejected('tls_handshake');
-        t.log.warn('tls', { err, sender: senderAddress(socket.remoteAddress) }, 'TLS handshake with a RELP sender failed.');
-      });
-    } else {
-      server = net.createServer({ allowHalfOpen: true }, onSocket);
-    }
-    server.maxConnections = o.maxConnections;
-    server.on('drop', (d) => {
-      t.rejected('max_connections');
-      t.log.warn('drop', { sender: senderAddress(d?.remoteAddress), max_connections: o.maxConnections }, 'RELP session refused: max_connections reached.');
-    });
+    const server = streamServer({ maxConnections: o.maxConnections, tls: o.tls, allowHalfOpen: true }, t, (socket) => this.#accept(socket));
     this.#server = server;
     t.listening();
     const owner = this.#sender.owner;

@@ -13,6 +13,7 @@ import type { RelpInputTelemetry } from '../../core/telemetry.ts';
 import { RelpDeframer, RelpFramingError, parseOffers, relpFrame, type RelpFrameSink } from '../../relp/frame.ts';
 import type { FrameBuilder } from '../frame-builder.ts';
 import { VERSION } from '../../version.ts';
+import { decimalDigits, writeDecimal } from '../../syslog/format.ts';
 
 export interface RelpSessionOptions {
   readonly maxMessageBytes: number;
@@ -95,7 +96,7 @@ export class RelpServerSession implements RelpFrameSink {
 
   frame(txnr: number, command: string, buf: Buffer, start: number, end: number): void {
     if (command === 'syslog') {
-      if (!this.#open) return this.#refuse(txnr, '500 session not open');
+      if (!this.#open) return this.#reply(txnr, '500 session not open');
       this.#builder.frame(buf, start, end, false);
       this.#answers.push({ txnr });
       this.#unanswered++;
@@ -105,8 +106,8 @@ export class RelpServerSession implements RelpFrameSink {
     if (command === 'open') {
       if (this.#open) return this.#reply(txnr, '200 connection already open - ignored');
       const offers = parseOffers(buf.toString('utf8', start, end));
-      if (!offers.has('relp_version')) return this.#refuse(txnr, '500 no relp_version offered');
-      if (!(offers.get('commands') ?? []).includes('syslog')) return this.#refuse(txnr, '500 required command not supported by client');
+      if (!offers.has('relp_version')) return this.#reply(txnr, '500 no relp_version offered');
+      if (!(offers.get('commands') ?? []).includes('syslog')) return this.#reply(txnr, '500 required command not supported by client');
       this.#open = true;
       return this.#reply(txnr, `200 OK\n${SERVER_OFFERS}`);
     }
@@ -117,22 +118,18 @@ export class RelpServerSession implements RelpFrameSink {
       this.#closing = true;
       return;
     }
-    this.#refuse(txnr, `500 command "${command.slice(0, 32)}" not supported`);
+    this.#reply(txnr, `500 command "${command.slice(0, 32)}" not supported`);
   }
 
   oversized(txnr: number, command: string): void {
-    if (command !== 'syslog') return this.#refuse(txnr, '500 frame too large');
+    if (command !== 'syslog') return this.#reply(txnr, '500 frame too large');
     this.#builder.oversized();
-    this.#refuse(txnr, `500 message over ${this.#o.maxMessageBytes} bytes`);
+    this.#reply(txnr, `500 message over ${this.#o.maxMessageBytes} bytes`);
   }
 
   #reply(txnr: number, data: string): void {
     this.#answers.push({ frame: relpFrame(txnr, 'rsp', data), code: data.startsWith('200') ? '200' : '500' });
     this.#unanswered++;
-  }
-
-  #refuse(txnr: number, data: string): void {
-    this.#reply(txnr, data);
   }
 
   /** Offers the read's events, then answers them once they are safe. */
@@ -194,7 +191,7 @@ export class RelpServerSession implements RelpFrameSink {
         if (a.code === '500') refused++;
         else if (a.code === '200') ok++;
       } else {
-        size += digits(a.txnr) + OK.length;
+        size += decimalDigits(a.txnr) + OK.length;
         ok++;
       }
     }
@@ -204,7 +201,7 @@ export class RelpServerSession implements RelpFrameSink {
       if ('frame' in a) {
         off += a.frame.copy(out, off);
       } else {
-        off += out.write(String(a.txnr), off, 'latin1');
+        off = writeDecimal(out, off, a.txnr);
         off += OK.copy(out, off);
       }
     }
@@ -250,8 +247,4 @@ export class RelpServerSession implements RelpFrameSink {
   close(): void {
     this.#end();
   }
-}
-
-function digits(n: number): number {
-  return n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : String(n).length;
 }

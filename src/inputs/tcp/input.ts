@@ -3,7 +3,6 @@
 // has room (backpressure reaches the sender through TCP flow control).
 
 import net from 'node:net';
-import tls from 'node:tls';
 import type { Sender, TlsFiles } from '../../core/component.ts';
 import type { Source } from '../../core/contracts.ts';
 import { listen } from '../../core/net.ts';
@@ -11,6 +10,7 @@ import type { SyslogInputTelemetry } from '../../core/telemetry.ts';
 import { Deframer, type Oversize } from '../../syslog/framing.ts';
 import type { HeaderDefaults } from '../../syslog/parse.ts';
 import { FrameBuilder, senderAddress } from '../frame-builder.ts';
+import { streamServer } from '../stream-server.ts';
 
 export interface TcpInputOptions {
   readonly label: string;
@@ -54,25 +54,7 @@ export class TcpSyslogInput implements Source {
     if (this.#server) return;
     const o = this.#o;
     const t = this.#t;
-    const onSocket = (socket: net.Socket): void => this.#accept(socket);
-    let server: net.Server;
-    if (o.tls) {
-      server = tls.createServer(
-        { cert: o.tls.cert, key: o.tls.key, ca: o.tls.ca, requestCert: !!o.tls.ca, rejectUnauthorized: !!o.tls.ca, minVersion: 'TLSv1.2' },
-        onSocket,
-      );
-      server.on('tlsClientError', (err, socket) => {
-        t.rejected('tls_handshake');
-        t.log.warn('tls', { err, sender: senderAddress(socket.remoteAddress) }, 'TLS handshake with a sender failed.');
-      });
-    } else {
-      server = net.createServer(onSocket);
-    }
-    server.maxConnections = o.maxConnections;
-    server.on('drop', (d) => {
-      t.rejected('max_connections');
-      t.log.warn('drop', { sender: senderAddress(d?.remoteAddress), max_connections: o.maxConnections }, 'Connection refused: max_connections reached.');
-    });
+    const server = streamServer({ maxConnections: o.maxConnections, tls: o.tls, allowHalfOpen: false }, t, (socket) => this.#accept(socket));
     this.#server = server;
     t.listening();
     const owner = this.#sender.owner;

@@ -3,12 +3,12 @@
 // server's answer checked before any message goes out. Frames the server sends afterwards go to
 // the sink's handler: "rsp" answers and the "serverclose" hint.
 
-import { isIP } from 'node:net';
 import net from 'node:net';
 import tls from 'node:tls';
 import { RelayError } from '../../core/errors.ts';
 import { RelpDeframer, RelpFramingError, parseOffers, parseResponse, relpFrame, type RelpFrameSink } from '../../relp/frame.ts';
 import { VERSION } from '../../version.ts';
+import { verifiedTlsOptions } from '../tls-options.ts';
 
 export interface RelpEndpoint {
   readonly host: string;
@@ -49,18 +49,7 @@ export function openSession(o: RelpEndpoint, signal: AbortSignal): Promise<OpenS
   return new Promise((resolve, reject) => {
     const name = o.serverName ?? o.host;
     const socket: net.Socket = o.tls
-      ? tls.connect({
-          host: o.host,
-          port: o.port,
-          // SNI takes names only; the certificate check still uses `name` (an IP is matched against IP SANs).
-          servername: isIP(name) ? undefined : name,
-          checkServerIdentity: (_host, cert) => tls.checkServerIdentity(name, cert),
-          ca: o.ca,
-          cert: o.cert,
-          key: o.key,
-          minVersion: 'TLSv1.2',
-          rejectUnauthorized: true,
-        })
+      ? tls.connect({ host: o.host, port: o.port, ...verifiedTlsOptions({ name, ca: o.ca, cert: o.cert, key: o.key }) })
       : net.connect({ host: o.host, port: o.port });
     const timer = setTimeout(() => fail(new RelayError('ERELAY_CONNECT_TIMEOUT', `RELP session with ${where} not open after ${o.connectTimeoutMs} ms.`)), o.connectTimeoutMs);
     const onAbort = (): void => fail(new RelayError('ERELAY_SHUTDOWN', 'Connect aborted by shutdown.'));

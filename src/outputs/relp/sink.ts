@@ -12,7 +12,7 @@
 import type { Batch, LogEvent } from '../../core/event.ts';
 import { RelayError, classifyConnectError } from '../../core/errors.ts';
 import type { SendResult, Sink, SinkEvents } from '../../core/contracts.ts';
-import { nextTxnr, parseResponse, relpFrame } from '../../relp/frame.ts';
+import { RELP_TXNR_MAX, nextTxnr, parseResponse, relpFrame } from '../../relp/frame.ts';
 import type { Rfc5424Formatter } from '../../syslog/format.ts';
 import { openSession, type OpenSession, type RelpEndpoint } from './session.ts';
 
@@ -430,7 +430,7 @@ export class RelpSink implements Sink {
 /** The transaction number of the i-th frame of a run starting at `first` (numbers latch at 999,999,999). */
 function txnrAt(first: number, i: number): number {
   const t = first + i;
-  return t > 999_999_999 ? t - 999_999_999 : t;
+  return t > RELP_TXNR_MAX ? t - RELP_TXNR_MAX : t;
 }
 
 /** Resolves when `ready()` holds after a wake-up registered with `register`, or when `deadline` aborts. */

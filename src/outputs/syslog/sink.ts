@@ -15,12 +15,12 @@
 // first thing, on the next one (at-least-once; duplicates are counted as resent). Batches are kept
 // as the Buffers written, never as events, so the wait costs the GC nothing.
 
-import { isIP } from 'node:net';
 import tls from 'node:tls';
 import type { Batch } from '../../core/event.ts';
 import { RelayError, classifyConnectError } from '../../core/errors.ts';
 import { BufferPool } from './buffer-pool.ts';
 import { Connection, type Written } from './connection.ts';
+import { verifiedTlsOptions } from '../tls-options.ts';
 import type { Rfc5424Formatter } from '../../syslog/format.ts';
 import type { SendResult, Sink, SinkEvents } from '../../core/contracts.ts';
 
@@ -265,18 +265,7 @@ export class SyslogTlsSink implements Sink {
     const o = this.#o;
     return new Promise((resolve, reject) => {
       const name = o.serverName ?? o.host;
-      const socket = tls.connect({
-        host: o.host,
-        port: o.port,
-        // SNI takes names only; the certificate check still uses `name` (an IP is matched against IP SANs).
-        servername: isIP(name) ? undefined : name,
-        checkServerIdentity: (_host, cert) => tls.checkServerIdentity(name, cert),
-        ca: o.ca,
-        cert: o.cert,
-        key: o.key,
-        minVersion: 'TLSv1.2',
-        rejectUnauthorized: true,
-      });
+      const socket = tls.connect({ host: o.host, port: o.port, ...verifiedTlsOptions({ name, ca: o.ca, cert: o.cert, key: o.key }) });
       const timer = setTimeout(() => fail(new RelayError('ERELAY_CONNECT_TIMEOUT', `Connection to ${o.host}:${o.port} timed out after ${o.connectTimeoutMs} ms.`)), o.connectTimeoutMs);
       const onAbort = (): void => fail(new RelayError('ERELAY_SHUTDOWN', 'Connect aborted by shutdown.'));
       signal.addEventListener('abort', onAbort, { once: true });
