@@ -26,6 +26,9 @@ $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 # The image smoke test (test/integration/image.test.ts): tini-static, the image's PID 1 (the
 # Dockerfile takes the same Debian 12 package); ip, to bring up loopback in its network namespace.
 $SUDO apt-get install -y -qq --no-install-recommends tini iproute2 >/dev/null
+# haproxy, the load balancer in front of the listeners in the PROXY protocol test (run by the test
+# in the foreground with its own config; its service is never started: policy-rc.d above).
+$SUDO apt-get install -y -qq --no-install-recommends haproxy >/dev/null
 if [ ! -x "$SYSLOG_NG_ROOT/usr/sbin/syslog-ng" ]; then
   tmp=$(mktemp -d)
   (cd "$tmp" && apt-get download syslog-ng-core >/dev/null)
@@ -36,3 +39,4 @@ fi
 LD_LIBRARY_PATH="$SYSLOG_NG_ROOT/usr/lib/syslog-ng" "$SYSLOG_NG_ROOT/usr/sbin/syslog-ng" --version | head -1
 rsyslogd -v | head -1
 logger --version
+haproxy -v | head -1

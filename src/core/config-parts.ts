@@ -3,6 +3,7 @@
 // them; the loader checks them the same way wherever they appear.
 
 import { z } from 'zod';
+import { addressList } from './address-list.ts';
 
 export const port = z.int().min(0).max(65535);
 export const positive = z.int().min(1);
@@ -79,3 +80,36 @@ export const senders = z
   .describe('Who sends to the inputs: per sender (address; hostname for file and HTTP inputs) events, bytes, first and last seen, in /status and /senders; silent senders reported.');
 
 export type SendersConfig = z.output<typeof senders>;
+
+/** The PROXY protocol on a stream listener (TCP, TLS, RELP, HTTP): who may tell us who connected. */
+export const proxyProtocol = {
+  proxy_protocol: z.enum(['off', 'v1', 'v2', 'auto']).default('off')
+    .describe('Read the PROXY protocol header a load balancer in trusted_proxies puts first on each connection (v1: text, v2: binary, auto: either), so that routes, HOSTNAME defaults, the sender table and metrics see the original sender. See "Behind a load balancer".'),
+  trusted_proxies: oneOrMany(z.string().min(1)).optional()
+    .describe('Addresses or CIDRs of the load balancers allowed to send the PROXY header (10.0.0.0/8, 2001:db8::/32, 192.0.2.7). Required with proxy_protocol.'),
+};
+
+/** A listener's PROXY protocol settings, checked; undefined when off. Problems go to `problem`. */
+export interface ProxyProtocolSettings {
+  readonly versions: readonly ('v1' | 'v2')[];
+  readonly trusted: readonly string[];
+}
+
+export function proxyProtocolSettings(
+  c: { readonly proxy_protocol: 'off' | 'v1' | 'v2' | 'auto'; readonly trusted_proxies?: string | readonly string[] | undefined },
+  problem: (key: readonly PropertyKey[], message: string) => void,
+): ProxyProtocolSettings | undefined {
+  const trusted = c.trusted_proxies === undefined ? [] : typeof c.trusted_proxies === 'string' ? [c.trusted_proxies] : [...c.trusted_proxies];
+  if (c.proxy_protocol === 'off') {
+    if (trusted.length > 0) problem(['trusted_proxies'], 'is set but proxy_protocol is off: set proxy_protocol (v1, v2 or auto) or remove trusted_proxies');
+    return undefined;
+  }
+  if (trusted.length === 0) {
+    problem(['trusted_proxies'], `is required with proxy_protocol: ${c.proxy_protocol} (the addresses or CIDRs of your load balancers; 0.0.0.0/0 trusts everyone)`);
+    return undefined;
+  }
+  trusted.forEach((s, i) => {
+    if (addressList([s]).bad.length > 0) problem(typeof c.trusted_proxies === 'string' ? ['trusted_proxies'] : ['trusted_proxies', i], `"${s}" is not an IP address or CIDR`);
+  });
+  return { versions: c.proxy_protocol === 'auto' ? ['v1', 'v2'] : [c.proxy_protocol], trusted };
+}

@@ -98,7 +98,8 @@ export interface SyslogInputTelemetry extends EventTelemetry {
   listening(): void;
   /** A connection opened (true) or closed (false). */
   connection(open: boolean): void;
-  rejected(reason: 'max_connections' | 'tls_handshake' | 'idle_timeout'): void;
+  /** A connection refused or cut: over max_connections, a failed TLS handshake, idle, or a PROXY header from an untrusted address, malformed or late. */
+  rejected(reason: 'max_connections' | 'tls_handshake' | 'idle_timeout' | 'proxy_untrusted' | 'proxy_malformed' | 'proxy_timeout'): void;
   /** Reads the kernel's count of datagrams it dropped for this socket, whenever metrics are collected. */
   watchKernelDrops(read: () => number | undefined): void;
   /** Stops reporting (the source is gone). */
@@ -143,6 +144,8 @@ export interface HttpInputTelemetry {
   readonly log: ComponentLog;
   /** A request refused or not finished, by reason (a fixed list: inputs/http/error.ts). */
   refused(reason: string): void;
+  /** A connection refused before any request: a PROXY header from an untrusted address, malformed or late. */
+  rejected(reason: 'proxy_untrusted' | 'proxy_malformed' | 'proxy_timeout'): void;
   /** A request accepted, by the success status answered. */
   answered(status: number): void;
   /** Reports `read()` as the budget bytes in use, read at each collection, until the returned function is called. */

@@ -15,6 +15,8 @@ interface SyslogListening {
   /** Only as a shared listener. */
   readonly routes?: readonly RouteConfig[];
   readonly default?: string;
+  readonly proxy_protocol?: string;
+  readonly trusted_proxies?: string | readonly string[] | undefined;
 }
 
 /** Its label ("<kind>/<port>" unless named); a shared listener's routes must name intakes that exist. */
@@ -26,6 +28,10 @@ export function syslogLabel(c: SyslogListening, kind: string, ctx: ResolveContex
 }
 
 export function describeSyslog(c: SyslogListening & { readonly label: string }, kind: string): string[] {
+  if (c.proxy_protocol && c.proxy_protocol !== 'off') {
+    const trusted = typeof c.trusted_proxies === 'string' ? [c.trusted_proxies] : c.trusted_proxies ?? [];
+    kind += `, PROXY protocol ${c.proxy_protocol} from ${trusted.join(' ')}`;
+  }
   if (!c.routes) return [`input ${c.label}: ${kind} on ${c.address}:${c.port}, max ${c.max_message_bytes} bytes per event (${c.oversize ?? 'drop'})`];
   const fallback = c.default ?? 'drop';
   return [

@@ -5,7 +5,7 @@
 // (the parser reuses them), so when no route reads the message the decisions for the last sixteen
 // sources are remembered and reused after identity comparisons.
 
-import { BlockList, isIP } from 'node:net';
+import { addressList } from '../core/address-list.ts';
 import type { LogEvent } from '../core/event.ts';
 import { messageText } from '../core/event.ts';
 import { FACILITIES, SEVERITIES } from '../syslog/priorities.ts';
@@ -81,18 +81,9 @@ export function compileRoutes(
     const tests: Test[] = [];
     const m = r.match;
     if (m.sender !== undefined) {
-      const list = new BlockList();
-      for (const s of Array.isArray(m.sender) ? m.sender : [m.sender]) {
-        const [addr, bits] = s.split('/');
-        const family = isIP(addr as string);
-        const prefix = bits === undefined ? (family === 6 ? 128 : 32) : Number(bits);
-        if (family === 0 || !Number.isInteger(prefix) || prefix < 0 || prefix > (family === 6 ? 128 : 32)) {
-          problems.push({ path: ['routes', i, 'match', 'sender'], message: `"${s}" is not an IP address or CIDR` });
-          continue;
-        }
-        list.addSubnet(addr as string, prefix, family === 6 ? 'ipv6' : 'ipv4');
-      }
-      const inList = remembered((sender) => sender !== '' && list.check(sender, isIP(sender) === 6 ? 'ipv6' : 'ipv4'));
+      const { list, bad } = addressList(Array.isArray(m.sender) ? m.sender : [m.sender]);
+      for (const s of bad) problems.push({ path: ['routes', i, 'match', 'sender'], message: `"${s}" is not an IP address or CIDR` });
+      const inList = remembered((sender) => sender !== '' && list.has(sender));
       tests.push((e) => inList(e.sender));
     }
     const text = (key: 'hostname' | 'app_name', get: (e: LogEvent) => string): void => {

@@ -82,7 +82,7 @@ export class Metrics {
   });
   readonly connectionsRejected = new Counter({
     name: 'intake_relay_input_connections_rejected_total',
-    help: 'Connections refused or cut by an input (max_connections, TLS handshake failure, idle timeout).',
+    help: 'Connections refused or cut by an input (max_connections, TLS handshake failure, idle timeout, a PROXY protocol header from an untrusted address, malformed or late).',
     labelNames: ['intake', 'input', 'reason'] as const,
     registers: [this.registry],
   });

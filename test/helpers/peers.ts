@@ -1,5 +1,5 @@
-// Real peers as local processes on loopback: the intake emulator, util-linux logger, rsyslog and
-// syslog-ng (unpacked by scripts/install-test-peers.sh).
+// Real peers as local processes on loopback: the intake emulator, util-linux logger, rsyslog,
+// syslog-ng (unpacked by scripts/install-test-peers.sh) and haproxy.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -134,6 +134,15 @@ export function startSyslogNg(config: (dir: string) => string, dir = mkdtempSync
     ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LD_LIBRARY_PATH: join(SYSLOG_NG_ROOT, 'usr/lib/syslog-ng') } },
   );
+  return track(proc, dir);
+}
+
+/** haproxy in the foreground (-db: no daemon, no service) with its own config file in `dir`. */
+export function startHaproxy(config: string, dir = mkdtempSync(join(tmpdir(), 'haproxy-'))): Peer {
+  requirePeer('haproxy', existsSync('/usr/sbin/haproxy'));
+  const conf = join(dir, 'haproxy.cfg');
+  writeFileSync(conf, config);
+  const proc = spawn('/usr/sbin/haproxy', ['-db', '-f', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
   return track(proc, dir);
 }
 

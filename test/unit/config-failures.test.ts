@@ -121,6 +121,29 @@ describe('YAML errors are reported by position and kind, never by the text they 
   });
 });
 
+describe('the PROXY protocol settings', () => {
+  const listener = (extra: string, type = 'tcp'): string =>
+    `intakes:\n  - name: fw\n    intake_key: ${KEY}\nlisteners:\n  - type: ${type}\n    port: 1514\n${type === 'http' ? '' : '    routes: [{ match: { app_name: x }, intake: fw }]\n'}${extra}`;
+
+  it('proxy_protocol needs trusted_proxies, each an address or CIDR; trusted_proxies needs proxy_protocol', () => {
+    expect(problems(listener('    proxy_protocol: v2\n'))).toEqual([
+      expect.stringMatching(/^relay\.yaml:\d+:\d+: listeners\[0\]\.trusted_proxies: is required with proxy_protocol: v2/),
+    ]);
+    expect(problems(listener('    proxy_protocol: auto\n    trusted_proxies: [10.0.0.0/8, 10.1.2.3/40, lb.example]\n', 'relp'))).toEqual([
+      'relay.yaml:9:35: listeners[0].trusted_proxies[1]: "10.1.2.3/40" is not an IP address or CIDR',
+      'relay.yaml:9:48: listeners[0].trusted_proxies[2]: "lb.example" is not an IP address or CIDR',
+    ]);
+    expect(problems(listener('    trusted_proxies: 10.0.0.0/8\n', 'http'))).toEqual([
+      expect.stringMatching(/listeners\[0\]\.trusted_proxies: is set but proxy_protocol is off/),
+    ]);
+    expect(problems(listener('    proxy_protocol: v3\n    trusted_proxies: 10.0.0.0/8\n'))[0]).toMatch(/listeners\[0\]\.proxy_protocol: .*"off".*"v1".*"v2".*"auto"/);
+  });
+
+  it('a good one loads', () => {
+    expect(() => parseConfig(listener('    proxy_protocol: v1\n    trusted_proxies: [10.0.0.0/8, "2001:db8::/32", 192.0.2.7]\n'), 'relay.yaml', {})).not.toThrow();
+  });
+});
+
 describe('secrets in problems and warnings', () => {
   it('a key misplaced under another field, or given as a file name, is not printed', () => {
     const p = problems(`region: ${KEY}\nintakes:\n  - name: fw\n    intake_key_file: ${KEY}\n  - name: b\n    intake_key: \${${KEY}}\n`);

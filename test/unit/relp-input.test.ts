@@ -8,6 +8,7 @@ import tls from 'node:tls';
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import type { Routing, Target, TlsFiles } from '../../src/core/component.ts';
+import type { ProxyProtocolSettings } from '../../src/core/config-parts.ts';
 import { DiskQueue } from '../../src/core/disk-queue.ts';
 import { messageText, type LogEvent } from '../../src/core/event.ts';
 import { BoundedQueue, type EventQueue } from '../../src/core/queue.ts';
@@ -124,6 +125,7 @@ interface SetupOptions {
   readonly idleTimeoutMs?: number;
   readonly maxConnections?: number;
   readonly tls?: TlsFiles;
+  readonly proxy?: ProxyProtocolSettings;
 }
 
 async function setup(o: SetupOptions = {}): Promise<Setup> {
@@ -136,7 +138,7 @@ async function setup(o: SetupOptions = {}): Promise<Setup> {
   const input = new RelpInput(
     {
       label: 'in', address: '127.0.0.1', port: 0, maxConnections: o.maxConnections ?? 1000, idleTimeoutMs: o.idleTimeoutMs ?? 0,
-      maxMessageBytes: o.maxMessageBytes ?? 1024, respondWhen: o.respondWhen ?? 'auto', tls: o.tls, defaults: { pri: 13, hostname: '', appName: '', procId: '' },
+      maxMessageBytes: o.maxMessageBytes ?? 1024, respondWhen: o.respondWhen ?? 'auto', tls: o.tls, defaults: { pri: 13, hostname: '', appName: '', procId: '' }, proxy: o.proxy,
     },
     sender,
     telemetry,

@@ -2,7 +2,7 @@
 
 import { z } from 'zod';
 import type { TlsFiles } from '../../core/component.ts';
-import { MiB, listener, positive, senders, tlsServer } from '../../core/config-parts.ts';
+import { MiB, listener, positive, proxyProtocol, senders, tlsServer, type ProxyProtocolSettings } from '../../core/config-parts.ts';
 
 /** Paths of the intake's own API, served by every HTTP listener. */
 export const INTAKE_API_PATHS = ['/jsons', '/plain', '/plain/batch', '/batch', '/array'];
@@ -41,8 +41,9 @@ export const httpListenerSchema = z.strictObject({
     .describe('auto: answer 200 once the events are safe: in the intake\'s disk queue, or, with a memory queue, delivered to the intake (slower: a syslog output confirms within resend_window_ms). queued: answer as soon as they are queued in memory (faster; lost if the relay dies).'),
   delivery_timeout_ms: positive.default(30_000).describe('respond_when: auto with a memory queue: longest wait for delivery before answering 503 (the client retries; the events may then arrive twice).'),
   senders: senders.prefault({}),
+  ...proxyProtocol,
 });
 
 export type HttpListenerConfig = z.infer<typeof httpListenerSchema>;
-export type ResolvedHttpListener = HttpListenerConfig & { readonly label: string; readonly tlsFiles: TlsFiles | undefined };
+export type ResolvedHttpListener = HttpListenerConfig & { readonly label: string; readonly tlsFiles: TlsFiles | undefined; readonly proxy: ProxyProtocolSettings | undefined };
 

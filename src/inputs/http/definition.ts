@@ -2,6 +2,7 @@
 // intake's own API routed by the key the sender presents, and per-intake paths.
 
 import type { InputDefinition } from '../../core/component.ts';
+import { proxyProtocolSettings } from '../../core/config-parts.ts';
 import { readTlsFiles } from '../tls-files.ts';
 import { INTAKE_API_PATHS, httpListenerSchema, type HttpListenerConfig, type ResolvedHttpListener } from './config.ts';
 import { HttpReceiver } from './receiver.ts';
@@ -25,7 +26,7 @@ export const httpInput = {
       if (paths.has(r.path)) ctx.problem(['paths', j, 'path'], `path ${r.path} is used twice`);
       paths.add(r.path);
     });
-    return { ...l, label: l.name ?? `${l.tls ? 'https' : 'http'}/${l.port}`, tlsFiles: readTlsFiles(l.tls, ctx) };
+    return { ...l, label: l.name ?? `${l.tls ? 'https' : 'http'}/${l.port}`, tlsFiles: readTlsFiles(l.tls, ctx), proxy: proxyProtocolSettings(l, ctx.problem) };
   },
   listening: (l) => ({ proto: 'tcp', address: l.address, port: l.port }),
   // It picks the intake by the key a sender presents, not by routes.
@@ -36,7 +37,7 @@ export const httpInput = {
   },
   impstats: () => undefined,
   describe: (l) => [
-    `listener ${l.label}: ${l.tls ? 'https' : 'http'} on ${l.address}:${l.port}`,
+    `listener ${l.label}: ${l.tls ? 'https' : 'http'} on ${l.address}:${l.port}${l.proxy_protocol === 'off' ? '' : `, PROXY protocol ${l.proxy_protocol} from ${[l.trusted_proxies ?? []].flat().join(' ')}`}`,
     `  intake API (/jsons, /plain, /plain/batch, /batch, /array) for the keys of: ${l.intakes ? l.intakes.join(', ') : 'all intakes'}`,
     ...l.paths.map((r) => `  path ${r.path} -> intake "${r.intake}" (${r.format}${r.bearer_token ? ', bearer token required' : ''})`),
   ],

@@ -10,7 +10,7 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ResolvedHttpListener } from './config.ts';
 import { BodyBudget, type BudgetLease } from './budget.ts';
@@ -21,6 +21,7 @@ import type { Sender, Target } from '../../core/component.ts';
 import { listen } from '../../core/net.ts';
 import type { HttpInputTelemetry } from '../../core/telemetry.ts';
 import { senderAddress } from '../frame-builder.ts';
+import { ProxyAcceptor } from '../proxied.ts';
 
 /** For /readyz: the listener's memory budget, and whether it is turning requests away. */
 export interface HttpListenerHealth {
@@ -51,6 +52,9 @@ export class HttpReceiver {
   readonly #decode: DecodeSettings;
   #routes = new Map<string, Route>();
   #server: http.Server | undefined;
+  /** With the PROXY protocol: what listens, handing each connection to #server once its header is read. */
+  #outer: net.Server | undefined;
+  #proxy: ProxyAcceptor | undefined;
   readonly #budget: BodyBudget;
   /** Requests not yet answered, for a stop to finish. */
   readonly #inflight = new Set<http.ServerResponse>();
@@ -108,7 +112,7 @@ export class HttpReceiver {
   }
 
   get port(): number {
-    return (this.#server?.address() as AddressInfo | null)?.port ?? this.#l.port;
+    return ((this.#outer ?? this.#server)?.address() as AddressInfo | null)?.port ?? this.#l.port;
   }
 
   get where(): string {
@@ -156,7 +160,20 @@ export class HttpReceiver {
       this.#t.log.warn(slow ? 'slow' : 'client', { err }, slow ? 'Slow client cut off (headers_timeout_ms / request_timeout_ms).' : 'Malformed HTTP request.');
     });
     this.#server = server;
-    await listen(server, l.address, l.port, `listener ${l.label}`);
+    const proxy = l.proxy ? new ProxyAcceptor(l.proxy, this.#t) : undefined;
+    this.#proxy = proxy;
+    if (proxy) {
+      // Connections reach the HTTP(S) server once their PROXY header is read (TLS starts then).
+      const outer = net.createServer((raw) =>
+        proxy.accept(raw, (r) => {
+          server.emit('connection', r);
+          if (!l.tlsFiles) r.resume();
+        }),
+      );
+      outer.maxConnections = l.max_connections;
+      this.#outer = outer;
+    }
+    await listen(this.#outer ?? server, l.address, l.port, `listener ${l.label}`);
     this.#stopInflight = this.#t.inflightBytes(() => this.#budget.used);
   }
 
@@ -187,7 +204,7 @@ export class HttpReceiver {
       if (res.headersSent) return;
       const byKey = this.#byKey;
       const facts: ApiFacts<Target> = {
-        sender: senderAddress(req.socket.remoteAddress), receivedAt: Date.now(), lease, key, path: url.searchParams.get('path'), target: (k) => byKey.get(k),
+        sender: this.#proxy ? this.#proxy.origin(req.socket) : senderAddress(req.socket.remoteAddress), receivedAt: Date.now(), lease, key, path: url.searchParams.get('path'), target: (k) => byKey.get(k),
       };
       await this.#accept(res, url, decode(body, this.#decode, facts), lease, facts.receivedAt);
     } catch (err) {
@@ -322,7 +339,17 @@ export class HttpReceiver {
     this.#stopping = true;
     this.#stopInflight?.();
     this.#stopInflight = undefined;
-    this.#closed = new Promise<void>((resolve) => s.close(() => resolve()));
+    const outer = this.#outer;
+    this.#outer = undefined;
+    if (outer) {
+      // The HTTP server never listened: its close() only closes its idle connections; the
+      // listening server's close waits for every connection.
+      this.#closed = new Promise<void>((resolve) => outer.close(() => resolve()));
+      s.close(() => {});
+      this.#proxy?.close();
+    } else {
+      this.#closed = new Promise<void>((resolve) => s.close(() => resolve()));
+    }
     this.#closing = s;
   }
 

@@ -4,7 +4,7 @@
 
 import { z } from 'zod';
 import type { InputDefinition, TlsFiles } from '../../core/component.ts';
-import { listener, positive, tlsServer } from '../../core/config-parts.ts';
+import { listener, positive, proxyProtocol, proxyProtocolSettings, tlsServer, type ProxyProtocolSettings } from '../../core/config-parts.ts';
 import { routingFields } from '../../routing/schema.ts';
 import { readTlsFiles } from '../tls-files.ts';
 import { describeSyslog, headerDefaults, syslogFeeds, syslogLabel, syslogRouter } from '../syslog-config.ts';
@@ -21,12 +21,13 @@ export const relpInputSchema = z.strictObject({
   idle_timeout_ms: z.int().min(0).default(0).describe('Close a session that sent nothing and waits for no answer for this long (0 = never).'),
   respond_when: z.enum(['auto', 'queued']).default('auto')
     .describe('auto: answer 200 once the event is safe: written and fsynced by a disk queue or, with a memory queue, delivered to the intake (or dropped by a filter, counted). queued: as soon as it is in the queue (faster; a crash loses what a memory queue held).'),
+  ...proxyProtocol,
 });
 
 export const relpListenerSchema = relpInputSchema.extend({ ...routingFields, type: z.literal('relp').describe('RELP, shared by several intakes through routes.') });
 
 export type RelpConfig = z.infer<typeof relpInputSchema> | z.infer<typeof relpListenerSchema>;
-export type ResolvedRelp = RelpConfig & { readonly label: string; readonly tlsFiles: TlsFiles | undefined };
+export type ResolvedRelp = RelpConfig & { readonly label: string; readonly tlsFiles: TlsFiles | undefined; readonly proxy: ProxyProtocolSettings | undefined };
 
 const kindOf = (c: RelpConfig): string =>
   `relp${c.tls ? ` over TLS${c.tls.client_ca_file ? ' with client certificates' : ''}` : ''} (answered once ${c.respond_when === 'auto' ? 'safe' : 'queued'})`;
@@ -35,7 +36,7 @@ export const relpInput = {
   inputSchema: relpInputSchema,
   listenerSchema: relpListenerSchema,
   resolve(c, ctx) {
-    return { ...c, label: syslogLabel(c, 'relp', ctx), tlsFiles: readTlsFiles(c.tls, ctx) };
+    return { ...c, label: syslogLabel(c, 'relp', ctx), tlsFiles: readTlsFiles(c.tls, ctx), proxy: proxyProtocolSettings(c, ctx.problem) };
   },
   listening: (c) => ({ proto: 'tcp', address: c.address, port: c.port }),
   feeds: syslogFeeds,
@@ -50,7 +51,7 @@ export const relpInput = {
     new RelpInput(
       {
         label: c.label, address: c.address, port: c.port, maxConnections: c.max_connections, idleTimeoutMs: c.idle_timeout_ms,
-        maxMessageBytes: c.max_message_bytes, respondWhen: c.respond_when, tls: c.tlsFiles, defaults: headerDefaults(c.defaults),
+        maxMessageBytes: c.max_message_bytes, respondWhen: c.respond_when, tls: c.tlsFiles, defaults: headerDefaults(c.defaults), proxy: c.proxy,
       },
       ctx.sender,
       ctx.instruments.relp(),

@@ -5,12 +5,12 @@
 
 import net from 'node:net';
 import type { Sender, TlsFiles } from '../../core/component.ts';
+import type { ProxyProtocolSettings } from '../../core/config-parts.ts';
 import type { Source } from '../../core/contracts.ts';
-import { listen } from '../../core/net.ts';
 import type { RelpInputTelemetry } from '../../core/telemetry.ts';
 import type { HeaderDefaults } from '../../syslog/parse.ts';
-import { FrameBuilder, senderAddress } from '../frame-builder.ts';
-import { streamServer } from '../stream-server.ts';
+import { FrameBuilder } from '../frame-builder.ts';
+import { StreamServer } from '../stream-server.ts';
 import { RelpServerSession, type RelpSessionOptions } from './session.ts';
 
 export interface RelpInputOptions extends RelpSessionOptions {
@@ -21,6 +21,7 @@ export interface RelpInputOptions extends RelpSessionOptions {
   readonly idleTimeoutMs: number;
   readonly tls: TlsFiles | undefined;
   readonly defaults: HeaderDefaults;
+  readonly proxy: ProxyProtocolSettings | undefined;
 }
 
 export class RelpInput implements Source {
@@ -28,7 +29,7 @@ export class RelpInput implements Source {
   readonly #sender: Sender;
   readonly #t: RelpInputTelemetry;
   readonly #sessions = new Map<net.Socket, RelpServerSession>();
-  #server: net.Server | undefined;
+  #server: StreamServer | undefined;
   #closed: Promise<void> | undefined;
 
   constructor(options: RelpInputOptions, sender: Sender, telemetry: RelpInputTelemetry) {
@@ -42,8 +43,7 @@ export class RelpInput implements Source {
   }
 
   get port(): number {
-    const a = this.#server?.address();
-    return typeof a === 'object' && a ? a.port : this.#o.port;
+    return this.#server?.port ?? this.#o.port;
   }
 
   get where(): string {
@@ -54,15 +54,14 @@ export class RelpInput implements Source {
     if (this.#server) return;
     const o = this.#o;
     const t = this.#t;
-    const server = streamServer({ maxConnections: o.maxConnections, tls: o.tls, allowHalfOpen: true }, t, (socket) => this.#accept(socket));
+    const server = new StreamServer({ maxConnections: o.maxConnections, tls: o.tls, allowHalfOpen: true, proxy: o.proxy }, t, (socket, from) => this.#accept(socket, from));
     this.#server = server;
     t.listening();
     const owner = this.#sender.owner;
-    await listen(server, o.address, o.port, owner ? `${owner}/${o.label}` : `listener ${o.label}`);
+    await server.listen(o.address, o.port, owner ? `${owner}/${o.label}` : `listener ${o.label}`);
   }
 
-  #accept(socket: net.Socket): void {
-    const from = senderAddress(socket.remoteAddress);
+  #accept(socket: net.Socket, from: string): void {
     const t = this.#t;
     const builder = new FrameBuilder(this.#sender, t, this.#o.defaults);
     const session = new RelpServerSession(socket, from, this.#o, this.#sender, builder, t);
@@ -101,7 +100,7 @@ export class RelpInput implements Source {
     const server = this.#server;
     if (!server) return;
     this.#server = undefined;
-    this.#closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    this.#closed = server.close();
     for (const s of this.#sessions.values()) s.pause();
   }
 

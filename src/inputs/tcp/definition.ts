@@ -3,7 +3,7 @@
 
 import { z } from 'zod';
 import type { InputDefinition, TlsFiles } from '../../core/component.ts';
-import { listener, positive, tlsServer } from '../../core/config-parts.ts';
+import { listener, positive, proxyProtocol, proxyProtocolSettings, tlsServer, type ProxyProtocolSettings } from '../../core/config-parts.ts';
 import { routingFields } from '../../routing/schema.ts';
 import { readTlsFiles } from '../tls-files.ts';
 import { describeSyslog, headerDefaults, syslogFeeds, syslogLabel, syslogRouter } from '../syslog-config.ts';
@@ -15,12 +15,13 @@ export const tcpInputSchema = z.strictObject({
   tls: tlsServer.optional().describe('Serve TLS (RFC 5425) instead of plain TCP.'),
   max_connections: positive.default(1024).describe('Connections accepted at once; more are refused and counted.'),
   idle_timeout_ms: z.int().min(0).default(0).describe('Close a connection that sent nothing for this long (0 = never).'),
+  ...proxyProtocol,
 });
 
 export const tcpListenerSchema = tcpInputSchema.extend({ ...routingFields, type: z.literal('tcp').describe('Syslog over TCP (or TLS), shared by several intakes through routes.') });
 
 export type TcpConfig = z.infer<typeof tcpInputSchema> | z.infer<typeof tcpListenerSchema>;
-export type ResolvedTcp = TcpConfig & { readonly label: string; readonly tlsFiles: TlsFiles | undefined };
+export type ResolvedTcp = TcpConfig & { readonly label: string; readonly tlsFiles: TlsFiles | undefined; readonly proxy: ProxyProtocolSettings | undefined };
 
 const kindOf = (c: TcpConfig): string => (c.tls ? `tls${c.tls.client_ca_file ? ' (client certificates required)' : ''}` : 'tcp');
 
@@ -28,7 +29,7 @@ export const tcpInput = {
   inputSchema: tcpInputSchema,
   listenerSchema: tcpListenerSchema,
   resolve(c, ctx) {
-    return { ...c, label: syslogLabel(c, c.tls ? 'tls' : 'tcp', ctx), tlsFiles: readTlsFiles(c.tls, ctx) };
+    return { ...c, label: syslogLabel(c, c.tls ? 'tls' : 'tcp', ctx), tlsFiles: readTlsFiles(c.tls, ctx), proxy: proxyProtocolSettings(c, ctx.problem) };
   },
   listening: (c) => ({ proto: 'tcp', address: c.address, port: c.port }),
   feeds: syslogFeeds,
@@ -42,7 +43,7 @@ export const tcpInput = {
     new TcpSyslogInput(
       {
         label: c.label, address: c.address, port: c.port, maxConnections: c.max_connections, idleTimeoutMs: c.idle_timeout_ms,
-        maxMessageBytes: c.max_message_bytes, oversize: c.oversize, tls: c.tlsFiles, defaults: headerDefaults(c.defaults),
+        maxMessageBytes: c.max_message_bytes, oversize: c.oversize, tls: c.tlsFiles, defaults: headerDefaults(c.defaults), proxy: c.proxy,
       },
       ctx.sender,
       ctx.instruments.syslog(),

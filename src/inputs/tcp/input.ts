@@ -4,13 +4,13 @@
 
 import net from 'node:net';
 import type { Sender, TlsFiles } from '../../core/component.ts';
+import type { ProxyProtocolSettings } from '../../core/config-parts.ts';
 import type { Source } from '../../core/contracts.ts';
-import { listen } from '../../core/net.ts';
 import type { SyslogInputTelemetry } from '../../core/telemetry.ts';
 import { Deframer, type Oversize } from '../../syslog/framing.ts';
 import type { HeaderDefaults } from '../../syslog/parse.ts';
-import { FrameBuilder, senderAddress } from '../frame-builder.ts';
-import { streamServer } from '../stream-server.ts';
+import { FrameBuilder } from '../frame-builder.ts';
+import { StreamServer } from '../stream-server.ts';
 
 export interface TcpInputOptions {
   readonly label: string;
@@ -22,6 +22,7 @@ export interface TcpInputOptions {
   readonly oversize: Oversize;
   readonly tls: TlsFiles | undefined;
   readonly defaults: HeaderDefaults;
+  readonly proxy: ProxyProtocolSettings | undefined;
 }
 
 export class TcpSyslogInput implements Source {
@@ -29,7 +30,7 @@ export class TcpSyslogInput implements Source {
   readonly #sender: Sender;
   readonly #t: SyslogInputTelemetry;
   readonly #sockets = new Set<net.Socket>();
-  #server: net.Server | undefined;
+  #server: StreamServer | undefined;
 
   constructor(options: TcpInputOptions, sender: Sender, telemetry: SyslogInputTelemetry) {
     this.#o = options;
@@ -42,8 +43,7 @@ export class TcpSyslogInput implements Source {
   }
 
   get port(): number {
-    const a = this.#server?.address();
-    return typeof a === 'object' && a ? a.port : this.#o.port;
+    return this.#server?.port ?? this.#o.port;
   }
 
   get where(): string {
@@ -54,15 +54,14 @@ export class TcpSyslogInput implements Source {
     if (this.#server) return;
     const o = this.#o;
     const t = this.#t;
-    const server = streamServer({ maxConnections: o.maxConnections, tls: o.tls, allowHalfOpen: false }, t, (socket) => this.#accept(socket));
+    const server = new StreamServer({ maxConnections: o.maxConnections, tls: o.tls, allowHalfOpen: false, proxy: o.proxy }, t, (socket, from) => this.#accept(socket, from));
     this.#server = server;
     t.listening();
     const owner = this.#sender.owner;
-    await listen(server, o.address, o.port, owner ? `${owner}/${o.label}` : `listener ${o.label}`);
+    await server.listen(o.address, o.port, owner ? `${owner}/${o.label}` : `listener ${o.label}`);
   }
 
-  #accept(socket: net.Socket): void {
-    const from = senderAddress(socket.remoteAddress);
+  #accept(socket: net.Socket, from: string): void {
     const t = this.#t;
     const builder = new FrameBuilder(this.#sender, t, this.#o.defaults);
     const deframer = new Deframer(this.#o.maxMessageBytes, this.#o.oversize, builder);
@@ -101,7 +100,7 @@ export class TcpSyslogInput implements Source {
     const server = this.#server;
     if (!server) return;
     this.#server = undefined;
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    const closed = server.close();
     for (const s of this.#sockets) s.end();
     const timer = setTimeout(() => {
       for (const s of this.#sockets) s.destroy();

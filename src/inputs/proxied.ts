@@ -1,0 +1,134 @@
+// The PROXY protocol on a listener: before a connection is handed to its input (and before TLS,
+// which the balancer passes through), its first bytes are read. From a trusted proxy they must be
+// a header (core/proxy-protocol.ts), which names the original sender; from anyone else they must
+// not start like one. A header from an untrusted address, a malformed, truncated or late one is
+// refused (the connection is closed, counted by reason, logged) and never parsed as syslog. What
+// follows the header is put back on the socket, and the connection handed on with its sender
+// recorded: origin() answers for it and for a TLS socket made over it.
+
+import type net from 'node:net';
+import { addressList, type AddressList } from '../core/address-list.ts';
+import type { ProxyProtocolSettings } from '../core/config-parts.ts';
+import { mayBeProxyHeader, looksLikeProxyHeader, parseProxyHeader } from '../core/proxy-protocol.ts';
+import type { ComponentLog } from '../core/telemetry.ts';
+import { senderAddress } from './frame-builder.ts';
+
+export type ProxyRefusal = 'proxy_untrusted' | 'proxy_malformed' | 'proxy_timeout';
+
+export interface ProxyTelemetry {
+  readonly log: ComponentLog;
+  rejected(reason: ProxyRefusal): void;
+}
+
+/** How long a trusted proxy has to send its header once connected (HAProxy sends it at once). */
+export const PROXY_HEADER_TIMEOUT_MS = 10_000;
+
+/** The longest a v2 header can be (16 bytes and a 16-bit length). */
+const MAX_HEADER = 16 + 65_535;
+
+export class ProxyAcceptor {
+  readonly #versions: ProxyProtocolSettings['versions'];
+  readonly #trusted: AddressList;
+  readonly #t: ProxyTelemetry;
+  readonly #timeoutMs: number;
+  /** Original sender by the connection's own remote address and port (the same for a TLS socket over it). */
+  readonly #origins = new Map<string, string>();
+  /** Connections whose first bytes are still being read. */
+  readonly #reading = new Set<net.Socket>();
+
+  constructor(settings: ProxyProtocolSettings, telemetry: ProxyTelemetry, timeoutMs = PROXY_HEADER_TIMEOUT_MS) {
+    this.#versions = settings.versions;
+    this.#trusted = addressList(settings.trusted).list;
+    this.#t = telemetry;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /**
+   * Reads the first bytes of `raw`; once they are known good, puts back what follows the header
+   * and calls `then` with the socket paused (the caller resumes it, or wraps it in TLS).
+   */
+  accept(raw: net.Socket, then: (raw: net.Socket) => void): void {
+    const peer = senderAddress(raw.remoteAddress);
+    const trusted = peer !== '' && this.#trusted.has(peer);
+    let buf: Buffer = Buffer.alloc(0);
+    let timer: NodeJS.Timeout | undefined;
+    const arm = (): void => {
+      timer ??= setTimeout(() => {
+        if (trusted) return refuse('proxy_timeout', `no complete PROXY header within ${this.#timeoutMs} ms`);
+        // A direct sender whose first bytes are empty lines (a prefix of the v2 signature), then
+        // silence: they are its own. Anything more of a signature is refused, never read as syslog.
+        if (buf.every((b) => b === 0x0d || b === 0x0a)) return handOn(peer, buf);
+        refuse('proxy_untrusted', 'the start of a PROXY header from an untrusted address');
+      }, this.#timeoutMs);
+    };
+    const done = (): void => {
+      clearTimeout(timer);
+      raw.off('data', onData);
+      raw.off('end', onEnd);
+      raw.off('error', onError);
+      this.#reading.delete(raw);
+    };
+    const refuse = (reason: ProxyRefusal, why: string): void => {
+      done();
+      raw.destroy();
+      this.#t.rejected(reason);
+      this.#t.log.warn(reason, { peer, reason: why }, reason === 'proxy_untrusted'
+        ? 'Connection refused: it starts with a PROXY protocol header but its address is not in trusted_proxies.'
+        : 'Connection from a trusted proxy refused: no valid PROXY protocol header.');
+    };
+    const handOn = (from: string, rest: Buffer): void => {
+      done();
+      raw.pause();
+      if (rest.length > 0) raw.unshift(rest);
+      const key = `${raw.remoteAddress}|${raw.remotePort}`;
+      this.#origins.set(key, from);
+      raw.once('close', () => this.#origins.delete(key));
+      then(raw);
+    };
+    const onData = (chunk: Buffer): void => {
+      buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
+      if (!trusted) {
+        // A sender connecting directly: its bytes are its own, unless they pose as a header.
+        if (mayBeProxyHeader(buf)) return arm();
+        if (looksLikeProxyHeader(buf)) return refuse('proxy_untrusted', 'PROXY header from an untrusted address');
+        return handOn(peer, buf);
+      }
+      const h = parseProxyHeader(buf, this.#versions);
+      if (h.kind === 'invalid') return refuse('proxy_malformed', h.reason);
+      if (h.kind === 'partial') {
+        if (buf.length > MAX_HEADER) return refuse('proxy_malformed', 'PROXY header too long');
+        return;
+      }
+      handOn(h.source ? senderAddress(h.source.address) : peer, buf.subarray(h.length));
+    };
+    const onEnd = (): void => {
+      // A balancer's plain TCP health check connects and closes: nothing to count.
+      if (buf.length === 0) {
+        done();
+        raw.destroy();
+        return;
+      }
+      refuse(trusted ? 'proxy_malformed' : 'proxy_untrusted', 'the connection ended inside a PROXY header');
+    };
+    const onError = (): void => {
+      done();
+      raw.destroy();
+    };
+    this.#reading.add(raw);
+    raw.on('data', onData);
+    raw.on('end', onEnd);
+    raw.on('error', onError);
+    if (trusted) arm();
+  }
+
+  /** The original sender of a connection handed on by accept() (or of a TLS socket made over it). */
+  origin(socket: net.Socket): string {
+    return this.#origins.get(`${socket.remoteAddress}|${socket.remotePort}`) ?? senderAddress(socket.remoteAddress);
+  }
+
+  /** Closes the connections whose header is still awaited (the listener stops). */
+  close(): void {
+    for (const s of this.#reading) s.destroy();
+    this.#reading.clear();
+  }
+}
