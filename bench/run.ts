@@ -39,8 +39,8 @@ interface Receiver {
   count(): Promise<{ frames: number; refused: number }>;
 }
 
-async function startReceiver(script = 'bench/receiver.ts'): Promise<Receiver> {
-  const proc = fork(join(root, script), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+async function startReceiver(script = 'bench/receiver.ts', args: string[] = []): Promise<Receiver> {
+  const proc = fork(join(root, script), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   children.add(proc);
   if (pinned) spawnSync('taskset', ['-a', '-p', '-c', '0', String(proc.pid)]);
   const hello = await new Promise<{ port: number; ca: string; pid?: number }>((resolve) => proc.once('message', (m) => resolve(m as { port: number; ca: string; pid?: number })));
@@ -73,7 +73,14 @@ interface Relay {
   metricsPort: number;
   cpuSeconds(): number;
   peakRssMb(): number;
+  /** RSS a second after it listens, before any load. */
+  readonly idleRssMb: number;
   stop(): Promise<void>;
+}
+
+/** Resident memory of a process now (VmRSS) or at its peak (VmHWM), in MiB. */
+function rssMb(pid: number, which: 'VmRSS' | 'VmHWM'): number {
+  return Number(new RegExp(`${which}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'latin1'))?.[1]) / 1024;
 }
 
 /** The output part of the relay's config for a scenario. */
@@ -164,13 +171,15 @@ ${TEN_ROUTES}` : ''}${httpPort ? `listeners:
   await waitListening(tcpPort);
   const pid = proc.pid as number;
   const stat = (): number => cpuOf(pid);
+  await new Promise((r) => setTimeout(r, 1000));
   return {
     proc,
     tcpPort,
     udpPort,
     metricsPort,
     cpuSeconds: stat,
-    peakRssMb: () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))?.[1]) / 1024,
+    peakRssMb: () => rssMb(pid, 'VmHWM'),
+    idleRssMb: rssMb(pid, 'VmRSS'),
     stop: () =>
       new Promise((resolve) => {
         proc.once('exit', () => resolve());
@@ -292,15 +301,7 @@ async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputY
   const cpu0 = relay.cpuSeconds();
   const other0 = cpuOf(receiver.proc.pid as number) + cpuOf(process.pid);
   const t0 = performance.now();
-  await new Promise<void>((resolve, reject) => {
-    const s = net.connect(relay.tcpPort, '127.0.0.1', async () => {
-      for (let off = 0; off < data.length; off += 1 << 20) {
-        if (!s.write(data.subarray(off, off + (1 << 20)))) await new Promise((r) => s.once('drain', r));
-      }
-      s.end(resolve);
-    });
-    s.on('error', reject);
-  });
+  await sendTcp(relay.tcpPort, data);
   const done = await waitFrames(receiver, n, 120_000);
   const secs = (done.at - t0) / 1000;
   const cpu = relay.cpuSeconds() - cpu0;
@@ -319,10 +320,43 @@ async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputY
   }
   return finish(relay, receiver, done, n, secs, cpu, rss,
       `${n} events of 200 bytes in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; ` +
-      `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core); peak RSS ${rss.toFixed(0)} MB (${mem}); ` +
+      `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per event); idle RSS ${relay.idleRssMb.toFixed(0)} MB, peak RSS ${rss.toFixed(0)} MB (${mem}); ` +
       `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}, resent ${resent}; ` +
       `load + receiver CPU ${other.toFixed(2)} s on the other core${compression}`,
   );
+}
+
+/** Writes `data` over one connection to `port`, as fast as it is taken; resolves once all is written. */
+function sendTcp(port: number, data: Buffer): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1', async () => {
+      for (let off = 0; off < data.length; off += 1 << 20) {
+        if (!s.write(data.subarray(off, off + (1 << 20)))) await new Promise((r) => s.once('drain', r));
+      }
+      s.end(resolve);
+    });
+    s.on('error', reject);
+  });
+}
+
+/** Offers `n` datagrams (200-byte lines) to `port` at `rate` per second, 1000 every 10 ms; resolves with the seconds it took. */
+async function offerUdp(port: number, n: number, rate: number): Promise<number> {
+  const sock = dgram.createSocket('udp4');
+  const payload = lines(1000);
+  const t0 = performance.now();
+  for (let sent = 0; sent < n; ) {
+    const due = t0 + (sent / rate) * 1000;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const burst = Math.min(1000, n - sent);
+    await new Promise<void>((resolve) => {
+      let left = burst;
+      for (let i = 0; i < burst; i++) sock.send(payload, i * 200, 199, port, '127.0.0.1', () => { if (--left === 0) resolve(); });
+    });
+    sent += burst;
+  }
+  sock.close();
+  return (performance.now() - t0) / 1000;
 }
 
 async function udpScenario(): Promise<RunFigures> {
@@ -331,24 +365,9 @@ async function udpScenario(): Promise<RunFigures> {
   const n = rate * seconds;
   const receiver = await startReceiver();
   const relay = await startRelay(receiver);
-  const sock = dgram.createSocket('udp4');
-  const payload = lines(1000);
   const cpu0 = relay.cpuSeconds();
   const split0 = cpuSplit(relay.proc.pid as number);
-  const t0 = performance.now();
-  // 1000 datagrams every 10 ms.
-  for (let sent = 0; sent < n; ) {
-    const due = t0 + (sent / rate) * 1000;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    const burst = Math.min(1000, n - sent);
-    await new Promise<void>((resolve) => {
-      let left = burst;
-      for (let i = 0; i < burst; i++) sock.send(payload, i * 200, 199, relay.udpPort, '127.0.0.1', () => { if (--left === 0) resolve(); });
-    });
-    sent += burst;
-  }
-  const offeredSecs = (performance.now() - t0) / 1000;
+  const offeredSecs = await offerUdp(relay.udpPort, n, rate);
   const done = await waitFrames(receiver, n, 30_000);
   const cpu = relay.cpuSeconds() - cpu0;
   const split = cpuSplit(relay.proc.pid as number);
@@ -356,7 +375,6 @@ async function udpScenario(): Promise<RunFigures> {
   const rss = relay.peakRssMb();
   const kernelDrops = await metric(relay, 'intake_relay_udp_kernel_drops_total');
   const dropped = await metric(relay, 'intake_relay_events_dropped_total');
-  sock.close();
   await relay.stop();
   receiver.proc.send('stop');
   if (done.frames < n) process.exitCode = 1;
@@ -366,7 +384,7 @@ async function udpScenario(): Promise<RunFigures> {
     rssMb: rss,
     line:
       `${n} datagrams offered at ${Math.round(n / offeredSecs).toLocaleString('en')}/s for ${offeredSecs.toFixed(1)} s; ` +
-      `received ${done.frames}/${n}, kernel drops ${kernelDrops}, relay drops ${dropped}; relay CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core (${Math.round((100 * sys) / cpu)}% of it in the kernel); peak RSS ${rss.toFixed(0)} MB`,
+      `received ${done.frames}/${n}, kernel drops ${kernelDrops}, relay drops ${dropped}; relay CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per datagram (${Math.round((100 * sys) / cpu)}% of it in the kernel); idle RSS ${relay.idleRssMb.toFixed(0)} MB, peak RSS ${rss.toFixed(0)} MB`,
   };
 }
 
@@ -575,6 +593,120 @@ action(type="omrelp" target="127.0.0.1" port="${relpPort}" tls="on" tls.caCert="
   };
 }
 
+/** rsyslogd forwarding as the relay does: imtcp and imudp in, omfwd out over TLS. */
+interface RsyslogForwarder {
+  readonly proc: ChildProcess;
+  readonly pid: number;
+  readonly tcpPort: number;
+  readonly udpPort: number;
+  readonly idleRssMb: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * rsyslog on the relay's path, for comparison in the same run: imtcp and imudp (8 MiB receive
+ * buffer, as the relay's) -> omfwd over TLS with the OpenSSL driver, octet-counted, the platform's
+ * RFC 5424 template with the key element -> the same receiver kind (serving the test certificate);
+ * rsyslogd pinned to core 1 like the relay, its queues at their defaults.
+ */
+async function startRsyslogForwarder(receiver: Receiver): Promise<RsyslogForwarder> {
+  const dir = mkdtempSync(join(tmpdir(), 'rsyslog-bench-'));
+  const [tcpPort, udpPort] = [await freePort(), await freePort()];
+  mkdirSync(join(dir, 'work'));
+  writeFileSync(
+    join(dir, 'rsyslog.conf'),
+    `global(workDirectory="${dir}/work" maxMessageSize="256k" defaultNetstreamDriverCAFile="${TEST_CA}")
+module(load="imtcp")
+module(load="imudp")
+input(type="imtcp" port="${tcpPort}" address="127.0.0.1")
+input(type="imudp" port="${udpPort}" address="127.0.0.1" rcvbufSize="8m")
+template(name="sekoia" type="string" string="<%pri%>1 %timegenerated:::date-rfc3339% %hostname% %app-name% %procid% LOG [SEKOIA@53288 intake_key=\\"BenchKey0123456789abcdefABCDEF01\\"] %msg%")
+action(type="omfwd" target="127.0.0.1" port="${receiver.port}" protocol="tcp" TCP_Framing="octet-counted" StreamDriver="ossl" StreamDriverMode="1" StreamDriverAuthMode="x509/name" StreamDriverPermittedPeers="localhost" template="sekoia")
+`,
+  );
+  const proc = spawn(pinned ? 'taskset' : '/usr/sbin/rsyslogd', [...(pinned ? ['-c', '1', '/usr/sbin/rsyslogd'] : []), '-n', '-f', join(dir, 'rsyslog.conf'), '-i', join(dir, 'rsyslog.pid')], { stdio: 'ignore' });
+  children.add(proc);
+  await waitListening(tcpPort);
+  const pid = proc.pid as number;
+  await new Promise((r) => setTimeout(r, 1000));
+  return {
+    proc,
+    pid,
+    tcpPort,
+    udpPort,
+    idleRssMb: rssMb(pid, 'VmRSS'),
+    async stop() {
+      await new Promise<void>((resolve) => {
+        proc.once('exit', () => resolve());
+        proc.kill('SIGKILL');
+      });
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The tcp scenario through rsyslog: 1,000,000 RFC 3164 lines over one connection -> TLS. */
+async function rsyslogTcpScenario(): Promise<RunFigures> {
+  const n = 1_000_000;
+  const receiver = await startReceiver('bench/receiver.ts', ['test-ca']);
+  const rsyslog = await startRsyslogForwarder(receiver);
+  const data = lines(n);
+  const cpu0 = cpuOf(rsyslog.pid);
+  const t0 = performance.now();
+  await sendTcp(rsyslog.tcpPort, data);
+  const done = await waitFrames(receiver, n, 120_000);
+  const secs = (done.at - t0) / 1000;
+  const cpu = cpuOf(rsyslog.pid) - cpu0;
+  const rss = rssMb(rsyslog.pid, 'VmHWM');
+  await rsyslog.stop();
+  receiver.proc.send('stop');
+  if (done.frames < n || done.refused > 0) process.exitCode = 1;
+  return {
+    rate: n / secs,
+    cpuShare: (100 * cpu) / secs,
+    rssMb: rss,
+    line:
+      `${n} events of 200 bytes in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; ` +
+      `rsyslogd CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per event); idle RSS ${rsyslog.idleRssMb.toFixed(0)} MB, peak RSS ${rss.toFixed(0)} MB; ` +
+      `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}`,
+  };
+}
+
+/** The udp scenario through rsyslog: 100,000 datagrams/s offered for 5 s -> TLS. */
+async function rsyslogUdpScenario(): Promise<RunFigures> {
+  const rate = 100_000;
+  const n = rate * 5;
+  const receiver = await startReceiver('bench/receiver.ts', ['test-ca']);
+  const rsyslog = await startRsyslogForwarder(receiver);
+  const cpu0 = cpuOf(rsyslog.pid);
+  const drops0 = udpSocketDrops(rsyslog.udpPort);
+  const offeredSecs = await offerUdp(rsyslog.udpPort, n, rate);
+  const done = await waitFrames(receiver, n, 30_000);
+  const cpu = cpuOf(rsyslog.pid) - cpu0;
+  const drops = udpSocketDrops(rsyslog.udpPort) - drops0;
+  const rss = rssMb(rsyslog.pid, 'VmHWM');
+  await rsyslog.stop();
+  receiver.proc.send('stop');
+  return {
+    rate: done.frames / offeredSecs,
+    cpuShare: (100 * cpu) / offeredSecs,
+    rssMb: rss,
+    line:
+      `${n} datagrams offered at ${Math.round(n / offeredSecs).toLocaleString('en')}/s for ${offeredSecs.toFixed(1)} s; received ${done.frames}/${n}, kernel drops ${drops}; ` +
+      `rsyslogd CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per datagram; idle RSS ${rsyslog.idleRssMb.toFixed(0)} MB, peak RSS ${rss.toFixed(0)} MB`,
+  };
+}
+
+/** Datagrams the kernel dropped for the UDP socket bound to 127.0.0.1:`port` (/proc/net/udp, last column). */
+function udpSocketDrops(port: number): number {
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  for (const line of readFileSync('/proc/net/udp', 'latin1').split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f[1] === local) return Number(f[f.length - 1]);
+  }
+  return 0;
+}
+
 // Never leave a receiver or relay behind, whatever ends this process.
 const children = new Set<ChildProcess>();
 process.on('exit', () => {
@@ -582,8 +714,14 @@ process.on('exit', () => {
 });
 
 const runs = Number(process.env.BENCH_RUNS ?? 3);
-if (want('tcp')) await repeat('tcp -> tls (1,000,000 x 200 B, one connection)', runs, tcpScenario);
-if (want('udp')) await repeat('udp -> tls (100,000/s offered for 5 s)', runs, udpScenario);
+if (want('tcp')) {
+  await repeat('tcp -> tls (1,000,000 x 200 B RFC 3164 lines, one connection)', runs, () => tcpScenario());
+  await repeat('rsyslog on the same path (imtcp -> omfwd, OpenSSL driver)', runs, rsyslogTcpScenario);
+}
+if (want('udp')) {
+  await repeat('udp -> tls (100,000/s offered for 5 s)', runs, udpScenario);
+  await repeat('rsyslog on the same path (imudp -> omfwd, OpenSSL driver)', runs, rsyslogUdpScenario);
+}
 if (want('routing')) {
   // Ten app names in turn: consecutive events differ. A thousand: the router's memo cannot help,
   // every event walks the ten routes.

@@ -26,6 +26,9 @@ $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 # The image smoke test (test/integration/image.test.ts): tini-static, the image's PID 1 (the
 # Dockerfile takes the same Debian 12 package); ip, to bring up loopback in its network namespace.
 $SUDO apt-get install -y -qq --no-install-recommends tini iproute2 >/dev/null
+# rsyslog's OpenSSL network stream driver (lmnsd_ossl): the benchmark's rsyslog comparison
+# (`npm run bench -- tcp udp`) forwards over TLS with it, as the issue's figures were taken.
+$SUDO apt-get install -y -qq --no-install-recommends rsyslog-openssl >/dev/null
 # haproxy, the load balancer in front of the listeners in the PROXY protocol test (run by the test
 # in the foreground with its own config; its service is never started: policy-rc.d above).
 $SUDO apt-get install -y -qq --no-install-recommends haproxy >/dev/null
