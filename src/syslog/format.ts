@@ -20,11 +20,23 @@ export function intakeKeyElement(intakeKey: string): string {
   return `[${SEKOIA_SD_ID} intake_key="${escapeSdValue(intakeKey)}"]`;
 }
 
+/** The header of the last event formatted, by what it is made of; its bytes once a second event shares it. */
+interface LastHeader {
+  readonly pri: number;
+  readonly ts: string;
+  readonly hostname: string;
+  readonly appName: string;
+  readonly procId: string;
+  readonly text: string;
+  bytes: Uint8Array | undefined;
+}
+
 export class Rfc5424Formatter {
   readonly #sd: string;
   readonly #mode: TimestampMode;
   #lastMs = -1;
   #lastIso = '';
+  #last: LastHeader = { pri: -1, ts: '', hostname: '', appName: '', procId: '', text: '', bytes: undefined };
 
   constructor(intakeKey: string, mode: TimestampMode) {
     this.#sd = intakeKeyElement(intakeKey);
@@ -52,9 +64,21 @@ export class Rfc5424Formatter {
     return this.#received(e.receivedAt);
   }
 
-  /** HEADER and the intake key element: printable ASCII only, so one byte per character. */
-  #head(e: LogEvent): string {
-    return `<${e.pri}>1 ${this.#timestamp(e)} ${e.hostname || '-'} ${e.appName || '-'} ${e.procId || '-'} LOG ${this.#sd}`;
+  /**
+   * HEADER and the intake key element: printable ASCII only, so one byte per character. Events of
+   * a stream mostly repeat the previous one's (same PRI, same millisecond of reception, the
+   * parser's very same field strings): then the previous header is reused as bytes, copied with
+   * one set() instead of a string built and encoded per event. A header seen once stays a string.
+   */
+  #head(e: LogEvent): string | Uint8Array {
+    const ts = this.#timestamp(e);
+    const h = this.#last;
+    if (e.pri === h.pri && ts === h.ts && e.hostname === h.hostname && e.appName === h.appName && e.procId === h.procId) {
+      return (h.bytes ??= Buffer.from(h.text, 'latin1'));
+    }
+    const text = `<${e.pri}>1 ${ts} ${e.hostname || '-'} ${e.appName || '-'} ${e.procId || '-'} LOG ${this.#sd}`;
+    this.#last = { pri: e.pri, ts, hostname: e.hostname, appName: e.appName, procId: e.procId, text, bytes: undefined };
+    return text;
   }
 
   /**
@@ -86,7 +110,7 @@ export class Rfc5424Formatter {
 
   #build(events: readonly LogEvent[], from: number, to: number, alloc: (size: number) => Buffer, framing: Framing): Buffer {
     const count = to - from;
-    const heads = new Array<string>(count);
+    const heads = new Array<string | Uint8Array>(count);
     const sizes = new Array<number>(count);
     let total = 0;
     for (let i = 0; i < count; i++) {
@@ -103,7 +127,13 @@ export class Rfc5424Formatter {
     for (let i = 0; i < count; i++) {
       const e = events[from + i] as LogEvent;
       off = framing.head(out, off, i, sizes[i] as number);
-      off += out.write(heads[i] as string, off, 'latin1');
+      const head = heads[i] as string | Uint8Array;
+      if (typeof head === 'string') {
+        off += out.write(head, off, 'latin1');
+      } else {
+        out.set(head, off);
+        off += head.length;
+      }
       if (e.sdEnd > e.sdStart) off += e.buf.copy(out, off, e.sdStart, e.sdEnd);
       if (e.end > e.msgStart) {
         out[off++] = 0x20;
