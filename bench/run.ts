@@ -1,6 +1,9 @@
 // `npm run bench [-- tcp|udp|file|disk|disk-outage|http|http-gzip|http-in|http-in-disk|routing|relp]`: the relay as a separate process pinned to core 1 (taskset), the load
 // and the receiver on core 0, all on loopback. Prints events/s, relay CPU seconds and peak RSS, and
-// checks that every event arrived. Figures are for reading, never asserted by tests.
+// checks that every event arrived. Figures are for reading, never asserted by tests. Knobs:
+// BENCH_RUNS (3), RELAY_NODE_FLAGS (added to the relay's node flags), RELAY_ENV (VAR=value ...
+// added to its environment), BENCH_QUEUE (the intake's queue, e.g. "{ max_bytes: 16777216 }"),
+// BENCH_NO_PEER (skip rsyslog's runs).
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import dgram from 'node:dgram';
@@ -148,7 +151,7 @@ intakes:
       - type: file
         paths: [${file}]
         new_files_from: beginning` : ''}
-${output(receiver, join(dir, 'ca.pem'))}${queue ? `    queue: ${queue}\n` : ''}${routed ? `listeners:
+${output(receiver, join(dir, 'ca.pem'))}${queue || process.env.BENCH_QUEUE ? `    queue: ${queue || process.env.BENCH_QUEUE}\n` : ''}${routed ? `listeners:
   - type: tcp
     name: shared
     address: 127.0.0.1
@@ -166,7 +169,8 @@ ${TEN_ROUTES}` : ''}${httpPort ? `listeners:
   // RELAY_NODE_FLAGS adds more (e.g. "--cpu-prof").
   const flags = ['--max-semi-space-size=4', ...(process.env.RELAY_NODE_FLAGS ? process.env.RELAY_NODE_FLAGS.split(' ') : [])];
   const args = [...(pinned ? ['-c', '1', process.execPath] : []), ...flags, join(root, process.env.RELAY_ENTRY ?? 'dist/main.js'), 'run', '-c', join(dir, 'relay.yaml')];
-  const proc = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+  const env = { ...process.env, ...Object.fromEntries((process.env.RELAY_ENV ?? '').split(' ').filter(Boolean).map((kv) => kv.split('=', 2) as [string, string])) };
+  const proc = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'], env });
   children.add(proc);
   await waitListening(tcpPort);
   const pid = proc.pid as number;
@@ -716,11 +720,11 @@ process.on('exit', () => {
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 if (want('tcp')) {
   await repeat('tcp -> tls (1,000,000 x 200 B RFC 3164 lines, one connection)', runs, () => tcpScenario());
-  await repeat('rsyslog on the same path (imtcp -> omfwd, OpenSSL driver)', runs, rsyslogTcpScenario);
+  if (!process.env.BENCH_NO_PEER) await repeat('rsyslog on the same path (imtcp -> omfwd, OpenSSL driver)', runs, rsyslogTcpScenario);
 }
 if (want('udp')) {
   await repeat('udp -> tls (100,000/s offered for 5 s)', runs, udpScenario);
-  await repeat('rsyslog on the same path (imudp -> omfwd, OpenSSL driver)', runs, rsyslogUdpScenario);
+  if (!process.env.BENCH_NO_PEER) await repeat('rsyslog on the same path (imudp -> omfwd, OpenSSL driver)', runs, rsyslogUdpScenario);
 }
 if (want('routing')) {
   // Ten app names in turn: consecutive events differ. A thousand: the router's memo cannot help,

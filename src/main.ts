@@ -12,13 +12,10 @@ import { ConfigError, EX_CONFIG, loadConfig, loadMetricsSettings } from './confi
 import type { Config } from './config/resolve.ts';
 import { effectiveYaml, summarize } from './cli/summary.ts';
 import { Daemon } from './pipeline/daemon.ts';
-import { IntakeEmulator, maskKey } from './emulator/intake-emulator.ts';
-import { check } from './cli/check.ts';
-import { sendTest } from './cli/send.ts';
-import { pushRules } from './cli/rules-push.ts';
+// The commands' own modules (check, send, rules push, tap, the emulator) are imported when their
+// command runs: a daemon never loads them (undici alone is ~8 MB of resident memory).
 import { probeReadyz, readyzUrl } from './cli/healthcheck.ts';
 import { opsBase } from './cli/ops-url.ts';
-import { tap } from './cli/tap.ts';
 import { createLogger } from './telemetry/log.ts';
 
 const EX_USAGE = 64;
@@ -158,6 +155,7 @@ async function runTap(file: string, values: { intake?: string; input?: string; l
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
+    const { tap } = await import('./cli/tap.ts');
     return await tap(base, { intake: values.intake, input: values.input, limit, rate, format }, process.stdout, process.stderr, stop.signal);
   } finally {
     process.off('SIGINT', onSignal);
@@ -263,6 +261,7 @@ async function runSend(file: string, intake: string | undefined, messages: strin
   }
   const config = loadOrReport(file);
   if (!config) return EX_CONFIG;
+  const { sendTest } = await import('./cli/send.ts');
   const r = await sendTest(config, intake, messages);
   process.stdout.write(`${r.ok ? 'ok' : 'FAILED'}: ${r.detail}\n`);
   return r.ok ? 0 : 1;
@@ -272,6 +271,7 @@ async function runCheck(file: string, values: { 'api-key'?: string; 'api-url'?: 
   const config = loadOrReport(file);
   if (!config) return EX_CONFIG;
   const apiKey = values['api-key'] ?? process.env.INTAKE_RELAY_API_KEY;
+  const { check } = await import('./cli/check.ts');
   const reports = await check(config, apiKey || undefined, values['api-url']);
   let ok = true;
   for (const r of reports) {
@@ -294,6 +294,7 @@ async function rulesPush(file: string, values: { intake?: string; 'api-key'?: st
   }
   let outcomes;
   try {
+    const { pushRules } = await import('./cli/rules-push.ts');
     outcomes = await pushRules(config, apiKey, { intake: values.intake, apiUrl: values['api-url'], dryRun: values['dry-run'] });
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);
@@ -328,6 +329,7 @@ async function emulate(values: { port?: string; host?: string; 'cert-file'?: str
     process.stderr.write('--cert-file and --key-file go together.\n');
     return EX_USAGE;
   }
+  const { IntakeEmulator, maskKey } = await import('./emulator/intake-emulator.ts');
   const emulator = new IntakeEmulator({
     host: values.host ?? '127.0.0.1',
     port,

@@ -7,7 +7,7 @@
 
 import { promisify } from 'node:util';
 import { gzip as gzipCb, constants as zlib } from 'node:zlib';
-import { Agent, EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { Batch, LogEvent } from '../../core/event.ts';
 import { RelayError, classifyConnectError } from '../../core/errors.ts';
 import { PeerTextRedactor } from '../../core/peer-text.ts';
@@ -49,6 +49,7 @@ export class HttpJsonSink implements Sink {
   readonly #peerText: PeerTextRedactor;
   readonly #t: HttpOutputTelemetry;
   #dispatcher: Dispatcher | undefined;
+  #request: typeof import('undici').request = () => Promise.reject(new Error('HTTP output not started'));
   #events: SinkEvents | undefined;
   #inFlight = 0;
   #up = false;
@@ -68,6 +69,9 @@ export class HttpJsonSink implements Sink {
   async start(events: SinkEvents): Promise<void> {
     this.#events = events;
     const o = this.#o;
+    // Loaded by the first HTTP output only: a relay without one never holds undici (~8 MB resident).
+    const { Agent, EnvHttpProxyAgent, ProxyAgent, request } = await import('undici');
+    this.#request = request;
     const agentOptions = {
       connect: { ca: o.ca, timeout: o.connectTimeoutMs, rejectUnauthorized: true },
       headersTimeout: o.headersTimeoutMs,
@@ -111,7 +115,7 @@ export class HttpJsonSink implements Sink {
     this.#inFlight += n;
     let sentBody = false;
     try {
-      const res = await request(o.url, {
+      const res = await this.#request(o.url, {
         method: 'POST',
         headers,
         body,
