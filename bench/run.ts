@@ -3,6 +3,7 @@
 // checks that every event arrived. Figures are for reading, never asserted by tests. Knobs:
 // BENCH_RUNS (3), RELAY_NODE_FLAGS (added to the relay's node flags), RELAY_ENV (VAR=value ...
 // added to its environment), BENCH_QUEUE (the intake's queue, e.g. "{ max_bytes: 16777216 }"),
+// BENCH_OUTPUT_EXTRA (one more line of the syslog output, e.g. "resend_window_bytes: 2097152"),
 // BENCH_NO_PEER (skip rsyslog's runs).
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
@@ -95,7 +96,7 @@ const syslogOutput: OutputYaml = (receiver, caFile) => `    output:
       port: ${receiver.port}
       server_name: localhost
       ca_file: ${caFile}
-`;
+${process.env.BENCH_OUTPUT_EXTRA ? `      ${process.env.BENCH_OUTPUT_EXTRA}\n` : ''}`;
 
 const relpOutput: OutputYaml = (receiver, caFile) => `    output:
       type: relp
@@ -167,7 +168,7 @@ ${TEN_ROUTES}` : ''}${httpPort ? `listeners:
   const cmd = pinned ? 'taskset' : process.execPath;
   // Runs the build (npm run bench builds first) with the flags the shipped launchers use;
   // RELAY_NODE_FLAGS adds more (e.g. "--cpu-prof").
-  const flags = ['--max-semi-space-size=4', ...(process.env.RELAY_NODE_FLAGS ? process.env.RELAY_NODE_FLAGS.split(' ') : [])];
+  const flags = ['--max-semi-space-size=16', ...(process.env.RELAY_NODE_FLAGS ? process.env.RELAY_NODE_FLAGS.split(' ') : [])];
   const args = [...(pinned ? ['-c', '1', process.execPath] : []), ...flags, join(root, process.env.RELAY_ENTRY ?? 'dist/main.js'), 'run', '-c', join(dir, 'relay.yaml')];
   const env = { ...process.env, ...Object.fromEntries((process.env.RELAY_ENV ?? '').split(' ').filter(Boolean).map((kv) => kv.split('=', 2) as [string, string])) };
   const proc = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'], env });

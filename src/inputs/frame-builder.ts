@@ -68,10 +68,11 @@ export class FrameBuilder implements FrameSink {
       end = utf8Boundary(buf, start, end);
       this.#truncated++;
     }
-    // The read was checked as a whole; a frame joined from an earlier read's tail was not. A part
+    // The read was checked as a whole (the deframer may hand over the rest of it as a view of it
+    // after a frame that straddled two reads); a frame joined from an earlier read's tail was not. A part
     // of valid UTF-8 is valid when it neither starts nor ends inside a character, which an octet
     // count (or the end of a skipped oversized frame) may not respect.
-    const checked = buf === this.#chunk && this.#utf8 && !isContinuation(buf[start]) && !isContinuation(buf[end]);
+    const checked = this.#utf8 && inChunk(buf, this.#chunk) && !isContinuation(buf[start]) && !isContinuation(buf[end]);
     if (!checked && !isUtf8(buf.subarray(start, end))) {
       // Forward what a UTF-8 decoder makes of it (U+FFFD for each bad sequence), never bad bytes.
       this.#invalid++;
@@ -138,6 +139,12 @@ export class FrameBuilder implements FrameSink {
 export function senderAddress(addr: string | undefined): string {
   if (!addr) return '';
   return addr.startsWith('::ffff:') ? addr.slice(7) : addr;
+}
+
+/** Is `buf` a view of `chunk`'s bytes (the read itself, or part of it)? */
+function inChunk(buf: Buffer, chunk: Buffer | undefined): boolean {
+  if (buf === chunk) return true;
+  return chunk !== undefined && buf.buffer === chunk.buffer && buf.byteOffset >= chunk.byteOffset && buf.byteOffset + buf.length <= chunk.byteOffset + chunk.length;
 }
 
 /** A UTF-8 continuation byte (10xxxxxx); false past the end of the buffer. */
