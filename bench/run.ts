@@ -1,4 +1,4 @@
-// `npm run bench [-- tcp|udp|file|disk|disk-outage|http|http-gzip|http-in|http-in-disk|routing|relp]`: the relay as a separate process pinned to core 1 (taskset), the load
+// `npm run bench [-- tcp|udp|scale|file|disk|disk-outage|http|http-gzip|http-in|http-in-disk|routing|relp]`: the relay as a separate process pinned to core 1 (taskset), the load
 // and the receiver on core 0, all on loopback. Prints events/s, relay CPU seconds and peak RSS, and
 // checks that every event arrived. Figures are for reading, never asserted by tests. Knobs:
 // BENCH_RUNS (3), RELAY_NODE_FLAGS (added to the relay's node flags), RELAY_ENV (VAR=value ...
@@ -129,6 +129,9 @@ const TEN_ROUTES = `    routes:
     default: drop
 `;
 
+/** The cores the relay (and rsyslog, for comparison) may run on: core 1, or both for the scale runs. */
+let relayCores = '1';
+
 async function startRelay(receiver: Receiver, output: OutputYaml = syslogOutput, httpPort = 0, routed = false, file = '', queue = ''): Promise<Relay> {
   const dir = mkdtempSync(join(tmpdir(), 'relay-bench-'));
   writeFileSync(join(dir, 'ca.pem'), receiver.ca);
@@ -169,7 +172,7 @@ ${TEN_ROUTES}` : ''}${httpPort ? `listeners:
   // Runs the build (npm run bench builds first) with the flags the shipped launchers use;
   // RELAY_NODE_FLAGS adds more (e.g. "--cpu-prof").
   const flags = ['--max-semi-space-size=16', ...(process.env.RELAY_NODE_FLAGS ? process.env.RELAY_NODE_FLAGS.split(' ') : [])];
-  const args = [...(pinned ? ['-c', '1', process.execPath] : []), ...flags, join(root, process.env.RELAY_ENTRY ?? 'dist/main.js'), 'run', '-c', join(dir, 'relay.yaml')];
+  const args = [...(pinned ? ['-c', relayCores, process.execPath] : []), ...flags, join(root, process.env.RELAY_ENTRY ?? 'dist/main.js'), 'run', '-c', join(dir, 'relay.yaml')];
   const env = { ...process.env, ...Object.fromEntries((process.env.RELAY_ENV ?? '').split(' ').filter(Boolean).map((kv) => kv.split('=', 2) as [string, string])) };
   const proc = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'], env });
   children.add(proc);
@@ -285,7 +288,7 @@ async function repeat(name: string, runs: number, once: () => Promise<RunFigures
   const fmt = (n: number): string => Math.round(n).toLocaleString('en');
   console.log(
     `${name}: median ${fmt(rates[Math.floor(rates.length / 2)] as number)} events/s (range ${fmt(rates[0] as number)}-${fmt(rates[rates.length - 1] as number)}), ` +
-      `relay CPU ${Math.round(Math.max(...all.map((f) => f.cpuShare)))}% of a core at most, peak RSS ${Math.round(Math.max(...all.map((f) => f.rssMb)))} MB at most`,
+      `CPU ${Math.round(Math.max(...all.map((f) => f.cpuShare)))}% of a core at most, peak RSS ${Math.round(Math.max(...all.map((f) => f.rssMb)))} MB at most`,
   );
 }
 
@@ -297,7 +300,7 @@ async function finish(relay: Relay, receiver: Receiver, done: { frames: number; 
   return { rate: n / secs, cpuShare: (100 * cpu) / secs, rssMb: rss, line };
 }
 
-async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputYaml = syslogOutput, routed = false, apps = 1, queue = ''): Promise<RunFigures> {
+async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputYaml = syslogOutput, routed = false, apps = 1, queue = '', connections = 1): Promise<RunFigures> {
   const n = 1_000_000;
   const receiver = await startReceiver(receiverScript);
   const relay = await startRelay(receiver, output, 0, routed, '', queue);
@@ -306,7 +309,7 @@ async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputY
   const cpu0 = relay.cpuSeconds();
   const other0 = cpuOf(receiver.proc.pid as number) + cpuOf(process.pid);
   const t0 = performance.now();
-  await sendTcp(relay.tcpPort, data);
+  await sendTcpMany(relay.tcpPort, data, connections);
   const done = await waitFrames(receiver, n, 120_000);
   const secs = (done.at - t0) / 1000;
   const cpu = relay.cpuSeconds() - cpu0;
@@ -331,6 +334,14 @@ async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputY
   );
 }
 
+/** Writes `data` split over `connections` connections to `port` at once (whole lines each), as fast as they are taken. */
+async function sendTcpMany(port: number, data: Buffer, connections: number): Promise<void> {
+  const per = Math.ceil(data.length / 200 / connections) * 200;
+  const parts: Buffer[] = [];
+  for (let off = 0; off < data.length; off += per) parts.push(data.subarray(off, off + per));
+  await Promise.all(parts.map((p) => sendTcp(port, p)));
+}
+
 /** Writes `data` over one connection to `port`, as fast as it is taken; resolves once all is written. */
 function sendTcp(port: number, data: Buffer): Promise<void> {
   return new Promise<void>((resolve, reject) => {
@@ -344,9 +355,9 @@ function sendTcp(port: number, data: Buffer): Promise<void> {
   });
 }
 
-/** Offers `n` datagrams (200-byte lines) to `port` at `rate` per second, 1000 every 10 ms; resolves with the seconds it took. */
-async function offerUdp(port: number, n: number, rate: number): Promise<number> {
-  const sock = dgram.createSocket('udp4');
+/** Offers `n` datagrams (200-byte lines) to `port` at `rate` per second, 1000 every 10 ms, from `sources` source ports in turn; resolves with the seconds it took. */
+async function offerUdp(port: number, n: number, rate: number, sources = 1): Promise<number> {
+  const socks = Array.from({ length: sources }, () => dgram.createSocket('udp4'));
   const payload = lines(1000);
   const t0 = performance.now();
   for (let sent = 0; sent < n; ) {
@@ -356,23 +367,22 @@ async function offerUdp(port: number, n: number, rate: number): Promise<number> 
     const burst = Math.min(1000, n - sent);
     await new Promise<void>((resolve) => {
       let left = burst;
-      for (let i = 0; i < burst; i++) sock.send(payload, i * 200, 199, port, '127.0.0.1', () => { if (--left === 0) resolve(); });
+      for (let i = 0; i < burst; i++) (socks[i % sources] as dgram.Socket).send(payload, i * 200, 199, port, '127.0.0.1', () => { if (--left === 0) resolve(); });
     });
     sent += burst;
   }
-  sock.close();
+  for (const sock of socks) sock.close();
   return (performance.now() - t0) / 1000;
 }
 
-async function udpScenario(): Promise<RunFigures> {
-  const rate = 100_000;
+async function udpScenario(rate = 100_000, sources = 1): Promise<RunFigures> {
   const seconds = 5;
   const n = rate * seconds;
   const receiver = await startReceiver();
   const relay = await startRelay(receiver);
   const cpu0 = relay.cpuSeconds();
   const split0 = cpuSplit(relay.proc.pid as number);
-  const offeredSecs = await offerUdp(relay.udpPort, n, rate);
+  const offeredSecs = await offerUdp(relay.udpPort, n, rate, sources);
   const done = await waitFrames(receiver, n, 30_000);
   const cpu = relay.cpuSeconds() - cpu0;
   const split = cpuSplit(relay.proc.pid as number);
@@ -614,22 +624,28 @@ interface RsyslogForwarder {
  * RFC 5424 template with the key element -> the same receiver kind (serving the test certificate);
  * rsyslogd pinned to core 1 like the relay, its queues at their defaults.
  */
-async function startRsyslogForwarder(receiver: Receiver): Promise<RsyslogForwarder> {
+async function startRsyslogForwarder(receiver: Receiver, threads = 1): Promise<RsyslogForwarder> {
   const dir = mkdtempSync(join(tmpdir(), 'rsyslog-bench-'));
   const [tcpPort, udpPort] = [await freePort(), await freePort()];
   mkdirSync(join(dir, 'work'));
   writeFileSync(
     join(dir, 'rsyslog.conf'),
     `global(workDirectory="${dir}/work" maxMessageSize="256k" defaultNetstreamDriverCAFile="${TEST_CA}")
-module(load="imtcp")
+${threads > 1
+    // Threaded inputs (this rsyslog's imtcp is single-threaded: imptcp reads plain TCP with helper threads), and as many queue workers.
+    ? `module(load="imptcp" threads="${threads}")
+module(load="imudp" threads="${threads}")
+main_queue(queue.workerThreads="${threads}")
+input(type="imptcp" port="${tcpPort}" address="127.0.0.1")`
+    : `module(load="imtcp")
 module(load="imudp")
-input(type="imtcp" port="${tcpPort}" address="127.0.0.1")
+input(type="imtcp" port="${tcpPort}" address="127.0.0.1")`}
 input(type="imudp" port="${udpPort}" address="127.0.0.1" rcvbufSize="8m")
 template(name="sekoia" type="string" string="<%pri%>1 %timegenerated:::date-rfc3339% %hostname% %app-name% %procid% LOG [SEKOIA@53288 intake_key=\\"BenchKey0123456789abcdefABCDEF01\\"] %msg%")
 action(type="omfwd" target="127.0.0.1" port="${receiver.port}" protocol="tcp" TCP_Framing="octet-counted" StreamDriver="ossl" StreamDriverMode="1" StreamDriverAuthMode="x509/name" StreamDriverPermittedPeers="localhost" template="sekoia")
 `,
   );
-  const proc = spawn(pinned ? 'taskset' : '/usr/sbin/rsyslogd', [...(pinned ? ['-c', '1', '/usr/sbin/rsyslogd'] : []), '-n', '-f', join(dir, 'rsyslog.conf'), '-i', join(dir, 'rsyslog.pid')], { stdio: 'ignore' });
+  const proc = spawn(pinned ? 'taskset' : '/usr/sbin/rsyslogd', [...(pinned ? ['-c', relayCores, '/usr/sbin/rsyslogd'] : []), '-n', '-f', join(dir, 'rsyslog.conf'), '-i', join(dir, 'rsyslog.pid')], { stdio: 'ignore' });
   children.add(proc);
   await waitListening(tcpPort);
   const pid = proc.pid as number;
@@ -651,14 +667,14 @@ action(type="omfwd" target="127.0.0.1" port="${receiver.port}" protocol="tcp" TC
 }
 
 /** The tcp scenario through rsyslog: 1,000,000 RFC 3164 lines over one connection -> TLS. */
-async function rsyslogTcpScenario(): Promise<RunFigures> {
+async function rsyslogTcpScenario(connections = 1, threads = 1): Promise<RunFigures> {
   const n = 1_000_000;
   const receiver = await startReceiver('bench/receiver.ts', ['test-ca']);
-  const rsyslog = await startRsyslogForwarder(receiver);
+  const rsyslog = await startRsyslogForwarder(receiver, threads);
   const data = lines(n);
   const cpu0 = cpuOf(rsyslog.pid);
   const t0 = performance.now();
-  await sendTcp(rsyslog.tcpPort, data);
+  await sendTcpMany(rsyslog.tcpPort, data, connections);
   const done = await waitFrames(receiver, n, 120_000);
   const secs = (done.at - t0) / 1000;
   const cpu = cpuOf(rsyslog.pid) - cpu0;
@@ -678,14 +694,13 @@ async function rsyslogTcpScenario(): Promise<RunFigures> {
 }
 
 /** The udp scenario through rsyslog: 100,000 datagrams/s offered for 5 s -> TLS. */
-async function rsyslogUdpScenario(): Promise<RunFigures> {
-  const rate = 100_000;
+async function rsyslogUdpScenario(rate = 100_000, sources = 1, threads = 1): Promise<RunFigures> {
   const n = rate * 5;
   const receiver = await startReceiver('bench/receiver.ts', ['test-ca']);
-  const rsyslog = await startRsyslogForwarder(receiver);
+  const rsyslog = await startRsyslogForwarder(receiver, threads);
   const cpu0 = cpuOf(rsyslog.pid);
   const drops0 = udpSocketDrops(rsyslog.udpPort);
-  const offeredSecs = await offerUdp(rsyslog.udpPort, n, rate);
+  const offeredSecs = await offerUdp(rsyslog.udpPort, n, rate, sources);
   const done = await waitFrames(receiver, n, 30_000);
   const cpu = cpuOf(rsyslog.pid) - cpu0;
   const drops = udpSocketDrops(rsyslog.udpPort) - drops0;
@@ -719,13 +734,29 @@ process.on('exit', () => {
 });
 
 const runs = Number(process.env.BENCH_RUNS ?? 3);
+if (want('scale')) {
+  // The relay, then rsyslog with threaded inputs (imptcp and imudp threads, queue workers, one per
+  // core), given core 1, then both cores: TCP from 8 connections, UDP from 8 source ports. With
+  // both cores the relay shares one with the load generator and the receiver.
+  const udpRate = Number(process.env.BENCH_SCALE_UDP_RATE ?? 200_000);
+  for (const cores of ['1', '0,1']) {
+    relayCores = cores;
+    const k = cores.split(',').length;
+    const given = `${k} core${k > 1 ? 's' : ''}`;
+    await repeat(`scale, ${given}: tcp -> tls, 1,000,000 x 200 B over 8 connections`, runs, () => tcpScenario('bench/receiver.ts', syslogOutput, false, 1, '', 8));
+    if (!process.env.BENCH_NO_PEER) await repeat(`scale, ${given}: rsyslog, imptcp (${k} thread${k > 1 ? 's' : ''}) -> omfwd`, runs, () => rsyslogTcpScenario(8, k));
+    await repeat(`scale, ${given}: udp -> tls, ${udpRate.toLocaleString('en')}/s offered for 5 s from 8 source ports`, runs, () => udpScenario(udpRate, 8));
+    if (!process.env.BENCH_NO_PEER) await repeat(`scale, ${given}: rsyslog, imudp (${k} thread${k > 1 ? 's' : ''}) -> omfwd`, runs, () => rsyslogUdpScenario(udpRate, 8, k));
+  }
+  relayCores = '1';
+}
 if (want('tcp')) {
   await repeat('tcp -> tls (1,000,000 x 200 B RFC 3164 lines, one connection)', runs, () => tcpScenario());
-  if (!process.env.BENCH_NO_PEER) await repeat('rsyslog on the same path (imtcp -> omfwd, OpenSSL driver)', runs, rsyslogTcpScenario);
+  if (!process.env.BENCH_NO_PEER) await repeat('rsyslog on the same path (imtcp -> omfwd, OpenSSL driver)', runs, () => rsyslogTcpScenario());
 }
 if (want('udp')) {
-  await repeat('udp -> tls (100,000/s offered for 5 s)', runs, udpScenario);
-  if (!process.env.BENCH_NO_PEER) await repeat('rsyslog on the same path (imudp -> omfwd, OpenSSL driver)', runs, rsyslogUdpScenario);
+  await repeat('udp -> tls (100,000/s offered for 5 s)', runs, () => udpScenario());
+  if (!process.env.BENCH_NO_PEER) await repeat('rsyslog on the same path (imudp -> omfwd, OpenSSL driver)', runs, () => rsyslogUdpScenario());
 }
 if (want('routing')) {
   // Ten app names in turn: consecutive events differ. A thousand: the router's memo cannot help,
