@@ -4,7 +4,7 @@
 // BENCH_RUNS (3), RELAY_NODE_FLAGS (added to the relay's node flags), RELAY_ENV (VAR=value ...
 // added to its environment), BENCH_QUEUE (the intake's queue, e.g. "{ max_bytes: 16777216 }"),
 // BENCH_OUTPUT_EXTRA (one more line of the syslog output, e.g. "resend_window_bytes: 2097152"),
-// BENCH_NO_PEER (skip rsyslog's runs).
+// BENCH_UDP_THREADS (the UDP input's receive_threads), BENCH_NO_PEER (skip rsyslog's runs).
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import dgram from 'node:dgram';
@@ -151,7 +151,8 @@ intakes:
       - type: udp
         address: 127.0.0.1
         port: ${udpPort}
-        receive_buffer_bytes: 8388608${file ? `
+        receive_buffer_bytes: 8388608${process.env.BENCH_UDP_THREADS ? `
+        receive_threads: ${process.env.BENCH_UDP_THREADS}` : ''}${file ? `
       - type: file
         paths: [${file}]
         new_files_from: beginning` : ''}

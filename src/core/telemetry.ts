@@ -100,6 +100,8 @@ export interface SyslogInputTelemetry extends EventTelemetry {
   connection(open: boolean): void;
   /** A connection refused or cut: over max_connections, a failed TLS handshake, idle, or a PROXY header from an untrusted address, malformed or late. */
   rejected(reason: 'max_connections' | 'tls_handshake' | 'idle_timeout' | 'proxy_untrusted' | 'proxy_malformed' | 'proxy_timeout'): void;
+  /** Datagrams a receive thread read and dropped: the main thread had not taken what it handed over. */
+  receiveDropped(datagrams: number): void;
   /** Reads the kernel's count of datagrams it dropped for this socket, whenever metrics are collected. */
   watchKernelDrops(read: () => number | undefined): void;
   /** Stops reporting (the source is gone). */

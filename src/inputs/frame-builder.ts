@@ -53,14 +53,19 @@ export class FrameBuilder implements FrameSink {
 
   /** Start a read from the address `from`: one reception time and one encoding check for all its frames. */
   begin(chunk: Buffer, from: string): void {
+    this.sender(from);
+    this.#chunk = chunk;
+    this.#receivedAt = Date.now();
+    this.#utf8 = isAscii(chunk) || isUtf8(chunk);
+  }
+
+  /** The next frames of this read come from `from` (a read holding several senders' datagrams). */
+  sender(from: string): void {
     if (from !== this.#runFrom) {
       this.#endRun();
       this.#runFrom = from;
     }
     this.#from = from;
-    this.#chunk = chunk;
-    this.#receivedAt = Date.now();
-    this.#utf8 = isAscii(chunk) || isUtf8(chunk);
   }
 
   frame(buf: Buffer, start: number, end: number, truncated: boolean): void {

@@ -124,6 +124,7 @@ export function syslogInputTelemetry(m: Metrics, log: Logger, owner: string, inp
     listening: () => connections.set(0),
     connection: (open) => (open ? connections.inc() : connections.dec()),
     rejected: (reason) => m.connectionsRejected.inc({ ...labels, reason }),
+    receiveDropped: (n) => m.udpReceiveDrops.inc(labels, n),
     watchKernelDrops(read) {
       // One socket at a time (a source started again reads its new socket's count).
       for (const p of probes.splice(0)) p();

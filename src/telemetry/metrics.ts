@@ -62,6 +62,12 @@ export class Metrics {
     registers: [this.registry],
     collect: () => this.#runProbes(),
   });
+  readonly udpReceiveDrops = new Counter({
+    name: 'intake_relay_udp_receive_drops_total',
+    help: 'Datagrams a UDP receive thread read and dropped because the main thread had not taken the last 16 MiB it handed over (receive_threads: the relay cannot keep up; see CPU).',
+    labelNames: ['intake', 'input'] as const,
+    registers: [this.registry],
+  });
   readonly routeDropped = new Counter({
     name: 'intake_relay_route_dropped_total',
     help: 'Events a shared listener did not hand to any intake: route_drop (a route said drop), no_route (nothing matched and the default is drop), too_large.',

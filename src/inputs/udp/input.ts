@@ -11,6 +11,7 @@ import type { SyslogInputTelemetry } from '../../core/telemetry.ts';
 import type { Oversize } from '../../syslog/framing.ts';
 import type { HeaderDefaults } from '../../syslog/parse.ts';
 import { FrameBuilder, senderAddress } from '../frame-builder.ts';
+import { UdpReceiveThreads, type ReceivedBatch } from './receive-threads.ts';
 
 export interface UdpInputOptions {
   readonly label: string;
@@ -20,13 +21,19 @@ export interface UdpInputOptions {
   readonly maxMessageBytes: number;
   readonly oversize: Oversize;
   readonly defaults: HeaderDefaults;
+  /** Threads receiving datagrams (their own sockets on the port); 0: the main thread's socket. */
+  readonly receiveThreads: number;
 }
+
+/** What a receive thread may hand over and the main thread not have taken yet, before it drops. */
+const MAX_BACKLOG_BYTES = 16 * 1024 * 1024;
 
 export class UdpSyslogInput implements Source {
   readonly #o: UdpInputOptions;
   readonly #sender: Sender;
   readonly #t: SyslogInputTelemetry;
   #socket: dgram.Socket | undefined;
+  #threads: UdpReceiveThreads | undefined;
   #flush: (() => void) | undefined;
 
   constructor(options: UdpInputOptions, sender: Sender, telemetry: SyslogInputTelemetry) {
@@ -40,7 +47,7 @@ export class UdpSyslogInput implements Source {
   }
 
   get port(): number {
-    return this.#socket?.address().port ?? this.#o.port;
+    return this.#threads?.port ?? this.#socket?.address().port ?? this.#o.port;
   }
 
   get where(): string {
@@ -48,10 +55,13 @@ export class UdpSyslogInput implements Source {
   }
 
   async start(): Promise<void> {
-    if (this.#socket) return;
+    if (this.#socket || this.#threads) return;
     const o = this.#o;
     const t = this.#t;
     const builder = new FrameBuilder(this.#sender, t, o.defaults);
+    const owner = this.#sender.owner;
+    const what = owner ? `${owner}/${o.label}` : `listener ${o.label}`;
+    if (o.receiveThreads > 0) return this.#startThreads(builder, what);
     const socket = dgram.createSocket({ type: isIPv6(o.address) ? 'udp6' : 'udp4', reuseAddr: false });
     // Datagrams arrive back to back within one turn of the event loop: offer them to the queue,
     // and count them, once per turn (or per 512), not once per datagram.
@@ -63,23 +73,13 @@ export class UdpSyslogInput implements Source {
     this.#flush = flush;
     socket.on('message', (msg, rinfo) => {
       builder.begin(msg, senderAddress(rinfo.address));
-      let end = msg.length;
-      while (end > 0 && (msg[end - 1] === 0x0a || msg[end - 1] === 0x0d || msg[end - 1] === 0)) end--;
-      if (end === 0) return;
-      if (end > o.maxMessageBytes) {
-        if (o.oversize === 'truncate') builder.frame(msg, 0, o.maxMessageBytes, true);
-        else builder.oversized();
-      } else {
-        builder.frame(msg, 0, end, false);
-      }
+      datagram(builder, msg, 0, msg.length, o);
       if (builder.pending >= 512) flush();
       else if (!scheduled) {
         scheduled = true;
         setImmediate(flush);
       }
     });
-    const owner = this.#sender.owner;
-    const what = owner ? `${owner}/${o.label}` : `listener ${o.label}`;
     await new Promise<void>((resolve, reject) => {
       socket.once('error', (err: NodeJS.ErrnoException) =>
         reject(new RelayError('ERELAY_LISTEN', `${what}: cannot listen on udp ${o.address}:${o.port}: ${err.code === 'EACCES' ? 'ports below 1024 need CAP_NET_BIND_SERVICE or root' : err.message}.`, { cause: err })),
@@ -89,14 +89,60 @@ export class UdpSyslogInput implements Source {
     socket.on('error', (err) => t.log.error('socket', err, {}, 'UDP socket error.'));
     if (o.receiveBufferBytes) {
       socket.setRecvBufferSize(o.receiveBufferBytes);
-      const got = socket.getRecvBufferSize();
-      // Linux reports twice what it grants; less than asked means net.core.rmem_max capped it.
-      if (got < o.receiveBufferBytes) {
-        t.log.logger.warn({ asked: o.receiveBufferBytes, granted: got }, 'UDP receive buffer capped by the kernel (raise net.core.rmem_max).');
-      }
+      this.#checkBuffer(socket.getRecvBufferSize());
     }
     this.#socket = socket;
     t.watchKernelDrops(() => this.#kernelDrops());
+  }
+
+  /** Receive threads read the sockets; each batch they hand over is parsed and offered here, at once. */
+  async #startThreads(builder: FrameBuilder, what: string): Promise<void> {
+    const o = this.#o;
+    const t = this.#t;
+    const threads = new UdpReceiveThreads({
+      threads: o.receiveThreads,
+      address: o.address,
+      port: o.port,
+      type: isIPv6(o.address) ? 'udp6' : 'udp4',
+      receiveBufferBytes: o.receiveBufferBytes,
+      maxBacklogBytes: MAX_BACKLOG_BYTES,
+      what,
+      onBatch: (b) => this.#batch(builder, b),
+      onFailure: (err) => t.log.error('receive_thread', err, {}, 'A UDP receive thread failed: its senders now go to the other threads\' sockets.'),
+    });
+    this.#threads = threads;
+    this.#flush = () => builder.flush();
+    try {
+      await threads.start();
+    } catch (err) {
+      this.#threads = undefined;
+      throw err;
+    }
+    if (o.receiveBufferBytes) this.#checkBuffer(threads.rcvbuf);
+    t.watchKernelDrops(() => this.#kernelDrops());
+  }
+
+  #batch(builder: FrameBuilder, b: ReceivedBatch): void {
+    if (b.dropped > 0) this.#t.receiveDropped(b.dropped);
+    const n = b.ends.length;
+    if (n === 0) return;
+    builder.begin(b.buf, senderAddress(b.addrs[b.from[0] as number]));
+    let start = 0;
+    for (let i = 0; i < n; i++) {
+      const end = b.ends[i] as number;
+      builder.sender(senderAddress(b.addrs[b.from[i] as number]));
+      datagram(builder, b.buf, start, end, this.#o);
+      start = end;
+    }
+    builder.flush();
+  }
+
+  #checkBuffer(got: number): void {
+    const asked = this.#o.receiveBufferBytes;
+    // Linux reports twice what it grants; less than asked means net.core.rmem_max capped it.
+    if (asked && got < asked) {
+      this.#t.log.logger.warn({ asked, granted: got }, 'UDP receive buffer capped by the kernel (raise net.core.rmem_max).');
+    }
   }
 
   /**
@@ -104,16 +150,19 @@ export class UdpSyslogInput implements Source {
    * /proc/net/udp "drops" column); undefined where the kernel does not tell.
    */
   #kernelDrops(): number | undefined {
-    const s = this.#socket;
-    if (!s) return undefined;
-    const { port, family } = s.address();
-    return udpSocketDrops(family === 'IPv6' ? '/proc/net/udp6' : '/proc/net/udp', port);
+    // With receive threads, every socket of the port is theirs: their drops are summed.
+    const port = this.#threads?.port ?? this.#socket?.address().port;
+    if (port === undefined) return undefined;
+    return udpSocketDrops(isIPv6(this.#o.address) ? '/proc/net/udp6' : '/proc/net/udp', port);
   }
 
   async stop(): Promise<void> {
     const s = this.#socket;
     this.#socket = undefined;
     if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
+    const threads = this.#threads;
+    this.#threads = undefined;
+    await threads?.stop();
     // Datagrams read but still waiting for their turn's flush go to the queue before it closes.
     this.#flush?.();
   }
@@ -139,4 +188,16 @@ export function udpSocketDrops(file: string, port: number): number | undefined {
     drops = (drops ?? 0) + Number(cols[cols.length - 1]);
   }
   return drops;
+}
+
+/** One datagram, buf[start, end): trailing LF, CR and NUL removed; an empty one is nothing, an oversized one dropped or cut. */
+function datagram(builder: FrameBuilder, buf: Buffer, start: number, end: number, o: UdpInputOptions): void {
+  while (end > start && (buf[end - 1] === 0x0a || buf[end - 1] === 0x0d || buf[end - 1] === 0)) end--;
+  if (end === start) return;
+  if (end - start > o.maxMessageBytes) {
+    if (o.oversize === 'truncate') builder.frame(buf, start, start + o.maxMessageBytes, true);
+    else builder.oversized();
+  } else {
+    builder.frame(buf, start, end, false);
+  }
 }

@@ -1,0 +1,228 @@
+// UDP receive threads: N worker threads, each with its own socket on the input's port (SO_REUSEPORT:
+// the kernel spreads senders over them by address and port), copy the datagrams they receive into
+// one buffer per turn and hand it to the main thread, which parses, routes and queues them as
+// before. They keep the sockets drained while the main thread is busy formatting and writing: the
+// kernel no longer drops datagrams because one event loop did everything. What the main thread has
+// not taken yet is bounded (maxBacklogBytes per thread); past it a thread drops datagrams and
+// counts them. The thread's code is self-contained (Node's built-in modules only) and runs from
+// its source text, so it works the same from dist/, from src/ and in the single executable.
+
+import type dgramModule from 'node:dgram';
+import { Worker, type MessagePort } from 'node:worker_threads';
+import { RelayError } from '../../core/errors.ts';
+
+/** One turn's datagrams of one thread: their bytes back to back, where each ends, who sent it. */
+export interface ReceivedBatch {
+  readonly buf: Buffer;
+  /** Datagram i is buf[ends[i - 1] ?? 0, ends[i]). */
+  readonly ends: Uint32Array;
+  /** Datagram i came from addrs[from[i]]. */
+  readonly from: Uint32Array;
+  readonly addrs: readonly string[];
+  /** Datagrams the thread dropped since its last batch: the main thread had not taken maxBacklogBytes yet. */
+  readonly dropped: number;
+}
+
+export interface ReceiveThreadsOptions {
+  readonly threads: number;
+  readonly address: string;
+  readonly port: number;
+  readonly type: 'udp4' | 'udp6';
+  readonly receiveBufferBytes: number | undefined;
+  /** Bytes handed over and not taken by the main thread yet, per thread, before it drops. */
+  readonly maxBacklogBytes: number;
+  /** Where the batches go (the main thread's parse and queue); called in the order each thread received. */
+  readonly onBatch: (batch: ReceivedBatch) => void;
+  /** A thread that failed after it started (its senders go to the other sockets). */
+  readonly onFailure: (err: Error) => void;
+  /** For errors: "<intake>/<input>" or "listener <name>". */
+  readonly what: string;
+}
+
+interface ThreadData {
+  readonly address: string;
+  readonly port: number;
+  readonly type: 'udp4' | 'udp6';
+  readonly receiveBufferBytes: number | undefined;
+  readonly batchBytes: number;
+  readonly maxBacklogBytes: number;
+}
+
+type FromThread =
+  | { readonly kind: 'bound'; readonly port: number; readonly rcvbuf: number }
+  | { readonly kind: 'error'; readonly code: string | undefined; readonly message: string }
+  | { readonly kind: 'batch'; readonly buf: ArrayBuffer; readonly ends: Uint32Array; readonly from: Uint32Array; readonly addrs: string[]; readonly dropped: number }
+  | { readonly kind: 'stopped' };
+
+/**
+ * The body of a receive thread. It runs from its source text in the worker (see spawn()), so it
+ * uses nothing but its arguments: no imports, no names from this module.
+ */
+function receiveThread(d: ThreadData, parent: MessagePort, dgram: typeof dgramModule): void {
+  const socket = dgram.createSocket({ type: d.type, reusePort: true });
+  let scratch = Buffer.allocUnsafe(d.batchBytes);
+  let used = 0;
+  let ends: number[] = [];
+  let from: number[] = [];
+  let addrs: string[] = [];
+  const index = new Map<string, number>();
+  let backlog = 0;
+  let dropped = 0;
+  let scheduled = false;
+  const flush = (): void => {
+    scheduled = false;
+    if (ends.length === 0 && dropped === 0) return;
+    const buf = new ArrayBuffer(used);
+    new Uint8Array(buf).set(scratch.subarray(0, used));
+    const e = Uint32Array.from(ends);
+    const f = Uint32Array.from(from);
+    parent.postMessage({ kind: 'batch', buf, ends: e, from: f, addrs, dropped }, [buf, e.buffer, f.buffer]);
+    backlog += used;
+    used = 0;
+    ends = [];
+    from = [];
+    addrs = [];
+    index.clear();
+    dropped = 0;
+  };
+  const schedule = (): void => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(flush);
+  };
+  socket.on('message', (msg, rinfo) => {
+    if (backlog + used + msg.length > d.maxBacklogBytes) {
+      dropped++;
+      schedule();
+      return;
+    }
+    if (msg.length > scratch.length - used) {
+      flush();
+      if (msg.length > scratch.length) scratch = Buffer.allocUnsafe(msg.length);
+    }
+    msg.copy(scratch, used);
+    used += msg.length;
+    ends.push(used);
+    let k = index.get(rinfo.address);
+    if (k === undefined) {
+      k = addrs.length;
+      addrs.push(rinfo.address);
+      index.set(rinfo.address, k);
+    }
+    from.push(k);
+    schedule();
+  });
+  parent.on('message', (m: { kind: 'ack'; bytes: number } | { kind: 'stop' }) => {
+    if (m.kind === 'ack') {
+      backlog -= m.bytes;
+      return;
+    }
+    socket.close(() => {
+      flush();
+      parent.postMessage({ kind: 'stopped' });
+      parent.close();
+    });
+  });
+  socket.once('error', (err: NodeJS.ErrnoException) => {
+    parent.postMessage({ kind: 'error', code: err.code, message: err.message });
+    parent.close();
+  });
+  socket.bind({ address: d.address, port: d.port }, () => {
+    if (d.receiveBufferBytes) socket.setRecvBufferSize(d.receiveBufferBytes);
+    parent.postMessage({ kind: 'bound', port: socket.address().port, rcvbuf: socket.getRecvBufferSize() });
+  });
+}
+
+const SOURCE = `const { workerData, parentPort } = require('node:worker_threads');\n(${receiveThread.toString()})(workerData, parentPort, require('node:dgram'));`;
+
+/** Batch buffers start at this size (a turn's datagrams; a larger datagram gets one of its own). */
+const BATCH_BYTES = 256 * 1024;
+
+export class UdpReceiveThreads {
+  readonly #o: ReceiveThreadsOptions;
+  readonly #workers: Worker[] = [];
+  readonly #exited = new WeakSet<Worker>();
+  #port = 0;
+  /** The kernel's receive buffer per socket, as it reports it (twice what it grants). */
+  rcvbuf = 0;
+  #stopping = false;
+
+  constructor(options: ReceiveThreadsOptions) {
+    this.#o = options;
+  }
+
+  get port(): number {
+    return this.#port;
+  }
+
+  /** Binds every thread's socket (the first on the configured port, the others on the port it got). */
+  async start(): Promise<void> {
+    const o = this.#o;
+    try {
+      this.#port = await this.#spawn(o.port);
+      for (let i = 1; i < o.threads; i++) await this.#spawn(this.#port);
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+  }
+
+  #spawn(port: number): Promise<number> {
+    const o = this.#o;
+    const data: ThreadData = { address: o.address, port, type: o.type, receiveBufferBytes: o.receiveBufferBytes, batchBytes: BATCH_BYTES, maxBacklogBytes: o.maxBacklogBytes };
+    const w = new Worker(SOURCE, { eval: true, workerData: data, name: 'udp-receive', resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 } });
+    this.#workers.push(w);
+    return new Promise<number>((resolve, reject) => {
+      let bound = false;
+      w.on('message', (m: FromThread) => {
+        switch (m.kind) {
+          case 'bound':
+            bound = true;
+            this.rcvbuf = m.rcvbuf;
+            resolve(m.port);
+            return;
+          case 'batch':
+            o.onBatch({ buf: Buffer.from(m.buf), ends: m.ends, from: m.from, addrs: m.addrs, dropped: m.dropped });
+            w.postMessage({ kind: 'ack', bytes: m.buf.byteLength });
+            return;
+          case 'error': {
+            const hint = m.code === 'EACCES' ? 'ports below 1024 need CAP_NET_BIND_SERVICE or root' : m.code === 'EADDRINUSE' ? 'another process already listens there' : m.message;
+            const err = new RelayError('ERELAY_LISTEN', `${o.what}: cannot listen on udp ${o.address}:${port}: ${hint}.`);
+            if (!bound) reject(err);
+            else o.onFailure(err);
+            return;
+          }
+          case 'stopped':
+            return;
+        }
+      });
+      w.on('error', (err) => {
+        if (!bound) reject(err);
+        else o.onFailure(err);
+      });
+      w.on('exit', (code) => {
+        this.#exited.add(w);
+        if (!bound) reject(new RelayError('ERELAY_LISTEN', `${o.what}: a UDP receive thread ended (${code}) before it listened.`));
+        else if (!this.#stopping && code !== 0) o.onFailure(new Error(`a UDP receive thread ended with code ${code}`));
+      });
+    });
+  }
+
+  /** Closes every socket; resolves once each thread has handed over what it had received. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    const workers = this.#workers.splice(0);
+    await Promise.all(
+      workers.map(
+        (w) =>
+          new Promise<void>((resolve) => {
+            if (this.#exited.has(w)) return resolve();
+            w.once('exit', () => resolve());
+            w.postMessage({ kind: 'stop' });
+            // A thread that cannot close in time is ended: what it held is lost, like a socket's buffer at a close.
+            setTimeout(() => void w.terminate(), 2_000).unref();
+          }),
+      ),
+    );
+  }
+}

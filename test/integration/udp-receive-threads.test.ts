@@ -1,0 +1,92 @@
+// UDP receive threads (receive_threads: N): sockets on one port (SO_REUSEPORT) read by worker
+// threads, their datagrams parsed and queued by the main thread. Each datagram arrives once with
+// its sender's address; a burst while the main thread is blocked is not dropped by the kernel;
+// a stop hands over what the threads had read; a port in use is a clear error. Books balance.
+import { spawn } from 'node:child_process';
+import dgram from 'node:dgram';
+import { describe, expect, it, vi } from 'vitest';
+import { books, startRelay } from '../helpers/relay.ts';
+import { startTestIntake } from '../helpers/peers.ts';
+import { relayYaml } from '../helpers/config.ts';
+import { track } from '../helpers/cleanup.ts';
+
+const input = (threads: number, port = 0): string => `      - { type: udp, address: 127.0.0.1, port: ${port}, receive_threads: ${threads} }`;
+
+/** Sends `lines` from `source`, each from one of `ports` source sockets in turn, paced so no socket buffer overflows. */
+async function sendFrom(source: string, port: number, lines: string[], sockets = 1): Promise<void> {
+  const socks = await Promise.all(
+    Array.from({ length: sockets }, async () => {
+      const s = dgram.createSocket('udp4');
+      await new Promise<void>((r) => s.bind(0, source, () => r()));
+      return s;
+    }),
+  );
+  for (let i = 0; i < lines.length; i++) {
+    await new Promise<void>((r) => (socks[i % sockets] as dgram.Socket).send(lines[i] as string, port, '127.0.0.1', () => r()));
+    if (i % 100 === 99) await new Promise((r) => setTimeout(r, 2));
+  }
+  for (const s of socks) s.close();
+}
+
+describe('UDP receive threads', () => {
+  it('every datagram once, from its own sender, whichever thread read it', async () => {
+    const intake = track(await startTestIntake());
+    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs: input(3) })));
+    const port = relay.port('t', 'udp/0');
+    const lines = (tag: string): string[] => Array.from({ length: 1_000 }, (_, i) => `<14>Nov 22 10:00:00 ${tag}-${i}: from ${tag} ${i}`);
+    // Plain lines (no header) take the sender's address as HOSTNAME.
+    const plain = Array.from({ length: 200 }, (_, i) => `plain ${i}`);
+    await Promise.all([sendFrom('127.0.0.2', port, lines('a'), 8), sendFrom('127.0.0.3', port, lines('b'), 8), sendFrom('127.0.0.4', port, plain, 4)]);
+    await vi.waitFor(() => expect(intake.received).toHaveLength(2_200), { timeout: 20_000 });
+    const messages = intake.received.map((m) => m.message);
+    expect(new Set(messages).size).toBe(2_200);
+    for (const tag of ['a', 'b']) expect(messages.filter((m) => m.startsWith(`from ${tag} `))).toHaveLength(1_000);
+    const plainHosts = new Set(intake.received.filter((m) => m.message.startsWith('plain ')).map((m) => m.hostname));
+    expect([...plainHosts]).toEqual(['127.0.0.4']);
+    expect(await relay.metric('intake_relay_udp_kernel_drops_total')).toBe(0);
+    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: 2_200, sent: 2_200, dropped: 0, balanced: true }));
+  });
+
+  it('a burst while the main thread is blocked is read by the threads, not dropped by the kernel', async () => {
+    const intake = track(await startTestIntake());
+    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs: input(2) })));
+    const port = relay.port('t', 'udp/0');
+    // 1,500 datagrams of 1,000 bytes over about a second from another process, while this thread
+    // (the relay's main thread) sleeps for 2 s: about 3 MB, far more than a socket's default
+    // receive buffer holds, so without the threads the kernel would drop most of them.
+    const sent = 1_500;
+    const child = spawn(process.execPath, ['-e', `
+      const s = require('node:dgram').createSocket('udp4'); const p = Buffer.alloc(1000, 97); p.write('<14>burst ');
+      let i = 0; const tick = () => { for (let k = 0; k < 15 && i < ${sent}; k++, i++) s.send(p, ${port}, '127.0.0.1'); if (i < ${sent}) setTimeout(tick, 10); else setTimeout(() => s.close(), 100); }; tick();`]);
+    const exited = new Promise((r) => child.once('exit', r));
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2_000);
+    await exited;
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_events_received_total')).toBe(sent), { timeout: 15_000 });
+    expect(await relay.metric('intake_relay_udp_kernel_drops_total')).toBe(0);
+    expect(await relay.metric('intake_relay_udp_receive_drops_total')).toBe(0);
+    await vi.waitFor(() => expect(intake.received).toHaveLength(sent), { timeout: 15_000 });
+    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: sent, sent, dropped: 0, balanced: true }));
+  });
+
+  it('a stop hands over what the threads had read: nothing read is lost', async () => {
+    const intake = track(await startTestIntake());
+    const relay = await startRelay(relayYaml({ intakePort: intake.port, inputs: input(2), extra: 'shutdown_timeout_ms: 10000' }));
+    const port = relay.port('t', 'udp/0');
+    await sendFrom('127.0.0.2', port, Array.from({ length: 500 }, (_, i) => `<14>stop ${i}`), 4);
+    const { undelivered } = await relay.stop();
+    expect(undelivered).toBe(0);
+    // Everything the relay counted as received was delivered before the stop ended.
+    const received = await relay.metric('intake_relay_events_received_total');
+    expect(received + (await relay.metric('intake_relay_udp_kernel_drops_total'))).toBe(500);
+    expect(intake.received).toHaveLength(received);
+  });
+
+  it('a port another socket holds is a clear error naming the input, and no thread is left', async () => {
+    const holder = dgram.createSocket('udp4');
+    await new Promise<void>((r) => holder.bind(0, '127.0.0.1', () => r()));
+    track({ stop: () => new Promise<void>((r) => holder.close(() => r())) });
+    const taken = holder.address().port;
+    const intake = track(await startTestIntake());
+    await expect(startRelay(relayYaml({ intakePort: intake.port, inputs: input(2, taken) }))).rejects.toThrow(new RegExp(`t/udp/${taken}: cannot listen on udp 127\\.0\\.0\\.1:${taken}: another process already listens there`));
+  });
+});
