@@ -146,8 +146,8 @@ export interface HttpInputTelemetry {
   readonly log: ComponentLog;
   /** A request refused or not finished, by reason (a fixed list: inputs/http/error.ts). */
   refused(reason: string): void;
-  /** A connection refused before any request: a PROXY header from an untrusted address, malformed or late. */
-  rejected(reason: 'proxy_untrusted' | 'proxy_malformed' | 'proxy_timeout'): void;
+  /** A connection refused before any request: a PROXY header from an untrusted address, malformed or late; or nothing sent. */
+  rejected(reason: 'proxy_untrusted' | 'proxy_malformed' | 'proxy_timeout' | 'idle_timeout'): void;
   /** A request accepted, by the success status answered. */
   answered(status: number): void;
   /** Reports `read()` as the budget bytes in use, read at each collection, until the returned function is called. */

@@ -13,7 +13,7 @@ import { mayBeProxyHeader, looksLikeProxyHeader, parseProxyHeader } from '../cor
 import type { ComponentLog } from '../core/telemetry.ts';
 import { senderAddress } from './frame-builder.ts';
 
-export type ProxyRefusal = 'proxy_untrusted' | 'proxy_malformed' | 'proxy_timeout';
+export type ProxyRefusal = 'proxy_untrusted' | 'proxy_malformed' | 'proxy_timeout' | 'idle_timeout';
 
 export interface ProxyTelemetry {
   readonly log: ComponentLog;
@@ -31,15 +31,22 @@ export class ProxyAcceptor {
   readonly #trusted: AddressList;
   readonly #t: ProxyTelemetry;
   readonly #timeoutMs: number;
-  /** Original sender by the connection's own remote address and port (the same for a TLS socket over it). */
+  readonly #idleMs: number;
+  /** Original sender by the connection's four addresses and ports (the same for a TLS socket over it). */
   readonly #origins = new Map<string, string>();
-  /** Connections whose first bytes are still being read. */
-  readonly #reading = new Set<net.Socket>();
+  /** Connections whose first bytes are still being read, and how to let go of each (its timers, its listeners). */
+  readonly #reading = new Map<net.Socket, () => void>();
 
-  constructor(settings: ProxyProtocolSettings, telemetry: ProxyTelemetry, timeoutMs = PROXY_HEADER_TIMEOUT_MS) {
+  /**
+   * `idleMs`: a connection that sends nothing at all for this long is closed (counted as
+   * idle_timeout), as the input would once it has it (0: never); `timeoutMs`: a trusted proxy's
+   * header must be complete this soon.
+   */
+  constructor(settings: ProxyProtocolSettings, telemetry: ProxyTelemetry, idleMs: number, timeoutMs = PROXY_HEADER_TIMEOUT_MS) {
     this.#versions = settings.versions;
     this.#trusted = addressList(settings.trusted).list;
     this.#t = telemetry;
+    this.#idleMs = idleMs;
     this.#timeoutMs = timeoutMs;
   }
 
@@ -61,8 +68,11 @@ export class ProxyAcceptor {
         refuse('proxy_untrusted', 'the start of a PROXY header from an untrusted address');
       }, this.#timeoutMs);
     };
+    // Nothing at all from a direct sender for idleMs: idle, as the input would say.
+    const idle = !trusted && this.#idleMs > 0 ? setTimeout(() => refuse('idle_timeout', `nothing received for ${this.#idleMs} ms`), this.#idleMs) : undefined;
     const done = (): void => {
       clearTimeout(timer);
+      clearTimeout(idle);
       raw.off('data', onData);
       raw.off('end', onEnd);
       raw.off('error', onError);
@@ -74,18 +84,19 @@ export class ProxyAcceptor {
       this.#t.rejected(reason);
       this.#t.log.warn(reason, { peer, reason: why }, reason === 'proxy_untrusted'
         ? 'Connection refused: it starts with a PROXY protocol header but its address is not in trusted_proxies.'
-        : 'Connection from a trusted proxy refused: no valid PROXY protocol header.');
+        : reason === 'idle_timeout' ? 'Idle connection closed: idle timeout.' : 'Connection from a trusted proxy refused: no valid PROXY protocol header.');
     };
     const handOn = (from: string, rest: Buffer): void => {
       done();
       raw.pause();
       if (rest.length > 0) raw.unshift(rest);
-      const key = `${raw.remoteAddress}|${raw.remotePort}`;
+      const key = connectionKey(raw);
       this.#origins.set(key, from);
       raw.once('close', () => this.#origins.delete(key));
       then(raw);
     };
     const onData = (chunk: Buffer): void => {
+      clearTimeout(idle);
       buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
       if (!trusted) {
         // A sender connecting directly: its bytes are its own, unless they pose as a header.
@@ -114,7 +125,7 @@ export class ProxyAcceptor {
       done();
       raw.destroy();
     };
-    this.#reading.add(raw);
+    this.#reading.set(raw, done);
     raw.on('data', onData);
     raw.on('end', onEnd);
     raw.on('error', onError);
@@ -123,12 +134,19 @@ export class ProxyAcceptor {
 
   /** The original sender of a connection handed on by accept() (or of a TLS socket made over it). */
   origin(socket: net.Socket): string {
-    return this.#origins.get(`${socket.remoteAddress}|${socket.remotePort}`) ?? senderAddress(socket.remoteAddress);
+    return this.#origins.get(connectionKey(socket)) ?? senderAddress(socket.remoteAddress);
   }
 
-  /** Closes the connections whose header is still awaited (the listener stops). */
+  /** Closes the connections whose header is still awaited (the listener stops): nothing more is counted for them. */
   close(): void {
-    for (const s of this.#reading) s.destroy();
-    this.#reading.clear();
+    for (const [s, done] of [...this.#reading]) {
+      done();
+      s.destroy();
+    }
   }
+}
+
+/** Both ends of a connection: unique among open connections (a balancer's port may serve two of our addresses). */
+function connectionKey(s: net.Socket): string {
+  return `${s.remoteAddress}|${s.remotePort}|${s.localAddress}|${s.localPort}`;
 }

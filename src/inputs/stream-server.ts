@@ -20,6 +20,8 @@ export interface StreamServerOptions {
   /** Keep our side open after the sender ends its own (RELP: its answers still go out). */
   readonly allowHalfOpen: boolean;
   readonly proxy: ProxyProtocolSettings | undefined;
+  /** The input's idle timeout (0: none), also for a connection still to send its first bytes. */
+  readonly idleTimeoutMs: number;
 }
 
 export class StreamServer {
@@ -29,7 +31,7 @@ export class StreamServer {
 
   /** `onSocket` gets each connection (TLS: once its handshake is done) and its sender's address. */
   constructor(o: StreamServerOptions, t: SyslogInputTelemetry, onSocket: (socket: net.Socket, from: string) => void) {
-    const proxy = o.proxy ? new ProxyAcceptor(o.proxy, t) : undefined;
+    const proxy = o.proxy ? new ProxyAcceptor(o.proxy, t, o.idleTimeoutMs) : undefined;
     this.#proxy = proxy;
     const from = (s: net.Socket): string => (proxy ? proxy.origin(s) : senderAddress(s.remoteAddress));
     let secure: tls.Server | undefined;

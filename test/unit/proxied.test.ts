@@ -15,7 +15,7 @@ interface Handed {
 async function setup(timeoutMs = 5_000, versions: readonly ('v1' | 'v2')[] = ['v1', 'v2']) {
   const refused: ProxyRefusal[] = [];
   const log = { logger: undefined as never, info: () => {}, warn: () => {}, error: () => {} };
-  const acceptor = new ProxyAcceptor({ versions, trusted: ['127.0.0.1/32'] }, { log, rejected: (r) => refused.push(r) }, timeoutMs);
+  const acceptor = new ProxyAcceptor({ versions, trusted: ['127.0.0.1/32'] }, { log, rejected: (r) => refused.push(r) }, 0, timeoutMs);
   const handed: Handed[] = [];
   let closedRaw = 0;
   const server = net.createServer((raw) => {

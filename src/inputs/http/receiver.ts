@@ -160,12 +160,14 @@ export class HttpReceiver {
       this.#t.log.warn(slow ? 'slow' : 'client', { err }, slow ? 'Slow client cut off (headers_timeout_ms / request_timeout_ms).' : 'Malformed HTTP request.');
     });
     this.#server = server;
-    const proxy = l.proxy ? new ProxyAcceptor(l.proxy, this.#t) : undefined;
+    const proxy = l.proxy ? new ProxyAcceptor(l.proxy, this.#t, l.headers_timeout_ms) : undefined;
     this.#proxy = proxy;
     if (proxy) {
       // Connections reach the HTTP(S) server once their PROXY header is read (TLS starts then).
       const outer = net.createServer((raw) =>
         proxy.accept(raw, (r) => {
+          // As http.Server does for the connections it accepts itself.
+          r.setNoDelay(true);
           server.emit('connection', r);
           if (!l.tlsFiles) r.resume();
         }),
@@ -174,6 +176,9 @@ export class HttpReceiver {
       this.#outer = outer;
     }
     await listen(this.#outer ?? server, l.address, l.port, `listener ${l.label}`);
+    // The HTTP server never listens itself: told that its listener does, it tracks the connections
+    // handed to it (headers and request timeouts, closing idle and all connections at a stop).
+    if (this.#outer) server.emit('listening');
     this.#stopInflight = this.#t.inflightBytes(() => this.#budget.used);
   }
 

@@ -54,7 +54,7 @@ export class TcpSyslogInput implements Source {
     if (this.#server) return;
     const o = this.#o;
     const t = this.#t;
-    const server = new StreamServer({ maxConnections: o.maxConnections, tls: o.tls, allowHalfOpen: false, proxy: o.proxy }, t, (socket, from) => this.#accept(socket, from));
+    const server = new StreamServer({ maxConnections: o.maxConnections, tls: o.tls, allowHalfOpen: false, proxy: o.proxy, idleTimeoutMs: o.idleTimeoutMs }, t, (socket, from) => this.#accept(socket, from));
     this.#server = server;
     t.listening();
     const owner = this.#sender.owner;

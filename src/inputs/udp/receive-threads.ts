@@ -7,6 +7,7 @@
 // counts them. The thread's code is self-contained (Node's built-in modules only) and runs from
 // its source text, so it works the same from dist/, from src/ and in the single executable.
 
+import { createSocket } from 'node:dgram';
 import type dgramModule from 'node:dgram';
 import { Worker, type MessagePort } from 'node:worker_threads';
 import { RelayError } from '../../core/errors.ts';
@@ -123,9 +124,17 @@ function receiveThread(d: ThreadData, parent: MessagePort, dgram: typeof dgramMo
       parent.close();
     });
   });
-  socket.once('error', (err: NodeJS.ErrnoException) => {
+  // A socket that fails is closed, so that the kernel gives its senders to the port's other sockets.
+  let failed = false;
+  socket.on('error', (err: NodeJS.ErrnoException) => {
+    if (failed) return;
+    failed = true;
     parent.postMessage({ kind: 'error', code: err.code, message: err.message });
-    parent.close();
+    try {
+      socket.close(() => parent.close());
+    } catch {
+      parent.close(); // never bound: nothing to close
+    }
   });
   socket.bind({ address: d.address, port: d.port }, () => {
     if (d.receiveBufferBytes) socket.setRecvBufferSize(d.receiveBufferBytes);
@@ -159,12 +168,28 @@ export class UdpReceiveThreads {
   async start(): Promise<void> {
     const o = this.#o;
     try {
+      // With SO_REUSEPORT, a port another process's reusePort sockets hold (a second relay) would
+      // be shared with it without an error: a plain socket's bind tells first.
+      if (o.port !== 0) await this.#probe(o.port);
       this.#port = await this.#spawn(o.port);
-      for (let i = 1; i < o.threads; i++) await this.#spawn(this.#port);
+      for (let i = 1; i < o.threads && !this.#stopping; i++) await this.#spawn(this.#port);
     } catch (err) {
       await this.stop();
       throw err;
     }
+  }
+
+  /** Rejects with ERELAY_LISTEN when a socket without SO_REUSEPORT cannot bind `port` (another process holds it). */
+  async #probe(port: number): Promise<void> {
+    const o = this.#o;
+    const probe = createSocket({ type: o.type });
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', (err: NodeJS.ErrnoException) => {
+        probe.close();
+        reject(new RelayError('ERELAY_LISTEN', `${o.what}: cannot listen on udp ${o.address}:${port}: ${listenHint(err.code, err.message)}.`, { cause: err }));
+      });
+      probe.bind({ address: o.address, port, exclusive: true }, () => probe.close(() => resolve()));
+    });
   }
 
   #spawn(port: number): Promise<number> {
@@ -186,8 +211,7 @@ export class UdpReceiveThreads {
             w.postMessage({ kind: 'ack', bytes: m.buf.byteLength });
             return;
           case 'error': {
-            const hint = m.code === 'EACCES' ? 'ports below 1024 need CAP_NET_BIND_SERVICE or root' : m.code === 'EADDRINUSE' ? 'another process already listens there' : m.message;
-            const err = new RelayError('ERELAY_LISTEN', `${o.what}: cannot listen on udp ${o.address}:${port}: ${hint}.`);
+            const err = new RelayError('ERELAY_LISTEN', `${o.what}: cannot listen on udp ${o.address}:${port}: ${listenHint(m.code, m.message)}.`);
             if (!bound) reject(err);
             else o.onFailure(err);
             return;
@@ -225,4 +249,8 @@ export class UdpReceiveThreads {
       ),
     );
   }
+}
+
+function listenHint(code: string | undefined, message: string): string {
+  return code === 'EACCES' ? 'ports below 1024 need CAP_NET_BIND_SERVICE or root' : code === 'EADDRINUSE' ? 'another process already listens there' : message;
 }
