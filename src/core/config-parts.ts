@@ -105,7 +105,7 @@ export function proxyProtocolSettings(
     return undefined;
   }
   if (trusted.length === 0) {
-    problem(['trusted_proxies'], `is required with proxy_protocol: ${c.proxy_protocol} (the addresses or CIDRs of your load balancers; 0.0.0.0/0 trusts everyone)`);
+    problem(['trusted_proxies'], `is required with proxy_protocol: ${c.proxy_protocol} (the addresses or CIDRs of your load balancers; 0.0.0.0/0 and ::/0 trust everyone)`);
     return undefined;
   }
   trusted.forEach((s, i) => {

@@ -72,7 +72,20 @@ function parseV1(buf: Buffer): ProxyHeader {
   if (!isFamily(src as string) || !isFamily(dst as string)) return { kind: 'invalid', reason: `version 1 header with an address that is not ${proto === 'TCP4' ? 'IPv4' : 'IPv6'}` };
   const port = v1Port(sport as string);
   if (port === undefined || v1Port(dport as string) === undefined) return { kind: 'invalid', reason: 'version 1 header with a bad port' };
-  return { kind: 'header', version: 'v1', length, source: { address: src as string, port } };
+  return { kind: 'header', version: 'v1', length, source: { address: proto === 'TCP6' ? canonicalIPv6(src as string) : (src as string), port } };
+}
+
+/**
+ * An IPv6 address as Node writes a peer's (RFC 5952, lower case; IPv4-mapped ones as
+ * "::ffff:a.b.c.d"), whatever the header's spelling ("::FFFF:a00:1", "0:0:0:0:0:ffff:10.0.0.1").
+ */
+function canonicalIPv6(a: string): string {
+  const h = new URL(`http://[${a}]`).hostname.slice(1, -1);
+  const m = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(h);
+  if (!m) return h;
+  const hi = parseInt(m[1] as string, 16);
+  const lo = parseInt(m[2] as string, 16);
+  return `::ffff:${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`;
 }
 
 /** A decimal port without a leading zero, at most 65535. */

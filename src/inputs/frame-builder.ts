@@ -5,6 +5,7 @@
 // copy. Invalid UTF-8 is repaired (counted), never forwarded.
 
 import { isAscii, isUtf8 } from 'node:buffer';
+import { isIPv4 } from 'node:net';
 import type { Sender } from '../core/component.ts';
 import type { LogEvent } from '../core/event.ts';
 import type { OfferResult } from '../core/queue.ts';
@@ -140,10 +141,10 @@ export class FrameBuilder implements FrameSink {
   }
 }
 
-/** "::ffff:10.0.0.1" -> "10.0.0.1". */
+/** "::ffff:10.0.0.1" -> "10.0.0.1" (an IPv4-mapped IPv6 address, as Node writes it, is the IPv4 one). */
 export function senderAddress(addr: string | undefined): string {
   if (!addr) return '';
-  return addr.startsWith('::ffff:') ? addr.slice(7) : addr;
+  return addr.startsWith('::ffff:') && isIPv4(addr.slice(7)) ? addr.slice(7) : addr;
 }
 
 /** Is `buf` a view of `chunk`'s bytes (the read itself, or part of it)? */

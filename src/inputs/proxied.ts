@@ -113,8 +113,9 @@ export class ProxyAcceptor {
       handOn(h.source ? senderAddress(h.source.address) : peer, buf.subarray(h.length));
     };
     const onEnd = (): void => {
-      // A balancer's plain TCP health check connects and closes: nothing to count.
-      if (buf.length === 0) {
+      // A balancer's plain TCP health check connects and closes: nothing to count; nor a direct
+      // sender's empty lines (no event in them).
+      if (buf.length === 0 || (!trusted && buf.every((b) => b === 0x0d || b === 0x0a))) {
         done();
         raw.destroy();
         return;

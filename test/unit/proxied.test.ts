@@ -135,6 +135,14 @@ describe('ProxyAcceptor', () => {
     expect(refused).toEqual(['proxy_untrusted']);
   });
 
+  it('a direct sender that sends only empty lines and closes is not counted', async () => {
+    const { send, refused, handed, closed } = await setup();
+    await send('127.0.0.2', ['\r\n']);
+    await vi.waitFor(() => expect(closed()).toBe(1));
+    expect(refused).toEqual([]);
+    expect(handed).toEqual([]);
+  });
+
   it('close() cuts the connections still being read', async () => {
     const { acceptor, send, closed } = await setup();
     await send('127.0.0.1', ['PROX'], false);

@@ -40,6 +40,16 @@ describe('PROXY protocol v1', () => {
     expect(parseProxyHeader(six, BOTH)).toMatchObject({ kind: 'header', length: six.length, source: { address: '2001:db8::7', port: 65535 } });
   });
 
+  it('writes a TCP6 source as Node writes a peer\'s address, IPv4-mapped ones dotted', () => {
+    const src = (a: string) => {
+      const r = parseProxyHeader(Buffer.from(`PROXY TCP6 ${a} ::1 1 2\r\n`), ['v1']);
+      return r.kind === 'header' ? r.source?.address : r.kind;
+    };
+    expect(src('::FFFF:a00:1')).toBe('::ffff:10.0.0.1');
+    expect(src('0:0:0:0:0:ffff:10.0.0.1')).toBe('::ffff:10.0.0.1');
+    expect(src('2001:DB8:0:0:0:0:0:7')).toBe('2001:db8::7');
+  });
+
   it('UNKNOWN names no sender: the connection\'s own address stands', () => {
     expect(parseProxyHeader(Buffer.from('PROXY UNKNOWN\r\n'), ['v1'])).toEqual({ kind: 'header', version: 'v1', length: 15, source: undefined });
     expect(parseProxyHeader(Buffer.from('PROXY UNKNOWN ffff::1 ffff::2 1 2\r\n'), ['v1'])).toMatchObject({ kind: 'header', source: undefined });
