@@ -68,8 +68,12 @@ export class ProxyAcceptor {
         refuse('proxy_untrusted', 'the start of a PROXY header from an untrusted address');
       }, this.#timeoutMs);
     };
-    // Nothing at all from a direct sender for idleMs: idle, as the input would say.
-    const idle = !trusted && this.#idleMs > 0 ? setTimeout(() => refuse('idle_timeout', `nothing received for ${this.#idleMs} ms`), this.#idleMs) : undefined;
+    // Nothing at all from a direct sender for idleMs (or after a proxy's header): idle, as the input would say.
+    const idleTimer = (): NodeJS.Timeout | undefined =>
+      this.#idleMs > 0 ? setTimeout(() => refuse('idle_timeout', `nothing received for ${this.#idleMs} ms`), this.#idleMs) : undefined;
+    let idle = trusted ? undefined : idleTimer();
+    /** A trusted proxy's header has been read, and nothing after it yet: the sender it names. */
+    let proxied: string | undefined;
     const done = (): void => {
       clearTimeout(timer);
       clearTimeout(idle);
@@ -97,6 +101,7 @@ export class ProxyAcceptor {
     };
     const onData = (chunk: Buffer): void => {
       clearTimeout(idle);
+      if (proxied !== undefined) return handOn(proxied, chunk);
       buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
       if (!trusted) {
         // A sender connecting directly: its bytes are its own, unless they pose as a header.
@@ -110,12 +115,18 @@ export class ProxyAcceptor {
         if (buf.length > MAX_HEADER) return refuse('proxy_malformed', 'PROXY header too long');
         return;
       }
-      handOn(h.source ? senderAddress(h.source.address) : peer, buf.subarray(h.length));
+      const from = h.source ? senderAddress(h.source.address) : peer;
+      if (buf.length > h.length) return handOn(from, buf.subarray(h.length));
+      // Only the header so far: handed on with its first bytes. A balancer's health check (a
+      // LOCAL header, then the end) never reaches the input, whose TLS handshake would fail on it.
+      proxied = from;
+      clearTimeout(timer);
+      idle = idleTimer();
     };
     const onEnd = (): void => {
-      // A balancer's plain TCP health check connects and closes: nothing to count; nor a direct
-      // sender's empty lines (no event in them).
-      if (buf.length === 0 || (!trusted && buf.every((b) => b === 0x0d || b === 0x0a))) {
+      // A balancer's health check connects (and may send its header) and closes: nothing to
+      // count; nor a direct sender's empty lines (no event in them).
+      if (buf.length === 0 || proxied !== undefined || (!trusted && buf.every((b) => b === 0x0d || b === 0x0a))) {
         done();
         raw.destroy();
         return;

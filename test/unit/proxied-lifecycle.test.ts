@@ -60,10 +60,10 @@ describe('ProxyAcceptor.origin()', () => {
     const localPort = (probe.address() as net.AddressInfo).port;
     await new Promise<void>((r) => probe.close(() => r()));
     const a = await connect({ host: '127.0.0.1', localAddress: '127.0.0.1', localPort });
-    a.write('PROXY TCP4 192.0.2.1 10.0.0.1 1111 514\r\n');
+    a.write('PROXY TCP4 192.0.2.1 10.0.0.1 1111 514\r\n<13>a\n');
     await vi.waitFor(() => expect(handed).toHaveLength(1));
     const b = await connect({ host: '127.0.0.2', localAddress: '127.0.0.1', localPort });
-    b.write('PROXY TCP4 192.0.2.2 10.0.0.1 2222 514\r\n');
+    b.write('PROXY TCP4 192.0.2.2 10.0.0.1 2222 514\r\n<13>b\n');
     await vi.waitFor(() => expect(handed).toHaveLength(2));
     // What a TLS socket (after its handshake) or an HTTP request (on each request) asks later:
     expect(acceptor.origin(handed[0]!.socket)).toBe('192.0.2.1');

@@ -135,6 +135,19 @@ describe('ProxyAcceptor', () => {
     expect(refused).toEqual(['proxy_untrusted']);
   });
 
+  it('a health check (a LOCAL or a v1 header, then the end) is never handed on nor counted; a header alone is handed on with the bytes after it', async () => {
+    const { send, refused, handed, closed } = await setup();
+    const local = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a, 0x20, 0x00, 0, 0]);
+    await send('127.0.0.1', [local]);
+    await send('127.0.0.1', ['PROXY TCP4 192.0.2.9 10.0.0.1 1 2\r\n']);
+    await vi.waitFor(() => expect(closed()).toBe(2));
+    expect(refused).toEqual([]);
+    expect(handed).toEqual([]);
+    await send('127.0.0.1', ['PROXY TCP4 192.0.2.9 10.0.0.1 1 2\r\n', '<13>after\n']);
+    await vi.waitFor(() => expect(handed[0]?.ended).toBe(true));
+    expect(handed[0]).toMatchObject({ from: '192.0.2.9', data: '<13>after\n' });
+  });
+
   it('a direct sender that sends only empty lines and closes is not counted', async () => {
     const { send, refused, handed, closed } = await setup();
     await send('127.0.0.2', ['\r\n']);
