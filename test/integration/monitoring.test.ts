@@ -90,7 +90,7 @@ describe('alert rules', () => {
     expect(r.code).toBe(0);
     expect(all.map((a) => a.alert)).toEqual(expect.arrayContaining([
       'IntakeRelayDown', 'IntakeRelayOutputStalled', 'IntakeRelayKeyRejected', 'IntakeRelayQueueNearlyFull',
-      'IntakeRelayUdpKernelDrops', 'IntakeRelayDiskQueueBacklogOld', 'IntakeRelayReloadFailed', 'IntakeRelaySenderSilent',
+      'IntakeRelayUdpKernelDrops', 'IntakeRelayUdpReceiveDrops', 'IntakeRelayDiskQueueBacklogOld', 'IntakeRelayReloadFailed', 'IntakeRelaySenderSilent',
     ]));
   });
 
@@ -167,7 +167,7 @@ intakes:
     intake_key: ${TEST_KEY}
     inputs:
       - { type: tcp, address: 127.0.0.1, port: ${tcp}, name: fw-tcp, max_connections: 1 }
-      - { type: udp, address: 127.0.0.1, port: ${udp}, name: fw-udp }
+      - { type: udp, address: 127.0.0.1, port: ${udp}, name: fw-udp, receive_threads: 1 }
     queue: { type: disk }
     # The per-sender series are opt-in; the dashboard shows them.
     senders: { metrics: true }

@@ -112,6 +112,8 @@ export class UdpSyslogInput implements Source {
     });
     this.#threads = threads;
     this.#flush = () => builder.flush();
+    // At 0 from the start, so that increase() sees the first drops.
+    t.receiveDropped(0);
     try {
       await threads.start();
     } catch (err) {
