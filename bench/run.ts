@@ -5,13 +5,14 @@
 // added to its environment), BENCH_QUEUE (the intake's queue, e.g. "{ max_bytes: 16777216 }"),
 // BENCH_OUTPUT_EXTRA (one more line of the syslog output, e.g. "resend_window_bytes: 2097152"),
 // BENCH_UDP_THREADS (the UDP input's receive_threads), BENCH_NO_PEER (skip rsyslog's runs).
-import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { fork, spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import dgram from 'node:dgram';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { udpSocketDrops } from '../src/inputs/udp/input.ts';
 import { freePort } from './ports.ts';
 import { imrelpConfig, TEST_CA, WrittenLines } from './imrelp.ts';
 
@@ -85,6 +86,21 @@ interface Relay {
 /** Resident memory of a process now (VmRSS) or at its peak (VmHWM), in MiB. */
 function rssMb(pid: number, which: 'VmRSS' | 'VmHWM'): number {
   return Number(new RegExp(`${which}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'latin1'))?.[1]) / 1024;
+}
+
+/** `exe args` on `cores` (taskset, where it works), killed when the bench ends. */
+function spawnPinned(cores: string, exe: string, args: string[], options: SpawnOptions): ChildProcess {
+  const proc = spawn(pinned ? 'taskset' : exe, [...(pinned ? ['-c', cores, exe] : []), ...args], options);
+  children.add(proc);
+  return proc;
+}
+
+/** Once `proc` listens on `tcpPort` and has had a second to settle: its pid and its RSS at rest. */
+async function settled(proc: ChildProcess, tcpPort: number): Promise<{ pid: number; idleRssMb: number }> {
+  await waitListening(tcpPort);
+  const pid = proc.pid as number;
+  await new Promise((r) => setTimeout(r, 1000));
+  return { pid, idleRssMb: rssMb(pid, 'VmRSS') };
 }
 
 /** The output part of the relay's config for a scenario. */
@@ -169,26 +185,21 @@ ${TEN_ROUTES}` : ''}${httpPort ? `listeners:
     respond_when: ${queue ? 'auto' : 'queued'}
 ` : ''}`,
   );
-  const cmd = pinned ? 'taskset' : process.execPath;
   // Runs the build (npm run bench builds first) with the flags the shipped launchers use;
   // RELAY_NODE_FLAGS adds more (e.g. "--cpu-prof").
   const flags = ['--max-semi-space-size=16', ...(process.env.RELAY_NODE_FLAGS ? process.env.RELAY_NODE_FLAGS.split(' ') : [])];
-  const args = [...(pinned ? ['-c', relayCores, process.execPath] : []), ...flags, join(root, process.env.RELAY_ENTRY ?? 'dist/main.js'), 'run', '-c', join(dir, 'relay.yaml')];
+  const args = [...flags, join(root, process.env.RELAY_ENTRY ?? 'dist/main.js'), 'run', '-c', join(dir, 'relay.yaml')];
   const env = { ...process.env, ...Object.fromEntries((process.env.RELAY_ENV ?? '').split(' ').filter(Boolean).map((kv) => kv.split('=', 2) as [string, string])) };
-  const proc = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'], env });
-  children.add(proc);
-  await waitListening(tcpPort);
-  const pid = proc.pid as number;
-  const stat = (): number => cpuOf(pid);
-  await new Promise((r) => setTimeout(r, 1000));
+  const proc = spawnPinned(relayCores, process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'], env });
+  const { pid, idleRssMb } = await settled(proc, tcpPort);
   return {
     proc,
     tcpPort,
     udpPort,
     metricsPort,
-    cpuSeconds: stat,
+    cpuSeconds: () => cpuOf(pid),
     peakRssMb: () => rssMb(pid, 'VmHWM'),
-    idleRssMb: rssMb(pid, 'VmRSS'),
+    idleRssMb,
     stop: () =>
       new Promise((resolve) => {
         proc.once('exit', () => resolve());
@@ -550,9 +561,7 @@ action(type="omrelp" target="127.0.0.1" port="${relpPort}" tls="on" tls.caCert="
 `,
   );
   const rsyslogd = (conf: string, core: number): ChildProcess => {
-    const p = spawn(pinned ? 'taskset' : '/usr/sbin/rsyslogd', [...(pinned ? ['-c', String(core), '/usr/sbin/rsyslogd'] : []), '-n', '-f', join(dir, `${conf}.conf`), '-i', join(dir, `${conf}.pid`)], { stdio: 'ignore' });
-    children.add(p);
-    return p;
+    return spawnPinned(String(core), '/usr/sbin/rsyslogd', ['-n', '-f', join(dir, `${conf}.conf`), '-i', join(dir, `${conf}.pid`)], { stdio: 'ignore' });
   };
   const receiver = rsyslogd('receiver', 0);
   await new Promise((r) => setTimeout(r, 1000));
@@ -647,17 +656,14 @@ template(name="sekoia" type="string" string="<%pri%>1 %timegenerated:::date-rfc3
 action(type="omfwd" target="127.0.0.1" port="${receiver.port}" protocol="tcp" TCP_Framing="octet-counted" StreamDriver="ossl" StreamDriverMode="1" StreamDriverAuthMode="x509/name" StreamDriverPermittedPeers="localhost" template="sekoia")
 `,
   );
-  const proc = spawn(pinned ? 'taskset' : '/usr/sbin/rsyslogd', [...(pinned ? ['-c', relayCores, '/usr/sbin/rsyslogd'] : []), '-n', '-f', join(dir, 'rsyslog.conf'), '-i', join(dir, 'rsyslog.pid')], { stdio: 'ignore' });
-  children.add(proc);
-  await waitListening(tcpPort);
-  const pid = proc.pid as number;
-  await new Promise((r) => setTimeout(r, 1000));
+  const proc = spawnPinned(relayCores, '/usr/sbin/rsyslogd', ['-n', '-f', join(dir, 'rsyslog.conf'), '-i', join(dir, 'rsyslog.pid')], { stdio: 'ignore' });
+  const { pid, idleRssMb } = await settled(proc, tcpPort);
   return {
     proc,
     pid,
     tcpPort,
     udpPort,
-    idleRssMb: rssMb(pid, 'VmRSS'),
+    idleRssMb,
     async stop() {
       await new Promise<void>((resolve) => {
         proc.once('exit', () => resolve());
@@ -701,11 +707,11 @@ async function rsyslogUdpScenario(rate = 100_000, sources = 1, threads = 1): Pro
   const receiver = await startReceiver('bench/receiver.ts', ['test-ca']);
   const rsyslog = await startRsyslogForwarder(receiver, threads);
   const cpu0 = cpuOf(rsyslog.pid);
-  const drops0 = udpSocketDrops(rsyslog.udpPort);
+  const drops0 = (udpSocketDrops('/proc/net/udp', rsyslog.udpPort) ?? 0);
   const offeredSecs = await offerUdp(rsyslog.udpPort, n, rate, sources);
   const done = await waitFrames(receiver, n, 30_000);
   const cpu = cpuOf(rsyslog.pid) - cpu0;
-  const drops = udpSocketDrops(rsyslog.udpPort) - drops0;
+  const drops = (udpSocketDrops('/proc/net/udp', rsyslog.udpPort) ?? 0) - drops0;
   const rss = rssMb(rsyslog.pid, 'VmHWM');
   await rsyslog.stop();
   receiver.proc.send('stop');
@@ -719,15 +725,6 @@ async function rsyslogUdpScenario(rate = 100_000, sources = 1, threads = 1): Pro
   };
 }
 
-/** Datagrams the kernel dropped for the UDP socket bound to 127.0.0.1:`port` (/proc/net/udp, last column). */
-function udpSocketDrops(port: number): number {
-  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
-  for (const line of readFileSync('/proc/net/udp', 'latin1').split('\n')) {
-    const f = line.trim().split(/\s+/);
-    if (f[1] === local) return Number(f[f.length - 1]);
-  }
-  return 0;
-}
 
 // Never leave a receiver or relay behind, whatever ends this process.
 const children = new Set<ChildProcess>();

@@ -64,7 +64,7 @@ export class ProxyAcceptor {
         if (trusted) return refuse('proxy_timeout', `no complete PROXY header within ${this.#timeoutMs} ms`);
         // A direct sender whose first bytes are empty lines (a prefix of the v2 signature), then
         // silence: they are its own. Anything more of a signature is refused, never read as syslog.
-        if (buf.every((b) => b === 0x0d || b === 0x0a)) return handOn(peer, buf);
+        if (onlyLineEnds(buf)) return handOn(peer, buf);
         refuse('proxy_untrusted', 'the start of a PROXY header from an untrusted address');
       }, this.#timeoutMs);
     };
@@ -126,7 +126,7 @@ export class ProxyAcceptor {
     const onEnd = (): void => {
       // A balancer's health check connects (and may send its header) and closes: nothing to
       // count; nor a direct sender's empty lines (no event in them).
-      if (buf.length === 0 || proxied !== undefined || (!trusted && buf.every((b) => b === 0x0d || b === 0x0a))) {
+      if (buf.length === 0 || proxied !== undefined || (!trusted && onlyLineEnds(buf))) {
         done();
         raw.destroy();
         return;
@@ -156,6 +156,11 @@ export class ProxyAcceptor {
       s.destroy();
     }
   }
+}
+
+/** Only CR and LF: empty lines, no event in them. */
+function onlyLineEnds(buf: Buffer): boolean {
+  return buf.every((b) => b === 0x0d || b === 0x0a);
 }
 
 /** Both ends of a connection: unique among open connections (a balancer's port may serve two of our addresses). */

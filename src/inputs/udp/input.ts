@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import type { Sender } from '../../core/component.ts';
 import type { Source } from '../../core/contracts.ts';
-import { RelayError } from '../../core/errors.ts';
+import { listenError } from '../../core/net.ts';
 import type { SyslogInputTelemetry } from '../../core/telemetry.ts';
 import type { Oversize } from '../../syslog/framing.ts';
 import type { HeaderDefaults } from '../../syslog/parse.ts';
@@ -81,9 +81,7 @@ export class UdpSyslogInput implements Source {
       }
     });
     await new Promise<void>((resolve, reject) => {
-      socket.once('error', (err: NodeJS.ErrnoException) =>
-        reject(new RelayError('ERELAY_LISTEN', `${what}: cannot listen on udp ${o.address}:${o.port}: ${err.code === 'EACCES' ? 'ports below 1024 need CAP_NET_BIND_SERVICE or root' : err.message}.`, { cause: err })),
-      );
+      socket.once('error', (err: NodeJS.ErrnoException) => reject(listenError(what, `udp ${o.address}:${o.port}`, err.code, err.message, err)));
       socket.bind({ address: o.address, port: o.port }, () => resolve());
     });
     socket.on('error', (err) => t.log.error('socket', err, {}, 'UDP socket error.'));
@@ -128,11 +126,13 @@ export class UdpSyslogInput implements Source {
     if (b.dropped > 0) this.#t.receiveDropped(b.dropped);
     const n = b.ends.length;
     if (n === 0) return;
-    builder.begin(b.buf, senderAddress(b.addrs[b.from[0] as number]));
+    // Each distinct sender of the batch once, not once per datagram.
+    const addrs = b.addrs.map(senderAddress);
+    builder.begin(b.buf, addrs[b.from[0] as number] as string);
     let start = 0;
     for (let i = 0; i < n; i++) {
       const end = b.ends[i] as number;
-      builder.sender(senderAddress(b.addrs[b.from[i] as number]));
+      builder.sender(addrs[b.from[i] as number] as string);
       datagram(builder, b.buf, start, end, this.#o);
       start = end;
     }

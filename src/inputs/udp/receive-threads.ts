@@ -11,6 +11,7 @@ import { createSocket } from 'node:dgram';
 import type dgramModule from 'node:dgram';
 import { Worker, type MessagePort } from 'node:worker_threads';
 import { RelayError } from '../../core/errors.ts';
+import { listenError } from '../../core/net.ts';
 
 /** One turn's datagrams of one thread: their bytes back to back, where each ends, who sent it. */
 export interface ReceivedBatch {
@@ -186,7 +187,7 @@ export class UdpReceiveThreads {
     await new Promise<void>((resolve, reject) => {
       probe.once('error', (err: NodeJS.ErrnoException) => {
         probe.close();
-        reject(new RelayError('ERELAY_LISTEN', `${o.what}: cannot listen on udp ${o.address}:${port}: ${listenHint(err.code, err.message)}.`, { cause: err }));
+        reject(listenError(o.what, `udp ${o.address}:${port}`, err.code, err.message, err));
       });
       probe.bind({ address: o.address, port, exclusive: true }, () => probe.close(() => resolve()));
     });
@@ -211,7 +212,7 @@ export class UdpReceiveThreads {
             w.postMessage({ kind: 'ack', bytes: m.buf.byteLength });
             return;
           case 'error': {
-            const err = new RelayError('ERELAY_LISTEN', `${o.what}: cannot listen on udp ${o.address}:${port}: ${listenHint(m.code, m.message)}.`);
+            const err = listenError(o.what, `udp ${o.address}:${port}`, m.code, m.message);
             if (!bound) reject(err);
             else o.onFailure(err);
             return;
@@ -249,8 +250,4 @@ export class UdpReceiveThreads {
       ),
     );
   }
-}
-
-function listenHint(code: string | undefined, message: string): string {
-  return code === 'EACCES' ? 'ports below 1024 need CAP_NET_BIND_SERVICE or root' : code === 'EADDRINUSE' ? 'another process already listens there' : message;
 }
