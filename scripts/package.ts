@@ -168,7 +168,8 @@ async function main(): Promise<void> {
     // architecture that compiled it, so a foreign architecture's blob goes without it.
     const config = join(work, `sea-config-${arch}.json`);
     const blob = join(work, `sea-${arch}.blob`);
-    writeFileSync(config, JSON.stringify({ main, output: blob, disableExperimentalSEAWarning: true, useSnapshot: false, useCodeCache: native, execArgv: EXEC_ARGV, execArgvExtension: EXEC_ARGV_EXTENSION }, null, 2));
+        // The bundle is also an asset: worker threads (workers: N) run it from its text.
+    writeFileSync(config, JSON.stringify({ main, output: blob, assets: { 'intake-relay.cjs': main }, disableExperimentalSEAWarning: true, useSnapshot: false, useCodeCache: native, execArgv: EXEC_ARGV, execArgvExtension: EXEC_ARGV_EXTENSION }, null, 2));
     execFileSync(host, ['--experimental-sea-config', config], { stdio: ['ignore', 'ignore', 'inherit'] });
 
     const exe = join(out, `intake-relay-linux-${arch}`);

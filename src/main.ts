@@ -12,6 +12,7 @@ import { ConfigError, EX_CONFIG, loadConfig, loadMetricsSettings } from './confi
 import type { Config } from './config/resolve.ts';
 import { effectiveYaml, summarize } from './cli/summary.ts';
 import { Daemon } from './pipeline/daemon.ts';
+import { isRelayWorker, runWorker } from './pipeline/worker-thread.ts';
 // The commands' own modules (check, send, rules push, tap, the emulator) are imported when their
 // command runs: a daemon never loads them (undici alone is ~8 MB of resident memory).
 import { probeReadyz, readyzUrl } from './cli/healthcheck.ts';
@@ -352,7 +353,9 @@ async function emulate(values: { port?: string; host?: string; 'cert-file'?: str
   return 0;
 }
 
-main(process.argv.slice(2)).then(
+// The single executable starts its worker threads (workers: N) from this same script.
+if (isRelayWorker()) void runWorker();
+else main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
     process.stderr.write(`intake-relay: ${err instanceof Error ? err.stack : String(err)}\n`);

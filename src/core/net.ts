@@ -1,6 +1,10 @@
-// Listening on a port with an error that says what to do about it.
+// Listening on a port with an error that says what to do about it, and, with workers, sharing an
+// input's port among the relay's threads (SO_REUSEPORT: the kernel spreads connections and
+// datagrams over the sockets).
 
-import type net from 'node:net';
+import dgram from 'node:dgram';
+import net from 'node:net';
+import { isMainThread } from 'node:worker_threads';
 import { RelayError } from './errors.ts';
 
 /** ERELAY_LISTEN for `what` on `where` ("127.0.0.1:514", "udp 0.0.0.0:514"), with the likely cause of `code`. */
@@ -12,14 +16,62 @@ export function listenError(what: string, where: string, code: string | undefine
   return new RelayError('ERELAY_LISTEN', `${what}: cannot listen on ${where}: ${hint}.`, cause === undefined ? undefined : { cause });
 }
 
-/** Resolves once `server` listens; rejects with ERELAY_LISTEN naming `what` and the likely cause. */
-export function listen(server: net.Server, address: string, port: number, what: string): Promise<void> {
+let sharing = false;
+
+/**
+ * Whether this thread's inputs share their ports with the relay's other threads (workers > 1):
+ * set by the daemon before its inputs listen, in the main thread and in each worker.
+ */
+export function sharePorts(on: boolean): void {
+  sharing = on;
+}
+
+export function portsShared(): boolean {
+  return sharing;
+}
+
+/**
+ * Resolves once `server` listens; rejects with ERELAY_LISTEN naming `what` and the likely cause.
+ * `input`: an input's port, shared with the other workers when this thread shares ports.
+ */
+export async function listen(server: net.Server, address: string, port: number, what: string, input = false): Promise<void> {
+  const reusePort = input && sharing;
+  // With SO_REUSEPORT, a port another process's reusePort sockets hold (a second relay) would be
+  // shared with it without an error: the main thread asks with a plain socket first. Workers join
+  // the main thread's port.
+  if (reusePort && port !== 0 && isMainThread) await probe(address, port, what);
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException): void => reject(listenError(what, `${address}:${port}`, err.code, err.message, err));
     server.once('error', onError);
-    server.listen({ host: address, port }, () => {
+    server.listen({ host: address, port, reusePort }, () => {
       server.off('error', onError);
       resolve();
     });
+  });
+}
+
+/** Rejects with ERELAY_LISTEN when a socket without SO_REUSEPORT cannot listen on `port`. */
+function probe(address: string, port: number, what: string): Promise<void> {
+  const plain = net.createServer();
+  return new Promise((resolve, reject) => {
+    plain.once('error', (err: NodeJS.ErrnoException) => reject(listenError(what, `${address}:${port}`, err.code, err.message, err)));
+    plain.listen({ host: address, port, exclusive: true }, () => plain.close(() => resolve()));
+  });
+}
+
+/**
+ * Rejects with ERELAY_LISTEN when a UDP socket without SO_REUSEPORT cannot bind `port` (another
+ * process holds it): asked before sockets with SO_REUSEPORT bind it. Resolves at once for port 0
+ * and in a worker (it joins the main thread's port).
+ */
+export function udpPortFree(type: 'udp4' | 'udp6', address: string, port: number, what: string): Promise<void> {
+  if (port === 0 || !isMainThread) return Promise.resolve();
+  const plain = dgram.createSocket({ type });
+  return new Promise<void>((resolve, reject) => {
+    plain.once('error', (err: NodeJS.ErrnoException) => {
+      plain.close();
+      reject(listenError(what, `udp ${address}:${port}`, err.code, err.message, err));
+    });
+    plain.bind({ address, port, exclusive: true }, () => plain.close(() => resolve()));
   });
 }

@@ -70,7 +70,7 @@ export class StreamServer {
   }
 
   listen(address: string, port: number, what: string): Promise<void> {
-    return listen(this.#server, address, port, what);
+    return listen(this.#server, address, port, what, true);
   }
 
   /** Stops accepting; resolves once every connection is closed (the input ends them). */

@@ -22,6 +22,9 @@ import { SenderTables, type SenderTable } from './senders.ts';
 import { createSourceWithSender } from './sources.ts';
 import { MAX_VIEWERS, Taps, type TapQuery } from './tap.ts';
 import { StatsSource } from './stats.ts';
+import { aggregate, shareQueues, workerConfig, workerCount, Workers, type WorkerData } from './workers.ts';
+import { sharePorts } from '../core/net.ts';
+import type { Registry } from 'prom-client';
 
 export type { ReloadReport };
 
@@ -43,6 +46,11 @@ export interface StopReport {
   readonly perIntake: Record<string, number>;
 }
 
+export interface DaemonOptions {
+  /** This daemon runs in a worker thread of another (workers.ts), with that one's emulator. */
+  readonly worker?: { readonly emulator: WorkerData['emulator'] };
+}
+
 export class Daemon implements HealthSource, ReloadTarget {
   config: Config;
   readonly metrics: Metrics;
@@ -61,14 +69,26 @@ export class Daemon implements HealthSource, ReloadTarget {
   #stopping: Promise<StopReport> | undefined;
   readonly #startedAt = Date.now();
   readonly env: PipelineEnv;
+  /** Threads that run the network inputs, this one included (workers: N); 1 in a worker. */
+  readonly threads: number;
+  readonly #worker: DaemonOptions['worker'];
+  #workers: Workers | undefined;
 
-  constructor(config: Config, log: Logger, metrics = new Metrics()) {
-    this.config = config;
+  constructor(config: Config, log: Logger, metrics = new Metrics(), options: DaemonOptions = {}) {
+    this.#worker = options.worker;
+    this.threads = options.worker ? 1 : workerCount(config.workers);
+    // Every thread's inputs share their ports; each thread's memory queues hold their share.
+    sharePorts(this.threads > 1 || options.worker !== undefined);
+    this.config = shareQueues(config, this.threads);
     this.log = log;
     this.metrics = metrics;
     metrics.buildInfo.set({ version: VERSION, commit: commit(), node: process.version }, 1);
     const taps = new Taps(metrics, () => this.pipelines.map((p) => p.intake.intakeKey));
-    this.env = { metrics, log, dataDir: config.dataDir, senders: new SenderTables(metrics, log), taps, emulator: () => this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem } };
+    const worker = options.worker;
+    this.env = {
+      metrics, log, dataDir: config.dataDir, senders: new SenderTables(metrics, log), taps,
+      emulator: () => (worker ? worker.emulator : this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem }),
+    };
     metrics.addProbe(() => {
       const now = Date.now();
       for (const h of this.health()) {
@@ -111,9 +131,10 @@ export class Daemon implements HealthSource, ReloadTarget {
         }
       }
       for (const l of cfg.listeners) await this.openListener(l);
+      await this.#startWorkers();
       this.env.senders.start();
       if (cfg.metrics.enabled) {
-        this.#ops = new OpsServer(this.metrics.registry, this, { tap: cfg.metrics.tap });
+        this.#ops = new OpsServer({ contentType: this.metrics.registry.contentType, scrape: async () => (await this.gather()).metrics() }, this, { tap: cfg.metrics.tap });
         await this.#ops.start(cfg.metrics.address, cfg.metrics.port);
       }
       this.startStats(cfg);
@@ -124,17 +145,44 @@ export class Daemon implements HealthSource, ReloadTarget {
     this.#phase = 'running';
     this.metrics.reloadSuccessful.set(1);
     this.metrics.reloadSuccessTime.set(Date.now() / 1000);
+    // A worker's start is the main thread's to tell (with the number of threads).
+    if (this.#worker) return;
     this.log.info(
       {
         intakes: this.pipelines.map((p) => ({ name: p.name, inputs: [...p.sources.values()].map((s) => `${s.label} ${s.where}`), output: p.outputWhere })),
         listeners: this.shared.map((s) => `${s.config.label} on port ${s.source.port}`),
+        ...(this.#workers ? { workers: this.#workers.count + 1 } : {}),
         metrics: this.#ops ? `http://${cfg.metrics.address}:${this.#ops.port}/metrics` : 'disabled',
       },
       'intake-relay started.',
     );
   }
 
+  /** The worker threads (workers: N > 1), once every input of this thread listens (they join its ports). */
+  async #startWorkers(): Promise<void> {
+    if (this.threads <= 1) return;
+    const plan = this.#workerConfig();
+    if (plan.intakes.length === 0) {
+      this.log.warn({ workers: this.threads }, 'workers: no network input can run in a worker (file inputs and disk queues have a single owner): the main thread runs everything.');
+      return;
+    }
+    const emulator = this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem };
+    this.#workers = await Workers.start(this.threads - 1, plan, emulator, this.log);
+  }
+
+  #workerConfig(): Config {
+    return workerConfig(this.config, (intake, label) => this.inputPort(intake, label), (label) => this.listenerPort(label));
+  }
+
+  /** This thread's metrics, with the workers' added (counters and most gauges summed; metrics.ts names the others). */
+  async gather(): Promise<Registry> {
+    if (!this.#workers) return this.metrics.registry;
+    const [own, others] = await Promise.all([this.metrics.registry.getMetricsAsJSON(), this.#workers.metrics()]);
+    return aggregate(own, others);
+  }
+
   async startEmulator(cfg: Config): Promise<void> {
+    if (this.#worker) return;
     if (this.#emulator || !cfg.intakes.some((i) => i.toEmulator)) return;
     this.#emulator = new IntakeEmulator({
       port: cfg.emulator.port,
@@ -191,7 +239,11 @@ export class Daemon implements HealthSource, ReloadTarget {
     const run = this.#reloading.catch(() => {}).then(async () => {
       if (this.#phase !== 'running') return emptyReport();
       try {
-        const report = await applyReload(this, next);
+        const report = await applyReload(this, shareQueues(next, this.threads));
+        // Then the workers, on the ports this thread now listens on.
+        const theirs = this.#workers ? await this.#workers.reload(this.#workerConfig()) : [];
+        for (const r of theirs) report.failed.push(...r.failed.filter((f) => !report.failed.includes(f)));
+        if (workerCount(next.workers) !== this.threads) report.notApplied.push(`workers: ${this.threads} threads run until a restart`);
         this.#reloaded(report.failed.length === 0);
         return report;
       } catch (err) {
@@ -315,6 +367,8 @@ export class Daemon implements HealthSource, ReloadTarget {
     this.env.taps.close();
     if (wasRunning) this.log.info({ timeout_ms: timeoutMs }, 'Stopping: inputs closed, draining queues.');
     const sources = [...this.pipelines.flatMap((p) => [...p.sources.values()]), ...this.shared.map((s) => s.source)];
+    // The workers stop in the same order, at the same time, each its own inputs, queues and outputs.
+    const workers = this.#workers?.stop();
     await Promise.all(sources.map((s) => s.stop().catch(() => {})));
     // What sources still have in flight (HTTP requests reading their bodies or waiting for delivery)
     // finishes first, within half the timeout, while the queues are open and the outputs deliver.
@@ -331,6 +385,11 @@ export class Daemon implements HealthSource, ReloadTarget {
     );
     // File inputs save checkpoints covering what was delivered.
     await Promise.all(sources.map((s) => s.save?.().catch(() => {})));
+    const theirs = await workers;
+    if (theirs) {
+      undelivered += theirs.undelivered;
+      for (const [k, v] of Object.entries(theirs.perIntake)) perIntake[k] = (perIntake[k] ?? 0) + v;
+    }
     await Promise.all([...this.#retiring]);
     await this.#ops?.stop();
     await this.#emulator?.stop();

@@ -1,5 +1,7 @@
 // Every metric intake-relay exports, in one place. Labels are bounded: intake name, input name,
-// output type, reason, error code. Never a key, never event content.
+// output type, reason, error code. Never a key, never event content. With workers, /metrics adds
+// up every thread's metrics: counters and amounts summed, states by their `aggregator` (a stall
+// or a refused key in any thread shows; the latest delivery of any thread counts).
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
@@ -243,6 +245,7 @@ export class Metrics {
   });
   readonly buildInfo = new Gauge({
     name: 'intake_relay_build_info',
+    aggregator: 'first',
     help: 'Always 1: the version, commit and Node.js version of the running relay.',
     labelNames: ['version', 'commit', 'node'] as const,
     registers: [this.registry],
@@ -305,6 +308,7 @@ export class Metrics {
   });
   readonly outputKeyRejected = new Gauge({
     name: 'intake_relay_output_key_rejected',
+    aggregator: 'max',
     help: '1 while the intake refuses this intake\'s key (HTTP 401/403): events are kept, the output is not ready.',
     labelNames: ['intake', 'output'] as const,
     registers: [this.registry],
@@ -361,6 +365,7 @@ export class Metrics {
   });
   readonly outputStalled = new Gauge({
     name: 'intake_relay_output_stalled',
+    aggregator: 'max',
     help: 'Whether an intake is stalled (1): events waiting and no delivery for metrics.stall_timeout_ms, or its key refused. Alert on it; /readyz ignores it unless readiness is delivering.',
     labelNames: ['intake'] as const,
     registers: [this.registry],
@@ -368,6 +373,7 @@ export class Metrics {
   });
   readonly outputSinceDelivery = new Gauge({
     name: 'intake_relay_output_seconds_since_delivery',
+    aggregator: 'min',
     help: 'Seconds since the intake last acknowledged a delivery (since the start when none yet).',
     labelNames: ['intake'] as const,
     registers: [this.registry],
@@ -375,6 +381,7 @@ export class Metrics {
   });
   readonly lastDelivery = new Gauge({
     name: 'intake_relay_output_last_delivery_timestamp_seconds',
+    aggregator: 'max',
     help: 'Time of the last acknowledged delivery.',
     labelNames: ['intake', 'output'] as const,
     registers: [this.registry],
@@ -395,6 +402,7 @@ export class Metrics {
   });
   readonly configInfo = new Gauge({
     name: 'intake_relay_intake_info',
+    aggregator: 'first',
     help: 'One series per configured intake (value 1), with its output type.',
     labelNames: ['intake', 'output'] as const,
     registers: [this.registry],
@@ -402,11 +410,13 @@ export class Metrics {
 
   readonly reloadSuccessful = new Gauge({
     name: 'intake_relay_config_last_reload_successful',
+    aggregator: 'min',
     help: 'Whether the last configuration reload applied whole (1), or was refused or left something that could not start (0). 1 at start.',
     registers: [this.registry],
   });
   readonly reloadSuccessTime = new Gauge({
     name: 'intake_relay_config_last_reload_success_timestamp_seconds',
+    aggregator: 'min',
     help: 'Time of the last configuration that applied whole (the start, or a reload).',
     registers: [this.registry],
   });

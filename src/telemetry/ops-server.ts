@@ -7,7 +7,6 @@
 import http from 'node:http';
 import { isIPv4, type AddressInfo } from 'node:net';
 import type { Writable } from 'node:stream';
-import type { Registry } from 'prom-client';
 import { listen } from '../core/net.ts';
 
 export interface IntakeHealth {
@@ -84,13 +83,19 @@ function intParam(q: URLSearchParams, name: string, fallback: number, min: numbe
   return Number.isInteger(n) && n >= min && n <= max ? n : undefined;
 }
 
+export interface MetricsText {
+  readonly contentType: string;
+  scrape(): Promise<string>;
+}
+
 /** Silent senders named per input in /status (all of them: /senders?silent=1). */
 const STATUS_SILENT = 20;
 
 export class OpsServer {
   readonly #server: http.Server;
 
-  constructor(registry: Registry, source: HealthSource, options: OpsOptions = { tap: 'local' }) {
+  /** `metrics`: the exposition's content type, and the text of a scrape (the workers' metrics added). */
+  constructor(metrics: MetricsText, source: HealthSource, options: OpsOptions = { tap: 'local' }) {
     this.#server = http.createServer((req, res) => {
       const url = (req.url ?? '/').split('?')[0];
       if (url === '/tap' && source.tap) {
@@ -103,8 +108,8 @@ export class OpsServer {
         return;
       }
       if (url === '/metrics') {
-        registry.metrics().then(
-          (body) => res.writeHead(200, { 'content-type': registry.contentType }).end(body),
+        metrics.scrape().then(
+          (body) => res.writeHead(200, { 'content-type': metrics.contentType }).end(body),
           (err: unknown) => res.writeHead(500).end(String(err)),
         );
         return;

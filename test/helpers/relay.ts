@@ -8,6 +8,7 @@ import { parseConfig } from '../../src/config/load.ts';
 import { Daemon } from '../../src/pipeline/daemon.ts';
 import { createLogger } from '../../src/telemetry/log.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
+import type { Registry } from 'prom-client';
 
 export const FIXTURES = new URL('../fixtures/', import.meta.url).pathname;
 export const TLS = `${FIXTURES}tls/`;
@@ -48,7 +49,8 @@ export async function startRelay(yaml: string, env: NodeJS.ProcessEnv = {}): Pro
       if (p === undefined) throw new Error(`no input ${intake}/${input}`);
       return p;
     },
-    metric: (name, labels) => metricValue(daemon.metrics, name, labels),
+    // With workers, every thread's metrics added up, as /metrics shows them.
+    metric: async (name, labels) => registryValue(await daemon.gather(), name, labels),
     stop: () => daemon.stop(),
   };
 }
@@ -60,8 +62,12 @@ export function errText(line: Record<string, unknown> | undefined): string {
 }
 
 /** Sum of a metric's values over the series matching `labels`. */
-export async function metricValue(metrics: Metrics, name: string, labels: Record<string, string> = {}): Promise<number> {
-  const m = metrics.registry.getSingleMetric(name);
+export function metricValue(metrics: Metrics, name: string, labels: Record<string, string> = {}): Promise<number> {
+  return registryValue(metrics.registry, name, labels);
+}
+
+async function registryValue(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const m = registry.getSingleMetric(name);
   if (!m) throw new Error(`no metric ${name}`);
   const { values } = await m.get();
   let sum = 0;

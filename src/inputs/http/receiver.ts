@@ -175,7 +175,7 @@ export class HttpReceiver {
       outer.maxConnections = l.max_connections;
       this.#outer = outer;
     }
-    await listen(this.#outer ?? server, l.address, l.port, `listener ${l.label}`);
+    await listen(this.#outer ?? server, l.address, l.port, `listener ${l.label}`, true);
     // The HTTP server never listens itself: told that its listener does, it tracks the connections
     // handed to it (headers and request timeouts, closing idle and all connections at a stop).
     if (this.#outer) server.emit('listening');

@@ -4,9 +4,10 @@
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
+import { isMainThread } from 'node:worker_threads';
 import type { Sender } from '../../core/component.ts';
 import type { Source } from '../../core/contracts.ts';
-import { listenError } from '../../core/net.ts';
+import { listenError, portsShared, udpPortFree } from '../../core/net.ts';
 import type { SyslogInputTelemetry } from '../../core/telemetry.ts';
 import type { Oversize } from '../../syslog/framing.ts';
 import type { HeaderDefaults } from '../../syslog/parse.ts';
@@ -62,7 +63,11 @@ export class UdpSyslogInput implements Source {
     const owner = this.#sender.owner;
     const what = owner ? `${owner}/${o.label}` : `listener ${o.label}`;
     if (o.receiveThreads > 0) return this.#startThreads(builder, what);
-    const socket = dgram.createSocket({ type: isIPv6(o.address) ? 'udp6' : 'udp4', reuseAddr: false });
+    const type = isIPv6(o.address) ? 'udp6' : 'udp4';
+    // With workers, each thread has a socket on the port (SO_REUSEPORT) and the kernel spreads senders over them.
+    const reusePort = portsShared();
+    if (reusePort) await udpPortFree(type, o.address, o.port, what);
+    const socket = dgram.createSocket({ type, reuseAddr: false, reusePort });
     // Datagrams arrive back to back within one turn of the event loop: offer them to the queue,
     // and count them, once per turn (or per 512), not once per datagram.
     let scheduled = false;
@@ -90,7 +95,8 @@ export class UdpSyslogInput implements Source {
       this.#checkBuffer(socket.getRecvBufferSize());
     }
     this.#socket = socket;
-    t.watchKernelDrops(() => this.#kernelDrops());
+    // The kernel's count covers every socket on the port: with workers, the main thread reports it.
+    if (isMainThread) t.watchKernelDrops(() => this.#kernelDrops());
   }
 
   /** Receive threads read the sockets; each batch they hand over is parsed and offered here, at once. */
@@ -119,7 +125,8 @@ export class UdpSyslogInput implements Source {
       throw err;
     }
     if (o.receiveBufferBytes) this.#checkBuffer(threads.rcvbuf);
-    t.watchKernelDrops(() => this.#kernelDrops());
+    // The kernel's count covers every socket on the port: with workers, the main thread reports it.
+    if (isMainThread) t.watchKernelDrops(() => this.#kernelDrops());
   }
 
   #batch(builder: FrameBuilder, b: ReceivedBatch): void {

@@ -7,11 +7,10 @@
 // counts them. The thread's code is self-contained (Node's built-in modules only) and runs from
 // its source text, so it works the same from dist/, from src/ and in the single executable.
 
-import { createSocket } from 'node:dgram';
 import type dgramModule from 'node:dgram';
 import { Worker, type MessagePort } from 'node:worker_threads';
 import { RelayError } from '../../core/errors.ts';
-import { listenError } from '../../core/net.ts';
+import { listenError, udpPortFree } from '../../core/net.ts';
 
 /** One turn's datagrams of one thread: their bytes back to back, where each ends, who sent it. */
 export interface ReceivedBatch {
@@ -171,26 +170,13 @@ export class UdpReceiveThreads {
     try {
       // With SO_REUSEPORT, a port another process's reusePort sockets hold (a second relay) would
       // be shared with it without an error: a plain socket's bind tells first.
-      if (o.port !== 0) await this.#probe(o.port);
+      await udpPortFree(o.type, o.address, o.port, o.what);
       this.#port = await this.#spawn(o.port);
       for (let i = 1; i < o.threads && !this.#stopping; i++) await this.#spawn(this.#port);
     } catch (err) {
       await this.stop();
       throw err;
     }
-  }
-
-  /** Rejects with ERELAY_LISTEN when a socket without SO_REUSEPORT cannot bind `port` (another process holds it). */
-  async #probe(port: number): Promise<void> {
-    const o = this.#o;
-    const probe = createSocket({ type: o.type });
-    await new Promise<void>((resolve, reject) => {
-      probe.once('error', (err: NodeJS.ErrnoException) => {
-        probe.close();
-        reject(listenError(o.what, `udp ${o.address}:${port}`, err.code, err.message, err));
-      });
-      probe.bind({ address: o.address, port, exclusive: true }, () => probe.close(() => resolve()));
-    });
   }
 
   #spawn(port: number): Promise<number> {

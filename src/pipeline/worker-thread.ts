@@ -1,0 +1,70 @@
+// The worker side of `workers: N` (workers.ts): a Daemon of its own over the configuration the main
+// thread gave it, its inputs on the main thread's ports (SO_REUSEPORT), its logs sent to the main
+// thread as lines, its metrics and reports answered on request. It ends when told to stop, after
+// the daemon's ordered stop.
+
+import { Writable } from 'node:stream';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import type { Config } from '../config/resolve.ts';
+import { createLogger } from '../telemetry/log.ts';
+import { Metrics } from '../telemetry/metrics.ts';
+import { Daemon } from './daemon.ts';
+import type { FromWorker, ToWorker, WorkerData } from './workers.ts';
+
+/** Whether this thread is a worker of intake-relay (the single executable's bundle starts as one too). */
+export function isRelayWorker(): boolean {
+  return !isMainThread && typeof (workerData as Partial<WorkerData> | null)?.intakeRelayWorker === 'number';
+}
+
+/** Structured cloning turns a Buffer into a Uint8Array (TLS material): Buffers again. */
+function revive<T>(value: T): T {
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength) as T;
+  if (Array.isArray(value)) return value.map(revive) as T;
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = revive(v);
+    return out as T;
+  }
+  return value;
+}
+
+export async function runWorker(): Promise<void> {
+  const data = workerData as WorkerData;
+  const port = parentPort!;
+  const post = (m: FromWorker): void => port.postMessage(m);
+  const lines = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const line of chunk.toString().split('\n')) if (line) post({ kind: 'log', line });
+      cb();
+    },
+  });
+  const config = revive(data.config);
+  const daemon = new Daemon(config, createLogger(config.log_level, lines), new Metrics(false), { worker: { emulator: data.emulator } });
+  port.on('message', (m: ToWorker) => {
+    const reply = (value: unknown): void => post({ kind: 'reply', id: m.id, value });
+    switch (m.kind) {
+      case 'metrics':
+        void daemon.metrics.registry.getMetricsAsJSON().then(reply, () => reply([]));
+        return;
+      case 'reload':
+        void daemon.reload(revive(m.config) as Config).then(reply, (err: unknown) => {
+          daemon.log.error({ err }, 'Reload failed in a worker.');
+          reply(undefined);
+        });
+        return;
+      case 'stop':
+        void daemon.stop().then((r) => {
+          reply(r);
+          port.close();
+        });
+        return;
+    }
+  });
+  try {
+    await daemon.start();
+    post({ kind: 'started' });
+  } catch (err) {
+    post({ kind: 'failed', message: (err as Error).message, code: (err as { code?: string }).code });
+    port.close();
+  }
+}

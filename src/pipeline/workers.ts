@@ -1,0 +1,263 @@
+// Workers (`workers: N`, N > 1): the main thread and N - 1 worker threads each run the network
+// inputs (UDP, TCP, TLS, RELP, HTTP) on the same ports (SO_REUSEPORT: the kernel spreads
+// connections and datagrams over the threads' sockets), and each thread deframes, parses, routes,
+// filters, queues and delivers what it received through its own output connection per intake.
+// Nothing crosses threads per event: a worker is a Daemon of its own (same code, same order of
+// start, reload and stop), given the part of the configuration that can run in several copies.
+// What must have a single owner stays in the main thread alone: file inputs (checkpoints), disk
+// queues (one writer per directory), the forwarder statistics, the emulator, the operations
+// server, which adds the workers' metrics to its own.
+//
+// Own outputs rather than one shared output in the main thread: a shared output would copy every
+// event's bytes between threads and put every event through one thread's queue, formatter and TLS
+// connection, which is where one core ran out before (README, "Sizing a collector"). The cost is a
+// connection to the intake per thread and per intake, and a memory queue per thread, so each
+// thread's memory queue gets its share of the intake's bounds (the bounds stay the intake's).
+
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, type Registry } from 'prom-client';
+import type { Logger } from 'pino';
+import type { Config, ResolvedIntake } from '../config/resolve.ts';
+import { inputOf, type ResolvedInput, type ResolvedListener } from '../inputs/registry.ts';
+import type { ReloadReport } from './reload.ts';
+
+/** `workers: auto` uses the cores the process may use, up to this many. */
+export const AUTO_WORKERS_MAX = 8;
+
+/** How many threads run the network inputs (1: the main thread alone, as without workers). */
+export function workerCount(setting: Config['workers']): number {
+  return setting === 'auto' ? Math.min(availableParallelism(), AUTO_WORKERS_MAX) : setting;
+}
+
+type Port = (intake: string, label: string) => number | undefined;
+type ListenerPort = (label: string) => number | undefined;
+
+function listens(c: ResolvedInput | ResolvedListener): boolean {
+  return inputOf(c).listening(c as never) !== undefined;
+}
+
+/**
+ * The intakes that run in the workers too: those with a memory queue that have a network input,
+ * and, when the shared listeners run in the workers (every intake has a memory queue, so that
+ * each worker can route to any of them), every intake.
+ */
+function sharedListeners(cfg: Config): boolean {
+  return cfg.listeners.some(listens) && cfg.intakes.every((i) => i.queue.type === 'memory');
+}
+
+function inWorkers(cfg: Config, i: ResolvedIntake): boolean {
+  return i.queue.type === 'memory' && (sharedListeners(cfg) || i.inputs.some(listens));
+}
+
+/** Each thread's memory queue holds its share of the intake's bounds, so the intake's bounds hold for all of them. */
+export function shareQueues(cfg: Config, threads: number): Config {
+  if (threads <= 1) return cfg;
+  const share = (n: number): number => Math.max(1, Math.ceil(n / threads));
+  return {
+    ...cfg,
+    intakes: cfg.intakes.map((i) =>
+      inWorkers(cfg, i) && i.queue.type === 'memory' ? { ...i, queue: { ...i.queue, max_events: share(i.queue.max_events), max_bytes: share(i.queue.max_bytes) } } : i,
+    ),
+  };
+}
+
+/**
+ * What a worker runs: the network inputs of the intakes that run in workers, on the ports the
+ * main thread listens on; no operations server, statistics or warnings (the main thread has them).
+ * Its `intakes` are empty when nothing can run in a worker.
+ */
+export function workerConfig(cfg: Config, port: Port, listenerPort: ListenerPort): Config {
+  // Only network inputs (which have a port) get here.
+  const onPort = <T extends ResolvedInput | ResolvedListener>(c: T, p: number | undefined): T => ({ ...c, port: p ?? (c as { port: number }).port });
+  const listeners = sharedListeners(cfg) ? cfg.listeners.filter(listens).map((l) => onPort(l, listenerPort(l.label))) : [];
+  const intakes = cfg.intakes
+    .filter((i) => inWorkers(cfg, i))
+    .map((i) => ({ ...i, inputs: i.inputs.filter(listens).map((c) => onPort(c, port(i.name, c.label))) }));
+  const work = intakes.some((i) => i.inputs.length > 0) || listeners.length > 0;
+  return { ...cfg, intakes: work ? intakes : [], listeners, stats: undefined, warnings: [], metrics: { ...cfg.metrics, enabled: false } };
+}
+
+/** What a worker is given at its start. */
+export interface WorkerData {
+  readonly intakeRelayWorker: number;
+  readonly config: Config;
+  readonly emulator: { readonly port: number; readonly caPem: string } | undefined;
+}
+
+export type ToWorker =
+  | { readonly kind: 'metrics'; readonly id: number }
+  | { readonly kind: 'reload'; readonly id: number; readonly config: Config }
+  | { readonly kind: 'stop'; readonly id: number };
+
+export type FromWorker =
+  | { readonly kind: 'started' }
+  | { readonly kind: 'failed'; readonly message: string; readonly code: string | undefined }
+  | { readonly kind: 'log'; readonly line: string }
+  | { readonly kind: 'reply'; readonly id: number; readonly value: unknown };
+
+export interface WorkerStop {
+  readonly undelivered: number;
+  readonly perIntake: Record<string, number>;
+}
+
+/** Where a worker thread starts: the compiled or source module beside this one, or, in the single executable, its own bundle. */
+function spawnWorker(data: WorkerData): Worker {
+  const options = { workerData: data, name: `intake-relay-worker-${data.intakeRelayWorker}`, stdout: false, stderr: false };
+  const bundle = bundledSource();
+  if (bundle !== undefined) return new Worker(bundle, { ...options, eval: true });
+  const here = import.meta.url;
+  return new Worker(new URL(`./worker-entry${here.endsWith('.ts') ? '.ts' : '.js'}`, here), options);
+}
+
+declare const INTAKE_RELAY_BUILD: unknown;
+/** The bundle's text in the single executable (an asset beside its main script); undefined elsewhere. */
+function bundledSource(): string | undefined {
+  if (typeof INTAKE_RELAY_BUILD === 'undefined') return undefined;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const sea = require('node:sea') as typeof import('node:sea');
+  return sea.getAsset('intake-relay.cjs', 'utf8');
+}
+
+class WorkerThread {
+  readonly worker: Worker;
+  readonly #pending = new Map<number, (value: unknown) => void>();
+  #next = 0;
+  #exited = false;
+  readonly exited: Promise<number>;
+
+  constructor(data: WorkerData, log: Logger, onFailure: (err: Error) => void) {
+    const w = spawnWorker(data);
+    this.worker = w;
+    const wlog = log.child({ worker: data.intakeRelayWorker });
+    this.exited = new Promise((resolve) => w.once('exit', resolve));
+    w.on('message', (m: FromWorker) => {
+      if (m.kind === 'log') relog(wlog, m.line);
+      else if (m.kind === 'reply') {
+        this.#pending.get(m.id)?.(m.value);
+        this.#pending.delete(m.id);
+      }
+    });
+    w.on('error', (err) => onFailure(err));
+    w.once('exit', (code) => {
+      this.#exited = true;
+      for (const resolve of this.#pending.values()) resolve(undefined);
+      this.#pending.clear();
+      if (code !== 0) onFailure(new Error(`worker ${data.intakeRelayWorker} ended with code ${code}`));
+    });
+  }
+
+  /** Resolves once the worker listens, or rejects with why it could not start. */
+  started(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const onMessage = (m: FromWorker): void => {
+        if (m.kind === 'started') done(), resolve();
+        else if (m.kind === 'failed') done(), reject(Object.assign(new Error(m.message), { code: m.code }));
+      };
+      const onExit = (code: number): void => (done(), reject(new Error(`a worker ended (code ${code}) before it started`)));
+      const done = (): void => {
+        this.worker.off('message', onMessage);
+        this.worker.off('exit', onExit);
+      };
+      this.worker.on('message', onMessage);
+      this.worker.once('exit', onExit);
+    });
+  }
+
+  /** Asks; resolves with the answer, or undefined if the worker has ended. */
+  ask<T>(m: { readonly kind: 'metrics' } | { readonly kind: 'reload'; readonly config: Config } | { readonly kind: 'stop' }): Promise<T | undefined> {
+    if (this.#exited) return Promise.resolve(undefined);
+    const id = this.#next++;
+    return new Promise((resolve) => {
+      this.#pending.set(id, resolve as (v: unknown) => void);
+      this.worker.postMessage({ ...m, id } satisfies ToWorker);
+    });
+  }
+}
+
+/** A worker's log line, written by the main thread's logger (one stream, one redaction), tagged with the worker. */
+function relog(log: Logger, line: string): void {
+  let o: Record<string, unknown>;
+  try {
+    o = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return;
+  }
+  const { level, msg, time: _time, service: _service, ...rest } = o;
+  const fn = typeof level === 'string' && level in log ? (log[level as 'info'] as Logger['info']).bind(log) : log.info.bind(log);
+  fn(rest, typeof msg === 'string' ? msg : '');
+}
+
+/** The worker threads of a daemon (the main thread is the first of `workers`). */
+export class Workers {
+  readonly #threads: WorkerThread[] = [];
+  readonly #log: Logger;
+  #stopping = false;
+
+  private constructor(log: Logger) {
+    this.#log = log;
+  }
+
+  get count(): number {
+    return this.#threads.length;
+  }
+
+  /** Starts `n` workers running `config`; rejects (having stopped those started) if one cannot start. */
+  static async start(n: number, config: Config, emulator: WorkerData['emulator'], log: Logger): Promise<Workers> {
+    const w = new Workers(log);
+    try {
+      for (let i = 1; i <= n; i++) {
+        const t = new WorkerThread({ intakeRelayWorker: i, config, emulator }, log, (err) => w.#failed(i, err));
+        w.#threads.push(t);
+        await t.started();
+      }
+    } catch (err) {
+      await w.stop();
+      throw err;
+    }
+    return w;
+  }
+
+  #failed(i: number, err: Error): void {
+    if (this.#stopping) return;
+    // A worker that failed has closed its sockets: the kernel gives its senders to the other threads.
+    this.#log.error({ worker: i, err }, 'A worker failed; the other threads take its senders.');
+  }
+
+  /** Every worker's metrics, for the operations server to add to the main thread's. */
+  async metrics(): Promise<MetricObjectWithValues<MetricValue<string>>[][]> {
+    const all = await Promise.all(this.#threads.map((t) => t.ask<MetricObjectWithValues<MetricValue<string>>[]>({ kind: 'metrics' })));
+    return all.filter((m) => m !== undefined);
+  }
+
+  /** Applies a new worker configuration in every worker; their reports. */
+  async reload(config: Config): Promise<ReloadReport[]> {
+    const reports = await Promise.all(this.#threads.map((t) => t.ask<ReloadReport>({ kind: 'reload', config })));
+    return reports.filter((r) => r !== undefined);
+  }
+
+  /** Stops every worker (each in the daemon's order: inputs, queues drained, outputs closed); what they could not deliver. */
+  async stop(): Promise<WorkerStop> {
+    this.#stopping = true;
+    const reports = await Promise.all(
+      this.#threads.map(async (t) => {
+        const r = await t.ask<WorkerStop>({ kind: 'stop' });
+        await t.exited;
+        return r;
+      }),
+    );
+    const perIntake: Record<string, number> = {};
+    let undelivered = 0;
+    for (const r of reports) {
+      if (!r) continue;
+      undelivered += r.undelivered;
+      for (const [k, v] of Object.entries(r.perIntake)) perIntake[k] = (perIntake[k] ?? 0) + v;
+    }
+    return { undelivered, perIntake };
+  }
+}
+
+/** The main thread's metrics and the workers', as one registry (counters and most gauges summed; see metrics.ts). */
+export function aggregate(own: MetricObjectWithValues<MetricValue<string>>[], workers: readonly MetricObjectWithValues<MetricValue<string>>[][]): Registry {
+  return AggregatorRegistry.aggregate([own, ...workers]);
+}

@@ -1,0 +1,123 @@
+// workers: N. The main thread and N - 1 worker threads listen on the same ports (SO_REUSEPORT);
+// each parses, queues and delivers what its sockets received over its own connection to the intake.
+// Every event arrives once, from its own sender, whichever thread read it; the books, added up
+// over the threads, balance; a reload and a stop under load lose nothing; a file input and a disk
+// queue stay with the main thread.
+import net from 'node:net';
+import dgram from 'node:dgram';
+import { describe, expect, it, vi } from 'vitest';
+import { books, metricValue, startRelay, TEST_KEY, TLS } from '../helpers/relay.ts';
+import { startTestIntake } from '../helpers/peers.ts';
+import { relayYaml } from '../helpers/config.ts';
+import { tempDir, track } from '../helpers/cleanup.ts';
+
+const inputs = `      - { type: tcp, address: 127.0.0.1, port: 0 }
+      - { type: udp, address: 127.0.0.1, port: 0 }`;
+
+/** `n` lines over each of `connections` TCP connections from `source`, tagged `tag-c-i`. */
+async function sendTcp(port: number, source: string, tag: string, connections: number, n: number): Promise<void> {
+  await Promise.all(
+    Array.from({ length: connections }, (_, c) => {
+      const lines = Array.from({ length: n }, (_, i) => `<14>Nov 26 10:00:00 host ${tag}: ${tag}-${c}-${i}\n`).join('');
+      return new Promise<void>((resolve, reject) => {
+        const s = net.connect({ port, host: '127.0.0.1', localAddress: source }, () => s.end(lines));
+        s.on('error', reject);
+        s.on('close', () => resolve());
+      });
+    }),
+  );
+}
+
+/** `n` datagrams from each of `sockets` source ports on `source`, paced. */
+async function sendUdp(port: number, source: string, tag: string, sockets: number, n: number): Promise<void> {
+  const socks = await Promise.all(
+    Array.from({ length: sockets }, async () => {
+      const s = dgram.createSocket('udp4');
+      await new Promise<void>((r) => s.bind(0, source, () => r()));
+      return s;
+    }),
+  );
+  for (let i = 0; i < n; i++) {
+    for (let k = 0; k < sockets; k++) await new Promise<void>((r) => (socks[k] as dgram.Socket).send(`<14>Nov 26 10:00:00 ${tag}: ${tag}-${k}-${i}`, port, '127.0.0.1', () => r()));
+    if (i % 5 === 4) await new Promise((r) => setTimeout(r, 2));
+  }
+  for (const s of socks) s.close();
+}
+
+describe('workers', () => {
+  for (const workers of [1, 2, 4]) {
+    it(`workers: ${workers}: every event once, from its own sender, books balanced`, async () => {
+      const intake = track(await startTestIntake());
+      const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs, extra: `shutdown_timeout_ms: 5000\nworkers: ${workers}` })));
+      const tcp = relay.port('t', 'tcp/0');
+      const udp = relay.port('t', 'udp/0');
+      await Promise.all([sendTcp(tcp, '127.0.0.2', 'a', 16, 500), sendTcp(tcp, '127.0.0.3', 'b', 16, 500), sendUdp(udp, '127.0.0.4', 'u', 8, 100)]);
+      const total = 2 * 16 * 500 + 8 * 100;
+      await vi.waitFor(() => expect(intake.received.length).toBeGreaterThanOrEqual(total), { timeout: 30_000 });
+      const messages = intake.received.map((m) => m.message);
+      expect(new Set(messages).size).toBe(total);
+      expect(messages).toHaveLength(total);
+      // The sender's address is each event's own (plain lines would take it as HOSTNAME; here the tag tells).
+      for (const [tag, n] of [['a', 8_000], ['b', 8_000], ['u', 800]] as const) expect(messages.filter((m) => m.startsWith(`${tag}-`))).toHaveLength(n);
+      // Each connection's events in the order sent, whichever thread read it.
+      const order = new Map<string, number>();
+      for (const m of messages) {
+        const [tag, c, i] = m.split('-');
+        if (tag === 'u') continue;
+        const key = `${tag}-${c}`;
+        expect(Number(i)).toBe((order.get(key) ?? -1) + 1);
+        order.set(key, Number(i));
+      }
+      expect(await relay.metric('intake_relay_udp_kernel_drops_total')).toBe(0);
+      await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: total, sent: total, dropped: 0, balanced: true }));
+      // Each thread delivers over its own connection, and the kernel spread the 32 connections
+      // over the threads: the main thread's own count is part of the total (all of them to one of
+      // 2 threads: a chance of 2^-31).
+      const connected = relay.logs.filter((l) => l.msg === 'Output connected.').map((l) => l.worker ?? 0);
+      expect(new Set(connected).size).toBe(workers);
+      const own = await metricValue(relay.daemon.metrics, 'intake_relay_events_received_total', { intake: 't' });
+      if (workers > 1) expect(own).toBeLessThan(total);
+      else expect(own).toBe(total);
+      if (workers > 1) expect(relay.logs.find((l) => l.msg === 'intake-relay started.')).toMatchObject({ workers });
+      const stopped = await relay.stop();
+      expect(stopped.undelivered).toBe(0);
+    }, 60_000);
+  }
+
+  it('the memory queue bounds are the intake\'s, shared among the threads', async () => {
+    const intake = track(await startTestIntake());
+    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs, extra: 'workers: 4', queue: '    queue: { type: memory, max_events: 1000, max_bytes: 1000000 }' })));
+    expect(await relay.metric('intake_relay_queue_max_events', { intake: 't' })).toBe(1000);
+    expect(await relay.metric('intake_relay_queue_max_bytes', { intake: 't' })).toBe(1000000);
+  });
+
+  it('a file input and a disk-queued intake stay in the main thread; the other intake runs in every thread', async () => {
+    const intake = track(await startTestIntake());
+    const dir = tempDir('workers-');
+    const yaml = `log_level: info
+metrics: { enabled: false }
+data_dir: ${dir}
+workers: 3
+intakes:
+  - name: net
+    intake_key: ${TEST_KEY}
+    inputs: [{ type: tcp, address: 127.0.0.1, port: 0 }]
+    output: { type: syslog, host: 127.0.0.1, port: ${intake.port}, server_name: localhost, ca_file: ${TLS}ca.crt }
+  - name: disk
+    intake_key: ${TEST_KEY}
+    inputs: [{ type: tcp, address: 127.0.0.1, port: 0 }, { type: file, paths: ['${dir}/*.log'] }]
+    queue: { type: disk }
+    output: { type: syslog, host: 127.0.0.1, port: ${intake.port}, server_name: localhost, ca_file: ${TLS}ca.crt }
+`;
+    const relay = track(await startRelay(yaml));
+    await Promise.all([sendTcp(relay.port('net', 'tcp/0'), '127.0.0.2', 'n', 16, 100), sendTcp(relay.port('disk', 'tcp/0'), '127.0.0.2', 'd', 16, 100)]);
+    await vi.waitFor(() => expect(intake.received.length).toBe(3_200), { timeout: 30_000 });
+    // net: every thread received some of its 16 connections; disk: the main thread all of its own.
+    const own = (name: string): Promise<number> => metricValue(relay.daemon.metrics, 'intake_relay_events_received_total', { intake: name });
+    expect(await own('net')).toBeLessThan(1_600);
+    expect(await own('disk')).toBe(1_600);
+    const connected = relay.logs.filter((l) => l.msg === 'Output connected.').map((l) => `${String(l.intake)}/${String(l.worker ?? 0)}`);
+    expect(new Set(connected)).toEqual(new Set(['net/0', 'net/1', 'net/2', 'disk/0']));
+    for (const name of ['net', 'disk']) await vi.waitFor(async () => expect(await books(relay, name)).toMatchObject({ received: 1_600, sent: 1_600, balanced: true }), { timeout: 10_000 });
+  }, 60_000);
+});
