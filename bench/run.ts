@@ -4,7 +4,10 @@
 // BENCH_RUNS (3), RELAY_NODE_FLAGS (added to the relay's node flags), RELAY_ENV (VAR=value ...
 // added to its environment), BENCH_QUEUE (the intake's queue, e.g. "{ max_bytes: 16777216 }"),
 // BENCH_OUTPUT_EXTRA (one more line of the syslog output, e.g. "resend_window_bytes: 2097152"),
-// BENCH_UDP_THREADS (the UDP input's receive_threads), BENCH_NO_PEER (skip rsyslog's runs).
+// BENCH_UDP_THREADS (the UDP input's receive_threads), BENCH_NO_PEER (skip rsyslog's runs);
+// on a machine with more cores: BENCH_LOAD_CORES (the load generator's and receiver's cores, "0"),
+// BENCH_RELAY_CORES (the relay's, "1"), BENCH_SCALE_CORES (the scale runs' core sets, "1;0,1"),
+// BENCH_SCALE_WORKERS=1 (scale without workers), RSYSLOGD and RSYSLOG_MODDIR (an rsyslogd elsewhere).
 import { fork, spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import dgram from 'node:dgram';
@@ -22,7 +25,8 @@ const scenarios = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const want = (s: string): boolean => scenarios.length === 0 || scenarios.includes(s);
 
 // Load generator and receiver on core 0; the relay gets core 1 to itself.
-const pin = spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { encoding: 'utf8' });
+const LOAD_CORES = process.env.BENCH_LOAD_CORES ?? '0';
+const pin = spawnSync('taskset', ['-a', '-p', '-c', LOAD_CORES, String(process.pid)], { encoding: 'utf8' });
 const pinned = pin.status === 0;
 
 function cpuOf(pid: number): number {
@@ -47,7 +51,7 @@ interface Receiver {
 async function startReceiver(script = 'bench/receiver.ts', args: string[] = []): Promise<Receiver> {
   const proc = fork(join(root, script), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   children.add(proc);
-  if (pinned) spawnSync('taskset', ['-a', '-p', '-c', '0', String(proc.pid)]);
+  if (pinned) spawnSync('taskset', ['-a', '-p', '-c', LOAD_CORES, String(proc.pid)]);
   const hello = await new Promise<{ port: number; ca: string; pid?: number }>((resolve) => proc.once('message', (m) => resolve(m as { port: number; ca: string; pid?: number })));
   // A receiver that runs a peer (rsyslog imrelp) names it, so that it never outlives the bench.
   if (hello.pid) {
@@ -146,7 +150,19 @@ const TEN_ROUTES = `    routes:
 `;
 
 /** The cores the relay (and rsyslog, for comparison) may run on: core 1, or both for the scale runs. */
-let relayCores = '1';
+let relayCores = process.env.BENCH_RELAY_CORES ?? '1';
+/** The relay's `workers` (the scale runs give it one per core). */
+let relayWorkers = 1;
+const RSYSLOGD = process.env.RSYSLOGD ?? '/usr/sbin/rsyslogd';
+const RSYSLOG_ARGS = process.env.RSYSLOG_MODDIR ? ['-M', process.env.RSYSLOG_MODDIR] : [];
+
+/** How many cores a taskset list names ("1", "0,1", "1-8"). */
+function coreCount(list: string): number {
+  return list.split(',').reduce((n, part) => {
+    const [a, b] = part.split('-').map(Number);
+    return n + (b === undefined ? 1 : (b - (a as number) + 1));
+  }, 0);
+}
 
 async function startRelay(receiver: Receiver, output: OutputYaml = syslogOutput, httpPort = 0, routed = false, file = '', queue = ''): Promise<Relay> {
   const dir = mkdtempSync(join(tmpdir(), 'relay-bench-'));
@@ -156,6 +172,7 @@ async function startRelay(receiver: Receiver, output: OutputYaml = syslogOutput,
     join(dir, 'relay.yaml'),
     `log_level: warn
 data_dir: ${join(dir, 'state')}
+workers: ${relayWorkers}
 metrics: { address: 127.0.0.1, port: ${metricsPort} }
 intakes:
   - name: bench
@@ -416,7 +433,7 @@ async function udpScenario(rate = 100_000, sources = 1): Promise<RunFigures> {
   };
 }
 
-console.log(`intake-relay bench on node ${process.version}; ${pinned ? 'relay pinned to core 1, load and receiver to core 0' : 'taskset unavailable: not pinned'}`);
+console.log(`intake-relay bench on node ${process.version}; ${pinned ? `relay pinned to core(s) ${relayCores}${want('scale') ? ' (scale: the core sets below)' : ''}, load and receiver to ${LOAD_CORES}` : 'taskset unavailable: not pinned'}`);
 /** HTTP in (the intake API over keep-alive, 1,000 events per request) -> TLS out. */
 /** `queue`: the intake's queue (a disk queue answers once events are on disk); none: a memory queue answering once queued. */
 async function httpInScenario(queue = ''): Promise<RunFigures> {
@@ -561,7 +578,7 @@ action(type="omrelp" target="127.0.0.1" port="${relpPort}" tls="on" tls.caCert="
 `,
   );
   const rsyslogd = (conf: string, core: number): ChildProcess => {
-    return spawnPinned(String(core), '/usr/sbin/rsyslogd', ['-n', '-f', join(dir, `${conf}.conf`), '-i', join(dir, `${conf}.pid`)], { stdio: 'ignore' });
+    return spawnPinned(String(core), RSYSLOGD, [...RSYSLOG_ARGS, '-n', '-f', join(dir, `${conf}.conf`), '-i', join(dir, `${conf}.pid`)], { stdio: 'ignore' });
   };
   const receiver = rsyslogd('receiver', 0);
   await new Promise((r) => setTimeout(r, 1000));
@@ -656,7 +673,7 @@ template(name="sekoia" type="string" string="<%pri%>1 %timegenerated:::date-rfc3
 action(type="omfwd" target="127.0.0.1" port="${receiver.port}" protocol="tcp" TCP_Framing="octet-counted" StreamDriver="ossl" StreamDriverMode="1" StreamDriverAuthMode="x509/name" StreamDriverPermittedPeers="localhost" template="sekoia")
 `,
   );
-  const proc = spawnPinned(relayCores, '/usr/sbin/rsyslogd', ['-n', '-f', join(dir, 'rsyslog.conf'), '-i', join(dir, 'rsyslog.pid')], { stdio: 'ignore' });
+  const proc = spawnPinned(relayCores, RSYSLOGD, [...RSYSLOG_ARGS, '-n', '-f', join(dir, 'rsyslog.conf'), '-i', join(dir, 'rsyslog.pid')], { stdio: 'ignore' });
   const { pid, idleRssMb } = await settled(proc, tcpPort);
   return {
     proc,
@@ -734,20 +751,25 @@ process.on('exit', () => {
 
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 if (want('scale')) {
-  // The relay, then rsyslog with threaded inputs (imptcp and imudp threads, queue workers, one per
-  // core), given core 1, then both cores: TCP from 8 connections, UDP from 8 source ports. With
-  // both cores the relay shares one with the load generator and the receiver.
+  // The relay (workers: one per core), then rsyslog with threaded inputs (imptcp and imudp
+  // threads, queue workers, one per core), given core 1, then both cores: TCP from 8
+  // connections, UDP from 8 source ports. With both cores the relay shares one with the load
+  // generator and the receiver. BENCH_SCALE_CORES names other core sets (on a larger machine).
   const udpRate = Number(process.env.BENCH_SCALE_UDP_RATE ?? 200_000);
-  for (const cores of ['1', '0,1']) {
+  const saved = relayCores;
+  for (const cores of (process.env.BENCH_SCALE_CORES ?? '1;0,1').split(';')) {
     relayCores = cores;
-    const k = cores.split(',').length;
-    const given = `${k} core${k > 1 ? 's' : ''}`;
-    await repeat(`scale, ${given}: tcp -> tls, 1,000,000 x 200 B over 8 connections`, runs, () => tcpScenario('bench/receiver.ts', syslogOutput, false, 1, '', 8));
+    const k = coreCount(cores);
+    relayWorkers = process.env.BENCH_SCALE_WORKERS ? Number(process.env.BENCH_SCALE_WORKERS) : k;
+    const given = `${k} core${k > 1 ? 's' : ''} (${cores})`;
+    const w = `workers: ${relayWorkers}`;
+    await repeat(`scale, ${given}: tcp -> tls, 1,000,000 x 200 B over 8 connections, ${w}`, runs, () => tcpScenario('bench/receiver.ts', syslogOutput, false, 1, '', 8));
     if (!process.env.BENCH_NO_PEER) await repeat(`scale, ${given}: rsyslog, imptcp (${k} thread${k > 1 ? 's' : ''}) -> omfwd`, runs, () => rsyslogTcpScenario(8, k));
-    await repeat(`scale, ${given}: udp -> tls, ${udpRate.toLocaleString('en')}/s offered for 5 s from 8 source ports`, runs, () => udpScenario(udpRate, 8));
+    await repeat(`scale, ${given}: udp -> tls, ${udpRate.toLocaleString('en')}/s offered for 5 s from 8 source ports, ${w}`, runs, () => udpScenario(udpRate, 8));
     if (!process.env.BENCH_NO_PEER) await repeat(`scale, ${given}: rsyslog, imudp (${k} thread${k > 1 ? 's' : ''}) -> omfwd`, runs, () => rsyslogUdpScenario(udpRate, 8, k));
   }
-  relayCores = '1';
+  relayCores = saved;
+  relayWorkers = 1;
 }
 if (want('tcp')) {
   await repeat('tcp -> tls (1,000,000 x 200 B RFC 3164 lines, one connection)', runs, () => tcpScenario());
