@@ -30,6 +30,24 @@ export function portsShared(): boolean {
   return sharing;
 }
 
+/** "tcp 127.0.0.1:514": ports this process's worker threads listen on (a reload re-listens beside them). */
+const heldByWorkers = new Set<string>();
+
+/** The ports the workers listen on now (the main thread's probe skips them). */
+export function workersHold(ports: Iterable<string>): void {
+  heldByWorkers.clear();
+  for (const p of ports) heldByWorkers.add(p);
+}
+
+export function portKey(proto: string, address: string, port: number): string {
+  return `${proto} ${address}:${port}`;
+}
+
+/** Whether the main thread asks with a plain socket before listening with SO_REUSEPORT. */
+function shouldProbe(proto: string, address: string, port: number): boolean {
+  return port !== 0 && isMainThread && !heldByWorkers.has(portKey(proto, address, port));
+}
+
 /**
  * Resolves once `server` listens; rejects with ERELAY_LISTEN naming `what` and the likely cause.
  * `input`: an input's port, shared with the other workers when this thread shares ports.
@@ -38,8 +56,8 @@ export async function listen(server: net.Server, address: string, port: number, 
   const reusePort = input && sharing;
   // With SO_REUSEPORT, a port another process's reusePort sockets hold (a second relay) would be
   // shared with it without an error: the main thread asks with a plain socket first. Workers join
-  // the main thread's port.
-  if (reusePort && port !== 0 && isMainThread) await probe(address, port, what);
+  // the main thread's port; a reload re-listens on a port the workers still hold.
+  if (reusePort && shouldProbe('tcp', address, port)) await probe(address, port, what);
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException): void => reject(listenError(what, `${address}:${port}`, err.code, err.message, err));
     server.once('error', onError);
@@ -61,11 +79,11 @@ function probe(address: string, port: number, what: string): Promise<void> {
 
 /**
  * Rejects with ERELAY_LISTEN when a UDP socket without SO_REUSEPORT cannot bind `port` (another
- * process holds it): asked before sockets with SO_REUSEPORT bind it. Resolves at once for port 0
- * and in a worker (it joins the main thread's port).
+ * process holds it): asked before sockets with SO_REUSEPORT bind it. Resolves at once for port 0,
+ * in a worker (it joins the main thread's port) and for a port the workers hold.
  */
 export function udpPortFree(type: 'udp4' | 'udp6', address: string, port: number, what: string): Promise<void> {
-  if (port === 0 || !isMainThread) return Promise.resolve();
+  if (!shouldProbe('udp', address, port)) return Promise.resolve();
   const plain = dgram.createSocket({ type });
   return new Promise<void>((resolve, reject) => {
     plain.once('error', (err: NodeJS.ErrnoException) => {

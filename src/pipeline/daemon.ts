@@ -22,8 +22,8 @@ import { SenderTables, type SenderTable } from './senders.ts';
 import { createSourceWithSender } from './sources.ts';
 import { MAX_VIEWERS, Taps, type TapQuery } from './tap.ts';
 import { StatsSource } from './stats.ts';
-import { aggregate, shareQueues, workerConfig, workerCount, Workers, type WorkerData } from './workers.ts';
-import { sharePorts } from '../core/net.ts';
+import { aggregate, heldPorts, shareQueues, workerConfig, workerCount, Workers, type WorkerData } from './workers.ts';
+import { sharePorts, workersHold } from '../core/net.ts';
 import type { Registry } from 'prom-client';
 
 export type { ReloadReport };
@@ -168,6 +168,7 @@ export class Daemon implements HealthSource, ReloadTarget {
     }
     const emulator = this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem };
     this.#workers = await Workers.start(this.threads - 1, plan, emulator, this.log);
+    workersHold(heldPorts(plan));
   }
 
   #workerConfig(): Config {
@@ -241,7 +242,9 @@ export class Daemon implements HealthSource, ReloadTarget {
       try {
         const report = await applyReload(this, shareQueues(next, this.threads));
         // Then the workers, on the ports this thread now listens on.
-        const theirs = this.#workers ? await this.#workers.reload(this.#workerConfig()) : [];
+        const plan = this.#workerConfig();
+        const theirs = this.#workers ? await this.#workers.reload(plan) : [];
+        if (this.#workers) workersHold(heldPorts(plan));
         for (const r of theirs) report.failed.push(...r.failed.filter((f) => !report.failed.includes(f)));
         if (workerCount(next.workers) !== this.threads) report.notApplied.push(`workers: ${this.threads} threads run until a restart`);
         this.#reloaded(report.failed.length === 0);

@@ -21,6 +21,7 @@ import type { Logger } from 'pino';
 import type { Config, ResolvedIntake } from '../config/resolve.ts';
 import { inputOf, type ResolvedInput, type ResolvedListener } from '../inputs/registry.ts';
 import type { ReloadReport } from './reload.ts';
+import { portKey } from '../core/net.ts';
 
 /** `workers: auto` uses the cores the process may use, up to this many. */
 export const AUTO_WORKERS_MAX = 8;
@@ -76,6 +77,15 @@ export function workerConfig(cfg: Config, port: Port, listenerPort: ListenerPort
     .map((i) => ({ ...i, inputs: i.inputs.filter(listens).map((c) => onPort(c, port(i.name, c.label))) }));
   const work = intakes.some((i) => i.inputs.length > 0) || listeners.length > 0;
   return { ...cfg, intakes: work ? intakes : [], listeners, stats: undefined, warnings: [], metrics: { ...cfg.metrics, enabled: false } };
+}
+
+/** The ports a worker configuration listens on ("tcp 127.0.0.1:514"). */
+export function heldPorts(cfg: Config): string[] {
+  const all = [...cfg.intakes.flatMap((i) => i.inputs), ...cfg.listeners];
+  return all.flatMap((c) => {
+    const l = inputOf(c).listening(c as never);
+    return l ? [portKey(l.proto, l.address, l.port)] : [];
+  });
 }
 
 /** What a worker is given at its start. */

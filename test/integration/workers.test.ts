@@ -7,9 +7,10 @@ import net from 'node:net';
 import dgram from 'node:dgram';
 import { describe, expect, it, vi } from 'vitest';
 import { books, metricValue, startRelay, TEST_KEY, TLS } from '../helpers/relay.ts';
-import { startTestIntake } from '../helpers/peers.ts';
+import { freePort, startTestIntake } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
 import { tempDir, track } from '../helpers/cleanup.ts';
+import { parseConfig } from '../../src/config/load.ts';
 
 const inputs = `      - { type: tcp, address: 127.0.0.1, port: 0 }
       - { type: udp, address: 127.0.0.1, port: 0 }`;
@@ -120,4 +121,111 @@ intakes:
     expect(new Set(connected)).toEqual(new Set(['net/0', 'net/1', 'net/2', 'disk/0']));
     for (const name of ['net', 'disk']) await vi.waitFor(async () => expect(await books(relay, name)).toMatchObject({ received: 1_600, sent: 1_600, balanced: true }), { timeout: 10_000 });
   }, 60_000);
+});
+
+/** A connection from `source` that sends numbered `tag` events until stopped; notes whether the relay closed it. */
+function steadySender(port: number, source: string, tag: string) {
+  const socket = net.connect({ port, host: '127.0.0.1', localAddress: source });
+  let n = 0;
+  let closedByPeer = false;
+  let running = true;
+  socket.on('close', () => (closedByPeer = running));
+  socket.on('error', () => (closedByPeer = running));
+  const timer = setInterval(() => {
+    let chunk = '';
+    for (let i = 0; i < 50; i++) chunk += `<14>Nov 26 10:00:00 host app: ${tag}-${n++}\n`;
+    socket.write(chunk);
+  }, 5);
+  return {
+    get sent() {
+      return n;
+    },
+    get closedByPeer() {
+      return closedByPeer;
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        running = false;
+        clearInterval(timer);
+        socket.end(() => resolve());
+      }),
+  };
+}
+
+describe('workers: reload and stop under load', () => {
+  it('a reload that changes the output under load from 12 connections and restarts another input on its port: nothing lost, connections kept', async () => {
+    const intake = track(await startTestIntake());
+    const [port, other] = [await freePort(), await freePort()];
+    const yaml = (maxConnections: number, batch: number): string =>
+      relayYaml({
+        intakePort: intake.port,
+        inputs: `      - { type: tcp, name: in, address: 127.0.0.1, port: ${port} }
+      - { type: tcp, name: other, address: 127.0.0.1, port: ${other}, max_connections: ${maxConnections} }`,
+        extra: 'shutdown_timeout_ms: 5000\nworkers: 3',
+        queue: `    batch: { max_events: ${batch} }`,
+      });
+    const relay = track(await startRelay(yaml(100, 1000)));
+    const senders = Array.from({ length: 12 }, (_, i) => steadySender(port, `127.0.0.${2 + (i % 3)}`, `s${i}`));
+    await vi.waitFor(() => expect(senders.every((s) => s.sent > 500)).toBe(true), { timeout: 10_000 });
+    // Every thread takes a new output over its queue, and closes the input "other" and listens
+    // again on its port (the other threads' sockets hold it meanwhile: the main thread's probe
+    // must not take them for another process).
+    const report = await relay.daemon.reload(parseConfig(yaml(200, 500), 'v2.yaml', {}));
+    expect(report.failed).toEqual([]);
+    expect(report.changed).toEqual(['t']);
+    expect(report.restarted).toEqual(['t/other']);
+    expect(relay.daemon.inputPort('t', 'other')).toBe(other);
+    // Each worker reloaded too (the same changes), and none failed.
+    const reloaded = relay.logs.filter((l) => l.msg === 'Configuration reloaded.');
+    expect(reloaded.map((l) => l.worker ?? 0).sort()).toEqual([0, 1, 2]);
+    for (const l of reloaded) expect(l).toMatchObject({ restarted: ['t/other'], failed: [] });
+    const late = steadySender(other, '127.0.0.5', 'late');
+    await vi.waitFor(() => expect(late.sent).toBeGreaterThan(100));
+    senders.push(late);
+    const after = senders.map((s) => s.sent);
+    await vi.waitFor(() => expect(senders.every((s, i) => s.sent > (after[i] as number) + 500)).toBe(true), { timeout: 10_000 });
+    await Promise.all(senders.map((s) => s.stop()));
+    // Connections to the unchanged input stay open through the reload.
+    for (const s of senders) expect(s.closedByPeer).toBe(false);
+    const total = senders.reduce((n, s) => n + s.sent, 0);
+    await vi.waitFor(() => expect(new Set(intake.received.map((m) => m.message)).size).toBe(total), { timeout: 20_000 });
+    const resent = await relay.metric('intake_relay_events_resent_total', { intake: 't' });
+    expect(intake.received.length - total).toBeLessThanOrEqual(resent);
+    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: total, dropped: 0, queued: 0, unacked: 0, balanced: true }), { timeout: 10_000 });
+  }, 60_000);
+
+  it('a stop under load: every thread stops its inputs, drains its queue and closes its output; what was taken in is delivered', async () => {
+    const intake = track(await startTestIntake());
+    const relay = await startRelay(relayYaml({ intakePort: intake.port, inputs: `      - { type: tcp, address: 127.0.0.1, port: 0 }`, extra: 'shutdown_timeout_ms: 10000\nworkers: 4' }));
+    const port = relay.port('t', 'tcp/0');
+    const senders = Array.from({ length: 16 }, (_, i) => steadySender(port, '127.0.0.2', `s${i}`));
+    await vi.waitFor(() => expect(senders.every((s) => s.sent > 300)).toBe(true), { timeout: 10_000 });
+    const stopped = await relay.stop();
+    await Promise.all(senders.map((s) => s.stop()));
+    expect(stopped.undelivered).toBe(0);
+    // The books, read after the stop from every thread's final metrics: all received was sent.
+    const received = await metricValue(relay.daemon.metrics, 'intake_relay_events_received_total', { intake: 't' });
+    expect(received).toBeGreaterThan(0);
+    const messages = intake.received.map((m) => m.message);
+    expect(new Set(messages).size).toBe(messages.length);
+    // Each sender's events arrived as a prefix of what it sent, in order: nothing in the middle lost.
+    for (const [i] of senders.entries()) {
+      const mine = [...new Set(messages.filter((m) => m.startsWith(`s${i}-`)))].map((m) => Number(m.split('-')[1]));
+      expect(mine).toEqual(mine.map((_, k) => k));
+    }
+    // Nothing listens any more, in any thread.
+    await expect(new Promise((resolve, reject) => net.connect(port, '127.0.0.1', () => resolve(1)).on('error', reject))).rejects.toThrow(/ECONNREFUSED/);
+  }, 60_000);
+
+  it('a port another process holds is an error at start, with workers too (the kernel would otherwise share it)', async () => {
+    const intake = track(await startTestIntake());
+    const other = net.createServer();
+    await new Promise<void>((r) => other.listen({ port: 0, host: '127.0.0.1', reusePort: true }, () => r()));
+    const taken = (other.address() as net.AddressInfo).port;
+    try {
+      await expect(startRelay(relayYaml({ intakePort: intake.port, inputs: `      - { type: tcp, address: 127.0.0.1, port: ${taken} }`, extra: 'workers: 2' }))).rejects.toThrow(/cannot listen on 127\.0\.0\.1:\d+: another process already listens there/);
+    } finally {
+      other.close();
+    }
+  });
 });
