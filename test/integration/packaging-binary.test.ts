@@ -1,7 +1,8 @@
 // The single executable as an operator runs it: built by scripts/package.ts (as `npm run package`
 // does) for this machine's architecture into a temporary directory, then run with no Node.js on
 // PATH: --version, validate of the shipped config, and `run` of the shipped config, which with no
-// INTAKE_KEY forwards to its local emulator; one event goes through and SIGTERM drains it.
+// INTAKE_KEY forwards to its local emulator; one event goes through and SIGTERM drains it; and with
+// workers: 3, whose threads run the executable's own bundle.
 // Then installed as deploy/intake-relay.service expects, into a temporary root: the unit verified
 // there as shipped, and its program lines run there as systemd would, with the unit's environment.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
@@ -83,6 +84,37 @@ describe('single executable', () => {
     proc.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(out).toContain('Stopped: every queued event was delivered.');
+  });
+
+  it('runs workers (workers: 3) from its own bundle: every thread delivers, /metrics adds them up, SIGTERM stops them all', async () => {
+    const [syslogPort, metricsPort] = [await freePort(), await freePort()];
+    const config = join(dir, 'workers.yaml');
+    writeFileSync(config, `workers: 3
+metrics: { address: 127.0.0.1, port: ${metricsPort} }
+emulator: { when: no_intake_key }
+intakes:
+  - name: t
+    intake_key: ""
+    inputs: [{ type: tcp, address: 127.0.0.1, port: ${syslogPort} }]
+`);
+    const proc = spawn(exe, ['run', '-c', config], { env: { PATH: emptyPath }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+    track({ stop: () => (proc.exitCode === null && proc.signalCode === null ? proc.kill('SIGKILL') : undefined) });
+    await waitListening(syslogPort, 20_000);
+    await vi.waitFor(() => expect(out).toContain('"workers":3'), { timeout: 15_000 });
+    await Promise.all(Array.from({ length: 24 }, (_, c) => sendTcp(syslogPort, Array.from({ length: 25 }, (_, i) => `<14>Nov 26 10:00:00 host app: c${c}-${i}\n`).join(''))));
+    const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    await vi.waitFor(async () => expect(await metrics()).toContain('intake_relay_events_sent_total{intake="t",output="syslog"} 600'), { timeout: 15_000 });
+    // One output connection per thread, each counted once; one build, not three.
+    const text = await metrics();
+    expect(text).toContain('intake_relay_output_connected{intake="t",output="syslog"} 3');
+    expect(text).toMatch(/^intake_relay_build_info\{[^}]*\} 1$/m);
+    proc.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(out.match(/Stopped: every queued event was delivered\./g)).toHaveLength(3);
   });
 });
 
