@@ -30,7 +30,7 @@ export function portsShared(): boolean {
   return sharing;
 }
 
-/** "tcp 127.0.0.1:514": ports this process's worker threads listen on (a reload re-listens beside them). */
+/** "tcp 514": ports this process's worker threads listen on, on any address (a reload re-listens beside them). */
 const heldByWorkers = new Set<string>();
 
 /** The ports the workers listen on now (the main thread's probe skips them). */
@@ -39,13 +39,13 @@ export function workersHold(ports: Iterable<string>): void {
   for (const p of ports) heldByWorkers.add(p);
 }
 
-export function portKey(proto: string, address: string, port: number): string {
-  return `${proto} ${address}:${port}`;
+export function portKey(proto: string, port: number): string {
+  return `${proto} ${port}`;
 }
 
 /** Whether the main thread asks with a plain socket before listening with SO_REUSEPORT. */
-function shouldProbe(proto: string, address: string, port: number): boolean {
-  return port !== 0 && isMainThread && !heldByWorkers.has(portKey(proto, address, port));
+function shouldProbe(proto: string, port: number): boolean {
+  return port !== 0 && isMainThread && !heldByWorkers.has(portKey(proto, port));
 }
 
 /**
@@ -57,7 +57,7 @@ export async function listen(server: net.Server, address: string, port: number, 
   // With SO_REUSEPORT, a port another process's reusePort sockets hold (a second relay) would be
   // shared with it without an error: the main thread asks with a plain socket first. Workers join
   // the main thread's port; a reload re-listens on a port the workers still hold.
-  if (reusePort && shouldProbe('tcp', address, port)) await probe(address, port, what);
+  if (reusePort && shouldProbe('tcp', port)) await probe(address, port, what);
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException): void => reject(listenError(what, `${address}:${port}`, err.code, err.message, err));
     server.once('error', onError);
@@ -83,7 +83,7 @@ function probe(address: string, port: number, what: string): Promise<void> {
  * in a worker (it joins the main thread's port) and for a port the workers hold.
  */
 export function udpPortFree(type: 'udp4' | 'udp6', address: string, port: number, what: string): Promise<void> {
-  if (!shouldProbe('udp', address, port)) return Promise.resolve();
+  if (!shouldProbe('udp', port)) return Promise.resolve();
   const plain = dgram.createSocket({ type });
   return new Promise<void>((resolve, reject) => {
     plain.once('error', (err: NodeJS.ErrnoException) => {

@@ -4,7 +4,7 @@
 // not be delivered is reported. A reload (SIGHUP) plans its changes (reload-plan.ts), then applies
 // them: only what changed is closed and opened again, and no queued event is lost.
 
-import type { Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Config } from '../config/resolve.ts';
 import type { Routing } from '../core/component.ts';
@@ -18,11 +18,11 @@ import { OpsServer, type HealthSource, type IntakeHealth, type ListenerHealth } 
 import type { PipelineEnv } from './env.ts';
 import { Pipeline } from './pipeline.ts';
 import { applyReload, type ReloadReport, type ReloadTarget } from './reload.ts';
-import { SenderTables, type SenderTable } from './senders.ts';
+import { SenderTables, type SenderTable, type Sighting } from './senders.ts';
 import { createSourceWithSender } from './sources.ts';
 import { MAX_VIEWERS, Taps, type TapQuery } from './tap.ts';
 import { StatsSource } from './stats.ts';
-import { aggregate, heldPorts, shareQueues, workerConfig, workerCount, Workers, type WorkerData } from './workers.ts';
+import { aggregate, heldPorts, runsInWorkers, shareBounds, workerConfig, workerCount, Workers, type WorkerData } from './workers.ts';
 import { sharePorts, workersHold } from '../core/net.ts';
 import type { Registry } from 'prom-client';
 
@@ -47,8 +47,11 @@ export interface StopReport {
 }
 
 export interface DaemonOptions {
-  /** This daemon runs in a worker thread of another (workers.ts), with that one's emulator. */
-  readonly worker?: { readonly emulator: WorkerData['emulator'] };
+  /**
+   * This daemon runs in a worker thread of another (workers.ts), with that one's emulator; the
+   * senders its inputs see go to that one's tables.
+   */
+  readonly worker?: { readonly emulator: WorkerData['emulator']; readonly sightings: (s: Sighting[]) => void };
 }
 
 export class Daemon implements HealthSource, ReloadTarget {
@@ -72,21 +75,37 @@ export class Daemon implements HealthSource, ReloadTarget {
   /** Threads that run the network inputs, this one included (workers: N); 1 in a worker. */
   readonly threads: number;
   readonly #worker: DaemonOptions['worker'];
+  /** The configuration at start: what decided the number of threads. */
+  readonly #started: Config;
   #workers: Workers | undefined;
+  /**
+   * What ends the process when a worker fails while running (main.ts's handler of unexpected
+   * errors: exit 70, the service manager restarts). Tests replace it.
+   */
+  onFatal: (err: Error) => void = (err) =>
+    setImmediate(() => {
+      throw err;
+    });
+  /** Tap views open across the threads: where each one's lines from the workers go. */
+  readonly #tapViews = new Map<number, (text: string) => void>();
+  #nextTap = 0;
 
   constructor(config: Config, log: Logger, metrics = new Metrics(), options: DaemonOptions = {}) {
     this.#worker = options.worker;
-    this.threads = options.worker ? 1 : workerCount(config.workers);
-    // Every thread's inputs share their ports; each thread's memory queues hold their share.
+    this.#started = config;
+    // Threads only where something can run in a worker (file inputs and disk queues cannot).
+    const n = options.worker ? 1 : workerCount(config.workers);
+    this.threads = n > 1 && runsInWorkers(config) ? n : 1;
+    // Every thread's inputs share their ports; each thread holds its share of the bounds.
     sharePorts(this.threads > 1 || options.worker !== undefined);
-    this.config = shareQueues(config, this.threads);
+    this.config = shareBounds(config, this.threads);
     this.log = log;
     this.metrics = metrics;
     metrics.buildInfo.set({ version: VERSION, commit: commit(), node: process.version }, 1);
     const taps = new Taps(metrics, () => this.pipelines.map((p) => p.intake.intakeKey));
     const worker = options.worker;
     this.env = {
-      metrics, log, dataDir: config.dataDir, senders: new SenderTables(metrics, log), taps,
+      metrics, log, dataDir: config.dataDir, senders: new SenderTables(metrics, log, worker?.sightings), taps,
       emulator: () => (worker ? worker.emulator : this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem }),
     };
     metrics.addProbe(() => {
@@ -160,19 +179,27 @@ export class Daemon implements HealthSource, ReloadTarget {
 
   /** The worker threads (workers: N > 1), once every input of this thread listens (they join its ports). */
   async #startWorkers(): Promise<void> {
-    if (this.threads <= 1) return;
-    const plan = this.#workerConfig();
-    if (plan.intakes.length === 0) {
-      this.log.warn({ workers: this.threads }, 'workers: no network input can run in a worker (file inputs and disk queues have a single owner): the main thread runs everything.');
+    const asked = this.#worker ? 1 : workerCount(this.config.workers);
+    if (this.threads <= 1) {
+      if (asked > 1) this.log.warn({ workers: asked }, 'workers: no network input can run in a worker (file inputs and disk queues have a single owner): the main thread runs everything.');
       return;
     }
+    const plan = this.#workerConfig();
     const emulator = this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem };
-    this.#workers = await Workers.start(this.threads - 1, plan, emulator, this.log);
+    this.#workers = await Workers.start(this.threads - 1, plan, emulator, this.log, {
+      sightings: (s) => this.env.senders.sighted(s),
+      tapData: (tap, text) => this.#tapViews.get(tap)?.(text),
+    }, (err) => this.onFatal(err));
     workersHold(heldPorts(plan));
   }
 
   #workerConfig(): Config {
     return workerConfig(this.config, (intake, label) => this.inputPort(intake, label), (label) => this.listenerPort(label));
+  }
+
+  /** The worker threads (none without workers), for diagnostics. */
+  workerThreads(): readonly import('node:worker_threads').Worker[] {
+    return this.#workers?.threads() ?? [];
   }
 
   /** This thread's metrics, with the workers' added (counters and most gauges summed; metrics.ts names the others). */
@@ -240,13 +267,15 @@ export class Daemon implements HealthSource, ReloadTarget {
     const run = this.#reloading.catch(() => {}).then(async () => {
       if (this.#phase !== 'running') return emptyReport();
       try {
-        const report = await applyReload(this, shareQueues(next, this.threads));
+        const report = await applyReload(this, shareBounds(next, this.threads));
         // Then the workers, on the ports this thread now listens on.
         const plan = this.#workerConfig();
         const theirs = this.#workers ? await this.#workers.reload(plan) : [];
         if (this.#workers) workersHold(heldPorts(plan));
         for (const r of theirs) report.failed.push(...r.failed.filter((f) => !report.failed.includes(f)));
-        if (workerCount(next.workers) !== this.threads) report.notApplied.push(`workers: ${this.threads} threads run until a restart`);
+        if (workerCount(next.workers) !== workerCount(this.#started.workers) || (this.threads === 1 && runsInWorkers(next) && workerCount(next.workers) > 1)) {
+          report.notApplied.push(`workers: ${this.threads} thread${this.threads > 1 ? 's' : ''} until a restart`);
+        }
         this.#reloaded(report.failed.length === 0);
         return report;
       } catch (err) {
@@ -298,7 +327,21 @@ export class Daemon implements HealthSource, ReloadTarget {
       const inputs = [...this.pipelines.flatMap((p) => [...p.sources.keys()]), ...this.shared.map((s) => s.config.label)];
       if (!inputs.includes(q.input)) return { status: 400, error: `No input or listener named "${q.input}": they are ${inputs.map((i) => `"${i}"`).join(', ')}.` };
     }
-    if (!this.env.taps.open(q, out)) return { status: 429, error: `${MAX_VIEWERS} viewers already watch: try again when one has finished.` };
+    const workers = this.#workers;
+    if (!workers) {
+      if (!this.env.taps.open(q, out)) return { status: 429, error: `${MAX_VIEWERS} viewers already watch: try again when one has finished.` };
+      return undefined;
+    }
+    // Every thread shows its share of the rate; their lines join in `out`, up to the limit.
+    const view = joinedTap(q, out, this.threads, this.metrics);
+    if (!this.env.taps.open(view.query, view.local)) return { status: 429, error: `${MAX_VIEWERS} viewers already watch: try again when one has finished.` };
+    const tap = this.#nextTap++;
+    this.#tapViews.set(tap, view.remote);
+    workers.openTap(tap, view.query);
+    out.once('close', () => {
+      this.#tapViews.delete(tap);
+      workers.closeTap(tap);
+    });
     return undefined;
   }
 
@@ -308,7 +351,12 @@ export class Daemon implements HealthSource, ReloadTarget {
   }
 
   listenerHealth(): ListenerHealth[] {
-    return this.shared.flatMap((s) => s.source.health?.() ?? []);
+    const own = this.shared.flatMap((s) => s.source.health?.() ?? []);
+    const states = this.#workers?.states() ?? [];
+    return own.map((l) => states.reduce((a, w) => {
+      const b = w.listeners.find((x) => x.name === l.name);
+      return b ? { ...a, inflightBytes: a.inflightBytes + b.inflightBytes, budgetBytes: a.budgetBytes + b.budgetBytes, saturated: a.saturated || b.saturated } : a;
+    }, l));
   }
 
   get readiness(): string {
@@ -321,6 +369,7 @@ export class Daemon implements HealthSource, ReloadTarget {
    */
   ready(): boolean {
     if (this.#phase !== 'running' || this.down().length > 0) return false;
+    // With workers: as of their last report (each second).
     const intakes = this.health();
     if (!intakes.every((i) => i.accepting) || !this.listenerHealth().every((l) => !l.saturated)) return false;
     return this.config.metrics.readiness !== 'delivering' || intakes.every((i) => !i.stalled);
@@ -330,10 +379,33 @@ export class Daemon implements HealthSource, ReloadTarget {
     const running = new Set(this.shared.map((s) => s.config.label));
     const out = this.config.listeners.filter((l) => !running.has(l.label)).map((l) => l.label);
     for (const p of this.pipelines) for (const c of p.intake.inputs) if (!p.sources.has(c.label)) out.push(`${p.name}/${c.label}`);
+    for (const w of this.#workers?.states() ?? []) for (const d of w.down) if (!out.includes(d)) out.push(d);
     return out;
   }
 
+  /** Each intake's health across the threads (the workers' as of their last report). */
   health(): IntakeHealth[] {
+    const own = this.#health();
+    const states = this.#workers?.states() ?? [];
+    if (states.length === 0) return own;
+    return own.map((h) => states.reduce((a, w) => {
+      const b = w.health.find((x) => x.name === h.name);
+      if (!b) return a;
+      return {
+        ...a,
+        // The state of the thread that is worst off.
+        state: (STATE_RANK[b.state] ?? 0) > (STATE_RANK[a.state] ?? 0) ? b.state : a.state,
+        queuedEvents: a.queuedEvents + b.queuedEvents,
+        unackedEvents: a.unackedEvents + b.unackedEvents,
+        lastDeliveryAt: Math.max(a.lastDeliveryAt, b.lastDeliveryAt),
+        lastError: a.lastError ?? b.lastError,
+        stalled: a.stalled || b.stalled,
+        accepting: a.accepting && b.accepting,
+      };
+    }, h));
+  }
+
+  #health(): IntakeHealth[] {
     const now = Date.now();
     const stallMs = this.config.metrics.stall_timeout_ms;
     return this.pipelines.map((p) => {
@@ -403,6 +475,55 @@ export class Daemon implements HealthSource, ReloadTarget {
     }
     return { undelivered, perIntake };
   }
+}
+
+/** Output states from the best to the worst (an intake's state across threads is its worst thread's). */
+const STATE_RANK: Record<string, number> = { connected: 0, starting: 1, stopped: 2, retrying: 3, key_rejected: 4 };
+
+/**
+ * A tap view across threads: the main thread's viewer writes to `local`, the workers' lines come to
+ * `remote`; each thread shows its share of the rate, and `out` ends at the viewer's limit. Lines
+ * that come while `out` cannot take more are dropped and counted, as a viewer's own are.
+ */
+function joinedTap(q: TapQuery, out: Writable, threads: number, metrics: Metrics): { query: TapQuery; local: Writable; remote: (text: string) => void } {
+  let shown = 0;
+  const take = (text: string): boolean => {
+    if (out.writableEnded || out.destroyed) return true;
+    let lines = text;
+    if (q.limit > 0) {
+      const parts = text.split('\n').filter(Boolean);
+      const kept: string[] = [];
+      for (const line of parts) {
+        const isEvent = !line.startsWith('{"notice"');
+        if (isEvent && shown >= q.limit) continue;
+        if (isEvent) shown++;
+        kept.push(line);
+      }
+      lines = kept.length > 0 ? `${kept.join('\n')}\n` : '';
+    }
+    const ok = lines === '' || out.write(lines);
+    if (q.limit > 0 && shown >= q.limit) out.end();
+    return ok;
+  };
+  const local = new Writable({
+    write(chunk: Buffer | string, _enc, cb) {
+      take(chunk.toString());
+      cb();
+    },
+  });
+  out.once('close', () => local.destroy());
+  return {
+    query: { ...q, rate: Math.max(1, Math.ceil(q.rate / threads)) },
+    local,
+    remote: (text) => {
+      if (out.writableNeedDrain) {
+        const n = text.split('\n').filter((l) => l && !l.startsWith('{"notice"')).length;
+        if (n > 0) metrics.tapDropped.inc(n);
+        return;
+      }
+      take(text);
+    },
+  };
 }
 
 function emptyReport(): ReloadReport {

@@ -39,9 +39,15 @@ const NAMED_SILENT = 10;
 /** A full table is logged at most this often (each eviction is counted). */
 const EVICT_LOG_MS = 60_000;
 
+/** What a worker thread's tables saw in the last second, for the main thread's tables: [intake, input, sender, events, bytes, last seen]. */
+export type Sighting = readonly [string, string, string, number, number, number];
+
 export class SenderTable {
   readonly intake: string;
   readonly input: string;
+  /** In a worker: what it saw goes to the main thread's table, which alone keeps the table, tells silence and counts. */
+  readonly #forward: ((s: Sighting) => void) | undefined;
+  readonly #pending = new Map<string, [number, number, number]>();
   #c: SendersConfig;
   readonly #m: Metrics;
   readonly #log: Logger;
@@ -56,13 +62,15 @@ export class SenderTable {
   #evictLogged = 0;
 
   /** `intake`: the input's intake, '' for a shared listener. */
-  constructor(intake: string, input: string, config: SendersConfig, metrics: Metrics, log: Logger) {
+  constructor(intake: string, input: string, config: SendersConfig, metrics: Metrics, log: Logger, forward?: (s: Sighting) => void) {
     this.intake = intake;
     this.input = input;
     this.#c = config;
     this.#m = metrics;
     this.#log = log;
     this.#labels = { intake, input };
+    this.#forward = forward;
+    if (forward) return;
     metrics.sendersTracked.set(this.#labels, 0);
     metrics.sendersSilent.set(this.#labels, 0);
     metrics.sendersEvicted.inc(this.#labels, 0);
@@ -78,6 +86,15 @@ export class SenderTable {
 
   /** `events` events of `bytes` bytes from `sender`, received at `now` (once per run of a read). */
   seen(sender: string, events: number, bytes: number, now: number): void {
+    if (this.#forward) {
+      const p = this.#pending.get(sender);
+      if (p) {
+        p[0] += events;
+        p[1] += bytes;
+        p[2] = now;
+      } else this.#pending.set(sender, [events, bytes, now]);
+      return;
+    }
     let e = this.#active.get(sender);
     if (e) {
       if (now - e.moved >= MOVE_MS) {
@@ -100,7 +117,8 @@ export class SenderTable {
     }
     e.events += events;
     e.bytes += bytes;
-    e.last = now;
+    // A worker's sightings arrive up to a second late.
+    e.last = Math.max(e.last, now);
     if (this.#c.metrics) this.#count(sender, events);
   }
 
@@ -162,6 +180,11 @@ export class SenderTable {
 
   /** Forgets senders unseen for known_within_ms; reports those silent for silent_after_ms. */
   check(now: number): void {
+    if (this.#forward) {
+      for (const [sender, [events, bytes, last]] of this.#pending) this.#forward([this.intake, this.input, sender, events, bytes, last]);
+      this.#pending.clear();
+      return;
+    }
     const c = this.#c;
     const newly: [string, Entry][] = [];
     for (const [sender, e] of this.#active) {
@@ -231,6 +254,7 @@ export class SenderTable {
 
   /** Stops reporting: the input is gone. */
   dispose(): void {
+    if (this.#forward) return;
     this.#m.sendersTracked.remove(this.#labels);
     this.#m.sendersSilent.remove(this.#labels);
     this.#m.sendersEvicted.remove(this.#labels);
@@ -248,10 +272,14 @@ export class SenderTables {
   readonly #m: Metrics;
   readonly #log: Logger;
   #timer: NodeJS.Timeout | undefined;
+  /** In a worker: its sightings, each second, to the main thread (see SenderTable). */
+  readonly #forward: ((sightings: Sighting[]) => void) | undefined;
+  #batch: Sighting[] = [];
 
-  constructor(metrics: Metrics, log: Logger) {
+  constructor(metrics: Metrics, log: Logger, forward?: (sightings: Sighting[]) => void) {
     this.#m = metrics;
     this.#log = log;
+    this.#forward = forward;
   }
 
   /** Intakes match in any case (a reload may change a name's case). */
@@ -264,8 +292,13 @@ export class SenderTables {
     const key = SenderTables.#key(intake, input);
     let t = this.#tables.get(key);
     if (t) t.configure(config);
-    else this.#tables.set(key, (t = new SenderTable(intake, input, config, this.#m, this.#log)));
+    else this.#tables.set(key, (t = new SenderTable(intake, input, config, this.#m, this.#log, this.#forward && ((x) => this.#batch.push(x)))));
     return t;
+  }
+
+  /** A worker's sightings, into the tables of the same inputs here (the main thread runs every input a worker runs). */
+  sighted(sightings: readonly Sighting[]): void {
+    for (const [intake, input, sender, events, bytes, last] of sightings) this.#tables.get(SenderTables.#key(intake, input))?.seen(sender, events, bytes, last);
   }
 
   /** Drops the tables of inputs not in `live` (["intake", "input"] pairs; a reload removed the rest). */
@@ -284,6 +317,10 @@ export class SenderTables {
 
   check(now = Date.now()): void {
     for (const t of this.#tables.values()) t.check(now);
+    if (this.#forward && this.#batch.length > 0) {
+      this.#forward(this.#batch);
+      this.#batch = [];
+    }
   }
 
   start(everyMs = 1_000): void {

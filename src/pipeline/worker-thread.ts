@@ -39,8 +39,30 @@ export async function runWorker(): Promise<void> {
     },
   });
   const config = revive(data.config);
-  const daemon = new Daemon(config, createLogger(config.log_level, lines), new Metrics(false), { worker: { emulator: data.emulator } });
+  const daemon = new Daemon(config, createLogger(config.log_level, lines), new Metrics(false), {
+    worker: { emulator: data.emulator, sightings: (sightings) => post({ kind: 'sightings', sightings }) },
+  });
+  // Its health each second, for the main thread's /readyz and /status.
+  const report = setInterval(() => post({ kind: 'state', state: { health: daemon.health(), down: daemon.down(), listeners: daemon.listenerHealth() } }), 1_000);
+  report.unref();
+  // Tap viewers the main thread opened here: their lines go to it.
+  const taps = new Map<number, Writable>();
   port.on('message', (m: ToWorker) => {
+    if (m.kind === 'tap-open') {
+      const out = new Writable({
+        write(chunk: Buffer | string, _enc, cb) {
+          post({ kind: 'tap-data', tap: m.tap, text: chunk.toString() });
+          cb();
+        },
+      });
+      out.once('close', () => taps.delete(m.tap));
+      if (daemon.env.taps.open(m.query, out)) taps.set(m.tap, out);
+      return;
+    }
+    if (m.kind === 'tap-close') {
+      taps.get(m.tap)?.destroy();
+      return;
+    }
     const reply = (value: unknown): void => post({ kind: 'reply', id: m.id, value });
     switch (m.kind) {
       case 'metrics':
@@ -49,10 +71,13 @@ export async function runWorker(): Promise<void> {
       case 'reload':
         void daemon.reload(revive(m.config) as Config).then(reply, (err: unknown) => {
           daemon.log.error({ err }, 'Reload failed in a worker.');
-          reply(undefined);
+          reply({ added: [], removed: [], changed: [], restarted: [], notApplied: [], failed: [`worker ${data.intakeRelayWorker}: ${(err as Error).message}`] });
         });
         return;
       case 'stop':
+        clearInterval(report);
+        // What its tables saw since their last check goes to the main thread's first.
+        daemon.env.senders.check();
         void daemon.stop().then((r) => {
           reply(r);
           port.close();

@@ -21,6 +21,9 @@ import type { Logger } from 'pino';
 import type { Config, ResolvedIntake } from '../config/resolve.ts';
 import { inputOf, type ResolvedInput, type ResolvedListener } from '../inputs/registry.ts';
 import type { ReloadReport } from './reload.ts';
+import type { Sighting } from './senders.ts';
+import type { TapQuery } from './tap.ts';
+import type { IntakeHealth, ListenerHealth } from '../telemetry/ops-server.ts';
 import { portKey } from '../core/net.ts';
 
 /** `workers: auto` uses the cores the process may use, up to this many. */
@@ -51,16 +54,26 @@ function inWorkers(cfg: Config, i: ResolvedIntake): boolean {
   return i.queue.type === 'memory' && (sharedListeners(cfg) || i.inputs.some(listens));
 }
 
-/** Each thread's memory queue holds its share of the intake's bounds, so the intake's bounds hold for all of them. */
-export function shareQueues(cfg: Config, threads: number): Config {
+/**
+ * Each thread's memory queue holds its share of the intake's bounds, and each thread's HTTP
+ * listener its share of max_inflight_bytes, so that the configured bounds hold for all of them.
+ */
+export function shareBounds(cfg: Config, threads: number): Config {
   if (threads <= 1) return cfg;
-  const share = (n: number): number => Math.max(1, Math.ceil(n / threads));
+  const share = (n: number): number => Math.max(1, Math.floor(n / threads));
+  const listeners = sharedListeners(cfg);
   return {
     ...cfg,
     intakes: cfg.intakes.map((i) =>
       inWorkers(cfg, i) && i.queue.type === 'memory' ? { ...i, queue: { ...i.queue, max_events: share(i.queue.max_events), max_bytes: share(i.queue.max_bytes) } } : i,
     ),
+    listeners: cfg.listeners.map((l) => (listeners && 'max_inflight_bytes' in l ? { ...l, max_inflight_bytes: share(l.max_inflight_bytes) } : l)),
   };
+}
+
+/** Whether any part of `cfg` runs in workers (with workers: N > 1). */
+export function runsInWorkers(cfg: Config): boolean {
+  return workerConfig(cfg, () => undefined, () => undefined).intakes.length > 0;
 }
 
 /**
@@ -84,7 +97,7 @@ export function heldPorts(cfg: Config): string[] {
   const all = [...cfg.intakes.flatMap((i) => i.inputs), ...cfg.listeners];
   return all.flatMap((c) => {
     const l = inputOf(c).listening(c as never);
-    return l ? [portKey(l.proto, l.address, l.port)] : [];
+    return l ? [portKey(l.proto, l.port)] : [];
   });
 }
 
@@ -98,13 +111,33 @@ export interface WorkerData {
 export type ToWorker =
   | { readonly kind: 'metrics'; readonly id: number }
   | { readonly kind: 'reload'; readonly id: number; readonly config: Config }
-  | { readonly kind: 'stop'; readonly id: number };
+  | { readonly kind: 'stop'; readonly id: number }
+  | { readonly kind: 'tap-open'; readonly tap: number; readonly query: TapQuery }
+  | { readonly kind: 'tap-close'; readonly tap: number };
+
+/** What a worker tells the main thread every second: its intakes' health, its inputs down, its HTTP listeners' budgets. */
+export interface WorkerState {
+  readonly health: readonly IntakeHealth[];
+  readonly down: readonly string[];
+  readonly listeners: readonly ListenerHealth[];
+}
 
 export type FromWorker =
   | { readonly kind: 'started' }
   | { readonly kind: 'failed'; readonly message: string; readonly code: string | undefined }
   | { readonly kind: 'log'; readonly line: string }
-  | { readonly kind: 'reply'; readonly id: number; readonly value: unknown };
+  | { readonly kind: 'reply'; readonly id: number; readonly value: unknown }
+  | { readonly kind: 'state'; readonly state: WorkerState }
+  | { readonly kind: 'sightings'; readonly sightings: Sighting[] }
+  | { readonly kind: 'tap-data'; readonly tap: number; readonly text: string };
+
+/** What the main thread does with what workers tell it. */
+export interface WorkerEvents {
+  /** A worker's senders seen in the last second, for the main thread's tables. */
+  sightings(s: readonly Sighting[]): void;
+  /** Lines of a tap viewer's view (tap-open's number). */
+  tapData(tap: number, text: string): void;
+}
 
 export interface WorkerStop {
   readonly undelivered: number;
@@ -131,26 +164,39 @@ function bundledSource(): string | undefined {
 
 class WorkerThread {
   readonly worker: Worker;
+  /** Its last report (every second); undefined before the first, and once it has ended. */
+  state: WorkerState | undefined;
   readonly #pending = new Map<number, (value: unknown) => void>();
   #next = 0;
   #exited = false;
   readonly exited: Promise<number>;
 
-  constructor(data: WorkerData, log: Logger, onFailure: (err: Error) => void) {
+  constructor(data: WorkerData, log: Logger, events: WorkerEvents, onFailure: (err: Error) => void) {
     const w = spawnWorker(data);
     this.worker = w;
     const wlog = log.child({ worker: data.intakeRelayWorker });
     this.exited = new Promise((resolve) => w.once('exit', resolve));
     w.on('message', (m: FromWorker) => {
-      if (m.kind === 'log') relog(wlog, m.line);
-      else if (m.kind === 'reply') {
-        this.#pending.get(m.id)?.(m.value);
-        this.#pending.delete(m.id);
+      switch (m.kind) {
+        case 'log':
+          return relog(wlog, m.line);
+        case 'reply':
+          this.#pending.get(m.id)?.(m.value);
+          this.#pending.delete(m.id);
+          return;
+        case 'state':
+          this.state = m.state;
+          return;
+        case 'sightings':
+          return events.sightings(m.sightings);
+        case 'tap-data':
+          return events.tapData(m.tap, m.text);
       }
     });
     w.on('error', (err) => onFailure(err));
     w.once('exit', (code) => {
       this.#exited = true;
+      this.state = undefined;
       for (const resolve of this.#pending.values()) resolve(undefined);
       this.#pending.clear();
       if (code !== 0) onFailure(new Error(`worker ${data.intakeRelayWorker} ended with code ${code}`));
@@ -172,6 +218,10 @@ class WorkerThread {
       this.worker.on('message', onMessage);
       this.worker.once('exit', onExit);
     });
+  }
+
+  tell(m: ToWorker): void {
+    if (!this.#exited) this.worker.postMessage(m);
   }
 
   /** Asks; resolves with the answer, or undefined if the worker has ended. */
@@ -201,11 +251,12 @@ function relog(log: Logger, line: string): void {
 /** The worker threads of a daemon (the main thread is the first of `workers`). */
 export class Workers {
   readonly #threads: WorkerThread[] = [];
-  readonly #log: Logger;
   #stopping = false;
 
-  private constructor(log: Logger) {
-    this.#log = log;
+  readonly #onFatal: (err: Error) => void;
+
+  private constructor(onFatal: (err: Error) => void) {
+    this.#onFatal = onFatal;
   }
 
   get count(): number {
@@ -213,11 +264,11 @@ export class Workers {
   }
 
   /** Starts `n` workers running `config`; rejects (having stopped those started) if one cannot start. */
-  static async start(n: number, config: Config, emulator: WorkerData['emulator'], log: Logger): Promise<Workers> {
-    const w = new Workers(log);
+  static async start(n: number, config: Config, emulator: WorkerData['emulator'], log: Logger, events: WorkerEvents, onFatal: (err: Error) => void): Promise<Workers> {
+    const w = new Workers(onFatal);
     try {
       for (let i = 1; i <= n; i++) {
-        const t = new WorkerThread({ intakeRelayWorker: i, config, emulator }, log, (err) => w.#failed(i, err));
+        const t = new WorkerThread({ intakeRelayWorker: i, config, emulator }, log, events, (err) => w.#failed(i, err));
         w.#threads.push(t);
         await t.started();
       }
@@ -228,10 +279,33 @@ export class Workers {
     return w;
   }
 
+  /**
+   * A worker that fails while running has lost what its queues held, and its counters with it: as
+   * with an unexpected error in the main thread, the process must end so that the service manager
+   * restarts it (`onFatal`), rather than run on with the books wrong.
+   */
   #failed(i: number, err: Error): void {
     if (this.#stopping) return;
-    // A worker that failed has closed its sockets: the kernel gives its senders to the other threads.
-    this.#log.error({ worker: i, err }, 'A worker failed; the other threads take its senders.');
+    this.#onFatal(Object.assign(new Error(`worker ${i} failed: ${err.message}`), { cause: err }));
+  }
+
+  /** The threads, for diagnostics (their threadId). */
+  threads(): Worker[] {
+    return this.#threads.map((t) => t.worker);
+  }
+
+  /** The workers' last reports (each second). */
+  states(): WorkerState[] {
+    return this.#threads.flatMap((t) => (t.state ? [t.state] : []));
+  }
+
+  /** Opens a tap viewer in every worker (their lines come back through WorkerEvents.tapData). */
+  openTap(tap: number, query: TapQuery): void {
+    for (const t of this.#threads) t.tell({ kind: 'tap-open', tap, query });
+  }
+
+  closeTap(tap: number): void {
+    for (const t of this.#threads) t.tell({ kind: 'tap-close', tap });
   }
 
   /** Every worker's metrics, for the operations server to add to the main thread's. */
@@ -243,7 +317,7 @@ export class Workers {
   /** Applies a new worker configuration in every worker; their reports. */
   async reload(config: Config): Promise<ReloadReport[]> {
     const reports = await Promise.all(this.#threads.map((t) => t.ask<ReloadReport>({ kind: 'reload', config })));
-    return reports.filter((r) => r !== undefined);
+    return reports.map((r, i) => r ?? { added: [], removed: [], changed: [], restarted: [], notApplied: [], failed: [`worker ${i + 1}: it has ended`] });
   }
 
   /** Stops every worker (each in the daemon's order: inputs, queues drained, outputs closed); what they could not deliver. */

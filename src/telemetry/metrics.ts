@@ -138,6 +138,7 @@ export class Metrics {
   });
   readonly tapViewers = new Gauge({
     name: 'intake_relay_tap_viewers',
+    aggregator: 'max',
     help: 'Viewers of the live tap (intake-relay tap) connected now.',
     registers: [this.registry],
   });
@@ -284,6 +285,7 @@ export class Metrics {
   });
   readonly outputConnected = new Gauge({
     name: 'intake_relay_output_connected',
+    aggregator: 'min',
     help: '1 while the output has an open connection to the intake.',
     labelNames: ['intake', 'output'] as const,
     registers: [this.registry],

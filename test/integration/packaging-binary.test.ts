@@ -108,9 +108,10 @@ intakes:
     await Promise.all(Array.from({ length: 24 }, (_, c) => sendTcp(syslogPort, Array.from({ length: 25 }, (_, i) => `<14>Nov 26 10:00:00 host app: c${c}-${i}\n`).join(''))));
     const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     await vi.waitFor(async () => expect(await metrics()).toContain('intake_relay_events_sent_total{intake="t",output="syslog"} 600'), { timeout: 15_000 });
-    // One output connection per thread, each counted once; one build, not three.
+    // One output connection per thread; connected (1) while every thread is; one build, not three.
+    expect(out.match(/"msg":"Output connected\."/g)).toHaveLength(3);
     const text = await metrics();
-    expect(text).toContain('intake_relay_output_connected{intake="t",output="syslog"} 3');
+    expect(text).toContain('intake_relay_output_connected{intake="t",output="syslog"} 1');
     expect(text).toMatch(/^intake_relay_build_info\{[^}]*\} 1$/m);
     proc.kill('SIGTERM');
     expect(await exited).toBe(0);

