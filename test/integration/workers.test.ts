@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import dgram from 'node:dgram';
 import { describe, expect, it, vi } from 'vitest';
 import { books, metricValue, startRelay, TEST_KEY, TLS } from '../helpers/relay.ts';
-import { freePort, startTestIntake } from '../helpers/peers.ts';
+import { freePort, startRsyslog, startTestIntake } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
 import { tempDir, track } from '../helpers/cleanup.ts';
 import { parseConfig } from '../../src/config/load.ts';
@@ -315,3 +315,69 @@ describe('workers: what the operator sees', () => {
     expect((await fatal).message).toMatch(/^worker 1 failed: worker 1 ended with code 1/);
   });
 });
+
+describe('workers: RELP and HTTP in every thread', () => {
+  it('RELP from three rsyslog omrelp senders (a session each), answered by whichever thread took it: every message once', async () => {
+    const intake = track(await startTestIntake());
+    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs: '      - { type: relp, address: 127.0.0.1, port: 0, name: relp }', extra: 'shutdown_timeout_ms: 2000\nworkers: 3' })));
+    const relpPort = relay.port('t', 'relp');
+    const senders = await Promise.all(['x', 'y', 'z'].map(async (tag) => {
+      const inPort = await freePort();
+      const peer = track(startRsyslog(() => `module(load="imtcp")
+module(load="omrelp")
+input(type="imtcp" address="127.0.0.1" port="${inPort}" ruleset="fwd")
+ruleset(name="fwd") {
+  action(type="omrelp" target="127.0.0.1" port="${relpPort}" queue.type="LinkedList" action.resumeRetryCount="-1" action.resumeInterval="1")
+}`));
+      await peer.listening(inPort);
+      return { tag, inPort };
+    }));
+    await Promise.all(senders.map((s) => sendTcpLines(s.inPort, Array.from({ length: 1_000 }, (_, i) => `<14>Nov 26 10:00:00 feeder app: ${s.tag}-${i}`))));
+    await vi.waitFor(() => expect(new Set(intake.received.map((m) => m.message.trim())).size).toBe(3_000), { timeout: 30_000 });
+    // Each message answered 200 once delivered (the answers go out just after).
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_relp_answers_total', { code: '200' })).toBeGreaterThanOrEqual(3_000), { timeout: 10_000 });
+    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ queued: 0, unacked: 0, balanced: true }));
+  }, 60_000);
+
+  it('the HTTP receiver in every thread: requests over 24 connections, each accepted once, its memory budget shared', async () => {
+    const intake = track(await startTestIntake());
+    const yaml = `log_level: info
+metrics: { enabled: false }
+shutdown_timeout_ms: 2000
+workers: 3
+intakes:
+  - name: a
+    intake_key: ${TEST_KEY}
+    output: { type: syslog, host: 127.0.0.1, port: ${intake.port}, server_name: localhost, ca_file: ${TLS}ca.crt }
+listeners:
+  - { type: http, name: api, address: 127.0.0.1, port: 0, max_inflight_bytes: 3000000, paths: [{ path: /ndjson, intake: a, format: ndjson }] }
+`;
+    const relay = track(await startRelay(yaml));
+    const port = relay.daemon.listenerPort('api') as number;
+    const statuses = await Promise.all(Array.from({ length: 24 }, (_, c) => new Promise<number>((resolve, reject) => {
+      const body = Array.from({ length: 50 }, (_, i) => JSON.stringify({ message: `h${c}-${i}` })).join('\n');
+      const s = net.connect(port, '127.0.0.1', () =>
+        s.write(`POST /ndjson HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/x-ndjson\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`));
+      let text = '';
+      s.on('data', (d: Buffer) => (text += d.toString()));
+      s.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1])));
+      s.on('error', reject);
+    })));
+    expect(new Set(statuses)).toEqual(new Set([200]));
+    await vi.waitFor(() => expect(intake.received).toHaveLength(1_200), { timeout: 20_000 });
+    expect(new Set(intake.received.map((m) => m.message)).size).toBe(1_200);
+    // Each thread's listener holds its share of max_inflight_bytes; /status shows the sum.
+    expect(relay.daemon.shared[0]?.source.health?.()).toMatchObject({ budgetBytes: 1_000_000 });
+    await vi.waitFor(() => expect(relay.daemon.listenerHealth()[0]).toMatchObject({ name: 'api', budgetBytes: 3_000_000 }), { timeout: 5_000 });
+    await vi.waitFor(async () => expect(await books(relay, 'a')).toMatchObject({ received: 1_200, sent: 1_200, balanced: true }));
+  }, 60_000);
+});
+
+/** Lines over one TCP connection, each ended by a newline. */
+function sendTcpLines(port: number, lines: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1', () => s.end(lines.map((l) => `${l}\n`).join('')));
+    s.on('close', () => resolve());
+    s.on('error', reject);
+  });
+}
