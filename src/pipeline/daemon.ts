@@ -87,7 +87,7 @@ export class Daemon implements HealthSource, ReloadTarget {
       throw err;
     });
   /** Tap views open across the threads: where each one's lines from the workers go. */
-  readonly #tapViews = new Map<number, (text: string) => void>();
+  readonly #tapViews = new Map<number, { readonly out: Writable; readonly remote: (text: string) => void }>();
   #nextTap = 0;
 
   constructor(config: Config, log: Logger, metrics = new Metrics(), options: DaemonOptions = {}) {
@@ -188,9 +188,10 @@ export class Daemon implements HealthSource, ReloadTarget {
     const emulator = this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem };
     this.#workers = await Workers.start(this.threads - 1, plan, emulator, this.log, {
       sightings: (s) => this.env.senders.sighted(s),
-      tapData: (tap, text) => this.#tapViews.get(tap)?.(text),
+      tapData: (tap, text) => this.#tapViews.get(tap)?.remote(text),
     }, (err) => this.onFatal(err));
     workersHold(heldPorts(plan));
+    this.env.senders.lagMs = 2_000;
   }
 
   #workerConfig(): Config {
@@ -336,7 +337,7 @@ export class Daemon implements HealthSource, ReloadTarget {
     const view = joinedTap(q, out, this.threads, this.metrics);
     if (!this.env.taps.open(view.query, view.local)) return { status: 429, error: `${MAX_VIEWERS} viewers already watch: try again when one has finished.` };
     const tap = this.#nextTap++;
-    this.#tapViews.set(tap, view.remote);
+    this.#tapViews.set(tap, { out, remote: view.remote });
     workers.openTap(tap, view.query);
     out.once('close', () => {
       this.#tapViews.delete(tap);
@@ -380,6 +381,8 @@ export class Daemon implements HealthSource, ReloadTarget {
     const out = this.config.listeners.filter((l) => !running.has(l.label)).map((l) => l.label);
     for (const p of this.pipelines) for (const c of p.intake.inputs) if (!p.sources.has(c.label)) out.push(`${p.name}/${c.label}`);
     for (const w of this.#workers?.states() ?? []) for (const d of w.down) if (!out.includes(d)) out.push(d);
+    // A worker that has not reported for a while (its event loop is stuck) takes no events either.
+    for (const w of this.#workers?.silent() ?? []) out.push(`worker ${w}`);
     return out;
   }
 
@@ -391,14 +394,15 @@ export class Daemon implements HealthSource, ReloadTarget {
     return own.map((h) => states.reduce((a, w) => {
       const b = w.health.find((x) => x.name === h.name);
       if (!b) return a;
+      // The state and last error of the thread that is worst off.
+      const worse = (STATE_RANK[b.state] ?? 0) > (STATE_RANK[a.state] ?? 0);
       return {
         ...a,
-        // The state of the thread that is worst off.
-        state: (STATE_RANK[b.state] ?? 0) > (STATE_RANK[a.state] ?? 0) ? b.state : a.state,
+        state: worse ? b.state : a.state,
+        lastError: worse ? b.lastError : a.lastError ?? b.lastError,
         queuedEvents: a.queuedEvents + b.queuedEvents,
         unackedEvents: a.unackedEvents + b.unackedEvents,
         lastDeliveryAt: Math.max(a.lastDeliveryAt, b.lastDeliveryAt),
-        lastError: a.lastError ?? b.lastError,
         stalled: a.stalled || b.stalled,
         accepting: a.accepting && b.accepting,
       };
@@ -440,10 +444,12 @@ export class Daemon implements HealthSource, ReloadTarget {
     this.#stats?.stop();
     this.env.senders.stop();
     this.env.taps.close();
+    // Views across threads end as a view in one thread does (their workers' viewers close with them).
+    for (const v of this.#tapViews.values()) v.out.end();
     if (wasRunning) this.log.info({ timeout_ms: timeoutMs }, 'Stopping: inputs closed, draining queues.');
     const sources = [...this.pipelines.flatMap((p) => [...p.sources.values()]), ...this.shared.map((s) => s.source)];
     // The workers stop in the same order, at the same time, each its own inputs, queues and outputs.
-    const workers = this.#workers?.stop();
+    const workers = this.#workers?.stop(timeoutMs + 5_000);
     await Promise.all(sources.map((s) => s.stop().catch(() => {})));
     // What sources still have in flight (HTTP requests reading their bodies or waiting for delivery)
     // finishes first, within half the timeout, while the queues are open and the outputs deliver.
@@ -461,6 +467,7 @@ export class Daemon implements HealthSource, ReloadTarget {
     // File inputs save checkpoints covering what was delivered.
     await Promise.all(sources.map((s) => s.save?.().catch(() => {})));
     const theirs = await workers;
+    if (this.#workers) workersHold([]);
     if (theirs) {
       undelivered += theirs.undelivered;
       for (const [k, v] of Object.entries(theirs.perIntake)) perIntake[k] = (perIntake[k] ?? 0) + v;
@@ -487,13 +494,19 @@ const STATE_RANK: Record<string, number> = { connected: 0, starting: 1, stopped:
  */
 function joinedTap(q: TapQuery, out: Writable, threads: number, metrics: Metrics): { query: TapQuery; local: Writable; remote: (text: string) => void } {
   let shown = 0;
-  const take = (text: string): boolean => {
-    if (out.writableEnded || out.destroyed) return true;
+  /** Writes a thread's lines unless `out` cannot take more (then they are dropped and counted); ends `out` at the limit. */
+  const take = (text: string): void => {
+    if (out.writableEnded || out.destroyed) return;
+    if (out.writableNeedDrain) {
+      const n = text.split('\n').filter((l) => l && !l.startsWith('{"notice"')).length;
+      if (n > 0) metrics.tapDropped.inc(n);
+      return;
+    }
     let lines = text;
     if (q.limit > 0) {
-      const parts = text.split('\n').filter(Boolean);
       const kept: string[] = [];
-      for (const line of parts) {
+      for (const line of text.split('\n')) {
+        if (!line) continue;
         const isEvent = !line.startsWith('{"notice"');
         if (isEvent && shown >= q.limit) continue;
         if (isEvent) shown++;
@@ -501,9 +514,8 @@ function joinedTap(q: TapQuery, out: Writable, threads: number, metrics: Metrics
       }
       lines = kept.length > 0 ? `${kept.join('\n')}\n` : '';
     }
-    const ok = lines === '' || out.write(lines);
+    if (lines !== '') out.write(lines);
     if (q.limit > 0 && shown >= q.limit) out.end();
-    return ok;
   };
   const local = new Writable({
     write(chunk: Buffer | string, _enc, cb) {
@@ -512,18 +524,9 @@ function joinedTap(q: TapQuery, out: Writable, threads: number, metrics: Metrics
     },
   });
   out.once('close', () => local.destroy());
-  return {
-    query: { ...q, rate: Math.max(1, Math.ceil(q.rate / threads)) },
-    local,
-    remote: (text) => {
-      if (out.writableNeedDrain) {
-        const n = text.split('\n').filter((l) => l && !l.startsWith('{"notice"')).length;
-        if (n > 0) metrics.tapDropped.inc(n);
-        return;
-      }
-      take(text);
-    },
-  };
+  // Each thread's viewer shows its share of the rate; the limit is the joined view's alone (a
+  // thread's viewer counting toward it lines the view then dropped would stop short of it).
+  return { query: { ...q, limit: 0, rate: Math.max(1, Math.ceil(q.rate / threads)) }, local, remote: take };
 }
 
 function emptyReport(): ReloadReport {

@@ -39,15 +39,15 @@ const NAMED_SILENT = 10;
 /** A full table is logged at most this often (each eviction is counted). */
 const EVICT_LOG_MS = 60_000;
 
-/** What a worker thread's tables saw in the last second, for the main thread's tables: [intake, input, sender, events, bytes, last seen]. */
-export type Sighting = readonly [string, string, string, number, number, number];
+/** What a worker thread's tables saw in the last second, for the main thread's tables: [intake, input, sender, events, bytes, first seen, last seen]. */
+export type Sighting = readonly [string, string, string, number, number, number, number];
 
 export class SenderTable {
   readonly intake: string;
   readonly input: string;
   /** In a worker: what it saw goes to the main thread's table, which alone keeps the table, tells silence and counts. */
   readonly #forward: ((s: Sighting) => void) | undefined;
-  readonly #pending = new Map<string, [number, number, number]>();
+  readonly #pending = new Map<string, [number, number, number, number]>();
   #c: SendersConfig;
   readonly #m: Metrics;
   readonly #log: Logger;
@@ -85,14 +85,14 @@ export class SenderTable {
   }
 
   /** `events` events of `bytes` bytes from `sender`, received at `now` (once per run of a read). */
-  seen(sender: string, events: number, bytes: number, now: number): void {
+  seen(sender: string, events: number, bytes: number, now: number, first = now): void {
     if (this.#forward) {
       const p = this.#pending.get(sender);
       if (p) {
         p[0] += events;
         p[1] += bytes;
-        p[2] = now;
-      } else this.#pending.set(sender, [events, bytes, now]);
+        p[3] = now;
+      } else this.#pending.set(sender, [events, bytes, now, now]);
       return;
     }
     let e = this.#active.get(sender);
@@ -111,7 +111,7 @@ export class SenderTable {
         e.moved = now;
       } else {
         this.#makeRoom(this.#c.max_tracked - 1, now);
-        e = { events: 0, bytes: 0, first: now, last: now, moved: now };
+        e = { events: 0, bytes: 0, first, last: now, moved: now };
       }
       this.#active.set(sender, e);
     }
@@ -181,7 +181,7 @@ export class SenderTable {
   /** Forgets senders unseen for known_within_ms; reports those silent for silent_after_ms. */
   check(now: number): void {
     if (this.#forward) {
-      for (const [sender, [events, bytes, last]] of this.#pending) this.#forward([this.intake, this.input, sender, events, bytes, last]);
+      for (const [sender, [events, bytes, first, last]] of this.#pending) this.#forward([this.intake, this.input, sender, events, bytes, first, last]);
       this.#pending.clear();
       return;
     }
@@ -298,7 +298,7 @@ export class SenderTables {
 
   /** A worker's sightings, into the tables of the same inputs here (the main thread runs every input a worker runs). */
   sighted(sightings: readonly Sighting[]): void {
-    for (const [intake, input, sender, events, bytes, last] of sightings) this.#tables.get(SenderTables.#key(intake, input))?.seen(sender, events, bytes, last);
+    for (const [intake, input, sender, events, bytes, first, last] of sightings) this.#tables.get(SenderTables.#key(intake, input))?.seen(sender, events, bytes, last, first);
   }
 
   /** Drops the tables of inputs not in `live` (["intake", "input"] pairs; a reload removed the rest). */
@@ -315,8 +315,14 @@ export class SenderTables {
     return [...this.#tables.values()];
   }
 
+  /**
+   * How late sightings may arrive (a worker's, up to two seconds): a sender is judged silent that
+   * much later, so that one whose events all go through a worker does not flap.
+   */
+  lagMs = 0;
+
   check(now = Date.now()): void {
-    for (const t of this.#tables.values()) t.check(now);
+    for (const t of this.#tables.values()) t.check(now - this.lagMs);
     if (this.#forward && this.#batch.length > 0) {
       this.#forward(this.#batch);
       this.#batch = [];

@@ -42,8 +42,9 @@ export async function runWorker(): Promise<void> {
   const daemon = new Daemon(config, createLogger(config.log_level, lines), new Metrics(false), {
     worker: { emulator: data.emulator, sightings: (sightings) => post({ kind: 'sightings', sightings }) },
   });
-  // Its health each second, for the main thread's /readyz and /status.
-  const report = setInterval(() => post({ kind: 'state', state: { health: daemon.health(), down: daemon.down(), listeners: daemon.listenerHealth() } }), 1_000);
+  // Its health each second (and once started), for the main thread's /readyz and /status.
+  const state = (): void => post({ kind: 'state', state: { health: daemon.health(), down: daemon.down(), listeners: daemon.listenerHealth() } });
+  const report = setInterval(state, 1_000);
   report.unref();
   // Tap viewers the main thread opened here: their lines go to it.
   const taps = new Map<number, Writable>();
@@ -76,9 +77,9 @@ export async function runWorker(): Promise<void> {
         return;
       case 'stop':
         clearInterval(report);
-        // What its tables saw since their last check goes to the main thread's first.
-        daemon.env.senders.check();
         void daemon.stop().then((r) => {
+          // What its tables saw since their last check (the inputs' last reads too) goes to the main thread's.
+          daemon.env.senders.check();
           reply(r);
           port.close();
         });
@@ -87,6 +88,7 @@ export async function runWorker(): Promise<void> {
   });
   try {
     await daemon.start();
+    state();
     post({ kind: 'started' });
   } catch (err) {
     post({ kind: 'failed', message: (err as Error).message, code: (err as { code?: string }).code });

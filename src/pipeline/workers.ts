@@ -26,6 +26,9 @@ import type { TapQuery } from './tap.ts';
 import type { IntakeHealth, ListenerHealth } from '../telemetry/ops-server.ts';
 import { portKey } from '../core/net.ts';
 
+/** A worker that has not reported its health for this long is taken as down (/readyz). */
+const STALE_MS = 5_000;
+
 /** `workers: auto` uses the cores the process may use, up to this many. */
 export const AUTO_WORKERS_MAX = 8;
 
@@ -166,6 +169,9 @@ class WorkerThread {
   readonly worker: Worker;
   /** Its last report (every second); undefined before the first, and once it has ended. */
   state: WorkerState | undefined;
+  /** When that report came. */
+  stateAt = 0;
+  readonly index: number;
   readonly #pending = new Map<number, (value: unknown) => void>();
   #next = 0;
   #exited = false;
@@ -174,6 +180,7 @@ class WorkerThread {
   constructor(data: WorkerData, log: Logger, events: WorkerEvents, onFailure: (err: Error) => void) {
     const w = spawnWorker(data);
     this.worker = w;
+    this.index = data.intakeRelayWorker;
     const wlog = log.child({ worker: data.intakeRelayWorker });
     this.exited = new Promise((resolve) => w.once('exit', resolve));
     w.on('message', (m: FromWorker) => {
@@ -186,6 +193,7 @@ class WorkerThread {
           return;
         case 'state':
           this.state = m.state;
+          this.stateAt = Date.now();
           return;
         case 'sightings':
           return events.sightings(m.sightings);
@@ -211,12 +219,15 @@ class WorkerThread {
         else if (m.kind === 'failed') done(), reject(Object.assign(new Error(m.message), { code: m.code }));
       };
       const onExit = (code: number): void => (done(), reject(new Error(`a worker ended (code ${code}) before it started`)));
+      const onError = (err: Error): void => (done(), reject(err));
       const done = (): void => {
         this.worker.off('message', onMessage);
         this.worker.off('exit', onExit);
+        this.worker.off('error', onError);
       };
       this.worker.on('message', onMessage);
       this.worker.once('exit', onExit);
+      this.worker.once('error', onError);
     });
   }
 
@@ -252,6 +263,8 @@ function relog(log: Logger, line: string): void {
 export class Workers {
   readonly #threads: WorkerThread[] = [];
   #stopping = false;
+  /** Every worker started: a failure from now on is fatal (before, start() fails with it). */
+  #running = false;
 
   readonly #onFatal: (err: Error) => void;
 
@@ -272,6 +285,7 @@ export class Workers {
         w.#threads.push(t);
         await t.started();
       }
+      w.#running = true;
     } catch (err) {
       await w.stop();
       throw err;
@@ -285,7 +299,7 @@ export class Workers {
    * restarts it (`onFatal`), rather than run on with the books wrong.
    */
   #failed(i: number, err: Error): void {
-    if (this.#stopping) return;
+    if (this.#stopping || !this.#running) return;
     this.#onFatal(Object.assign(new Error(`worker ${i} failed: ${err.message}`), { cause: err }));
   }
 
@@ -297,6 +311,11 @@ export class Workers {
   /** The workers' last reports (each second). */
   states(): WorkerState[] {
     return this.#threads.flatMap((t) => (t.state ? [t.state] : []));
+  }
+
+  /** Workers whose last report is older than STALE_MS (their event loop is stuck), by number. */
+  silent(now = Date.now()): number[] {
+    return this.#threads.filter((t) => t.state !== undefined && now - t.stateAt > STALE_MS).map((t) => t.index);
   }
 
   /** Opens a tap viewer in every worker (their lines come back through WorkerEvents.tapData). */
@@ -321,12 +340,15 @@ export class Workers {
   }
 
   /** Stops every worker (each in the daemon's order: inputs, queues drained, outputs closed); what they could not deliver. */
-  async stop(): Promise<WorkerStop> {
+  /** `timeoutMs`: a worker not ended by then is ended from outside (what it held is lost, as at a kill). */
+  async stop(timeoutMs = 60_000): Promise<WorkerStop> {
     this.#stopping = true;
     const reports = await Promise.all(
       this.#threads.map(async (t) => {
+        const timer = setTimeout(() => void t.worker.terminate(), timeoutMs);
         const r = await t.ask<WorkerStop>({ kind: 'stop' });
         await t.exited;
+        clearTimeout(timer);
         return r;
       }),
     );

@@ -277,6 +277,13 @@ describe('workers: what the operator sees', () => {
       expect(Object.fromEntries(rows.map((r) => [r.sender, r.events]))).toEqual({ '127.0.0.2': 1_600, '127.0.0.3': 800, '127.0.0.4': 800 });
     }, { timeout: 5_000 });
     expect(relay.logs.filter((l) => l.msg === 'A sender went silent.')).toEqual([]);
+    // A view open at the stop ends (the client sees the end of the stream, not a cut connection).
+    const last = new Writable({ write: (_c, _e, cb) => cb() });
+    const finished = new Promise<void>((resolve) => last.once('finish', () => resolve()));
+    expect(relay.daemon.tap({ limit: 0, rate: 100 }, last)).toBeUndefined();
+    await relay.stop();
+    await finished;
+    expect(last.destroyed && !last.writableFinished).toBe(false);
   }, 60_000);
 
   it('/readyz and /status add up the threads: queued events of every thread, an intake stalled in any', async () => {
