@@ -5,6 +5,7 @@ import { stringify } from 'yaml';
 import { feedingListeners, type Config } from '../config/resolve.ts';
 import { inputOf } from '../inputs/registry.ts';
 import { outputOf } from '../outputs/registry.ts';
+import { workerConfig, workerCount } from '../pipeline/workers.ts';
 
 export function summarize(cfg: Config): string {
   const lines: string[] = [];
@@ -28,6 +29,13 @@ export function summarize(cfg: Config): string {
     for (const f of i.filters) lines.push(`  filter "${f.description}"${f.enabled ? '' : ' (disabled)'}: drops events where ${f.filters.map((c) => `${c.field} ${c.operator} ${JSON.stringify(c.value)}`).join(' and ')}`);
   }
   for (const l of cfg.listeners) lines.push(...inputOf(l).describe(l, cfg));
+  const threads = workerCount(cfg.workers);
+  if (threads > 1) {
+    const plan = workerConfig(cfg, () => undefined, () => undefined);
+    lines.push(plan.intakes.length === 0
+      ? `workers: ${threads} asked, but no network input can run in a worker (file inputs and disk queues have a single owner): one thread`
+      : `workers: ${threads} threads run the network inputs of ${plan.intakes.map((i) => `"${i.name}"`).join(', ')}${plan.listeners.length > 0 ? ' and the shared listeners' : ''}; the rest runs in the main thread`);
+  }
   if (cfg.stats) lines.push(`forwarder statistics: every ${cfg.stats.interval_ms / 1000} s to intake "${cfg.stats.intake}"`);
   lines.push(cfg.metrics.enabled ? `metrics: http://${cfg.metrics.address}:${cfg.metrics.port}/metrics` : 'metrics: disabled');
   for (const w of cfg.warnings) lines.push(`warning: ${w}`);

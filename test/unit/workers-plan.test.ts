@@ -1,6 +1,7 @@
 // What runs in the workers (workers: N), and with which bounds: a pure plan from the configuration.
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
+import { summarize } from '../../src/cli/summary.ts';
 import { heldPorts, runsInWorkers, shareBounds, workerConfig, workerCount } from '../../src/pipeline/workers.ts';
 
 const KEY = 'AbCdEfGh0123456789IjKlMnOpQrStUv';
@@ -47,6 +48,13 @@ describe('workers plan', () => {
     // The disk-queued intake runs in the main thread alone: its bounds stay.
     expect(s.intakes[1]?.queue).toEqual(c.intakes[1]?.queue);
     expect(shareBounds(c, 1)).toBe(c);
+  });
+
+  it('validate says what runs in the workers, or that nothing can', () => {
+    const net = cfg(intake('net', '{ type: tcp, address: 127.0.0.1, port: 0 }') + intake('disk', '{ type: tcp, address: 127.0.0.1, port: 6515 }', '{ type: disk }'));
+    expect(summarize(net)).toContain('workers: 4 threads run the network inputs of "net"; the rest runs in the main thread');
+    const disk = cfg(intake('disk', '{ type: tcp, address: 127.0.0.1, port: 6515 }', '{ type: disk }'));
+    expect(summarize(disk)).toContain('workers: 4 asked, but no network input can run in a worker');
   });
 
   it('workers: auto is the cores the process may use, at most 8', () => {
