@@ -8,7 +8,7 @@ import { buildCommit, VERSION } from './version.ts';
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { isSea } from 'node:sea';
 import { parseArgs } from 'node:util';
-import { ConfigError, EX_CONFIG, loadConfig, loadMetricsSettings } from './config/load.ts';
+import { ConfigError, EX_CONFIG } from './config/errors.ts';
 import type { Config } from './config/resolve.ts';
 import { effectiveYaml, summarize } from './cli/summary.ts';
 import { Daemon } from './pipeline/daemon.ts';
@@ -144,7 +144,7 @@ async function runTap(file: string, values: { intake?: string; input?: string; l
     process.stderr.write('tap: --limit is a whole number >= 0, --rate a whole number >= 1, --format json or text.\n');
     return EX_USAGE;
   }
-  const metrics = metricsOrReport(file);
+  const metrics = await metricsOrReport(file);
   if (!metrics) return EX_CONFIG;
   const base = opsBase({ metrics });
   if (!base) {
@@ -164,8 +164,12 @@ async function runTap(file: string, values: { intake?: string; input?: string; l
   }
 }
 
+// The loader (and the schema library) is imported when a command needs it: the daemon's own
+// modules do not load it (its worker threads never do; see pipeline/workers.ts).
+
 /** The configuration's metrics: settings only (where the running daemon answers), or undefined after printing the problems. */
-function metricsOrReport(file: string): Config['metrics'] | undefined {
+async function metricsOrReport(file: string): Promise<Config['metrics'] | undefined> {
+  const { loadMetricsSettings } = await import('./config/load.ts');
   try {
     return loadMetricsSettings(file);
   } catch (err) {
@@ -178,7 +182,8 @@ function metricsOrReport(file: string): Config['metrics'] | undefined {
 }
 
 /** The configuration, or undefined after printing every problem to stderr. */
-function loadOrReport(file: string): Config | undefined {
+async function loadOrReport(file: string): Promise<Config | undefined> {
+  const { loadConfig } = await import('./config/load.ts');
   try {
     return loadConfig(file);
   } catch (err) {
@@ -190,16 +195,17 @@ function loadOrReport(file: string): Config | undefined {
   }
 }
 
-function validate(file: string, print: boolean): number {
-  const config = loadOrReport(file);
+async function validate(file: string, print: boolean): Promise<number> {
+  const config = await loadOrReport(file);
   if (!config) return EX_CONFIG;
   process.stdout.write(print ? effectiveYaml(config) : `${summarize(config)}\n`);
   return 0;
 }
 
 async function run(file: string, watchConfig: boolean): Promise<number> {
-  const config = loadOrReport(file);
+  const config = await loadOrReport(file);
   if (!config) return EX_CONFIG;
+  const { loadConfig } = await import('./config/load.ts');
   const log = createLogger(config.log_level);
   const daemon = new Daemon(config, log);
   process.on('uncaughtException', (err) => {
@@ -216,18 +222,22 @@ async function run(file: string, watchConfig: boolean): Promise<number> {
   }
   // SIGHUP (and, with --watch-config, a change of the file) reloads: an invalid file is refused
   // and the running configuration stays.
+  // One load at a time, in the order asked: a later signal's file is applied last.
+  let loading: Promise<void> = Promise.resolve();
   const reload = (why: string): void => {
-    let next: Config;
-    try {
-      next = loadConfig(file);
-    } catch (err) {
-      const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
-      log.error({ trigger: why, problems }, 'Reload refused: the new configuration is invalid; the running one stays.');
-      daemon.reloadRefused();
-      return;
-    }
-    log.info({ trigger: why }, 'Reloading the configuration.');
-    void daemon.reload(next).catch((err: unknown) => log.error({ err }, 'Reload failed.'));
+    loading = loading.then(async () => {
+      let next: Config;
+      try {
+        next = loadConfig(file);
+      } catch (err) {
+        const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
+        log.error({ trigger: why, problems }, 'Reload refused: the new configuration is invalid; the running one stays.');
+        daemon.reloadRefused();
+        return;
+      }
+      log.info({ trigger: why }, 'Reloading the configuration.');
+      await daemon.reload(next).catch((err: unknown) => log.error({ err }, 'Reload failed.'));
+    });
   };
   process.on('SIGHUP', () => reload('SIGHUP'));
   if (watchConfig) {
@@ -260,7 +270,7 @@ async function runSend(file: string, intake: string | undefined, messages: strin
     process.stderr.write('Usage: intake-relay send -c FILE --intake NAME MESSAGE...\n');
     return EX_USAGE;
   }
-  const config = loadOrReport(file);
+  const config = await loadOrReport(file);
   if (!config) return EX_CONFIG;
   const { sendTest } = await import('./cli/send.ts');
   const r = await sendTest(config, intake, messages);
@@ -269,7 +279,7 @@ async function runSend(file: string, intake: string | undefined, messages: strin
 }
 
 async function runCheck(file: string, values: { 'api-key'?: string; 'api-url'?: string }): Promise<number> {
-  const config = loadOrReport(file);
+  const config = await loadOrReport(file);
   if (!config) return EX_CONFIG;
   const apiKey = values['api-key'] ?? process.env.INTAKE_RELAY_API_KEY;
   const { check } = await import('./cli/check.ts');
@@ -286,7 +296,7 @@ async function runCheck(file: string, values: { 'api-key'?: string; 'api-url'?: 
 }
 
 async function rulesPush(file: string, values: { intake?: string; 'api-key'?: string; 'api-url'?: string; 'dry-run'?: boolean }): Promise<number> {
-  const config = loadOrReport(file);
+  const config = await loadOrReport(file);
   if (!config) return EX_CONFIG;
   const apiKey = values['api-key'] ?? process.env.INTAKE_RELAY_API_KEY ?? '';
   if (!apiKey && !values['dry-run']) {
@@ -308,7 +318,7 @@ async function rulesPush(file: string, values: { intake?: string; 'api-key'?: st
 
 /** 0 or 1 only: the exit statuses a container HEALTHCHECK defines (a configuration error is 1). */
 async function healthcheck(file: string): Promise<number> {
-  const metrics = metricsOrReport(file);
+  const metrics = await metricsOrReport(file);
   if (!metrics) return 1;
   const url = readyzUrl({ metrics });
   if (!url) {

@@ -15,17 +15,9 @@ import { checkQueueDir, type LegacyEnv } from './legacy-env.ts';
 import { SecretScrubber, isSecretField } from './redact.ts';
 import { MAX_CONFIG_BYTES, readBounded, readYaml, yamlValue } from './yaml-source.ts';
 
-export const EX_CONFIG = 78;
+import { ConfigError, EX_CONFIG } from './errors.ts';
 
-export class ConfigError extends Error {
-  readonly problems: readonly string[];
-  constructor(file: string, problems: string[]) {
-    // Every problem starts with the file (and its position): one problem is one line.
-    super(problems.length === 1 ? problems[0]! : `${file}: ${problems.length} configuration problems:\n  ${problems.join('\n  ')}`);
-    this.problems = problems;
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError, EX_CONFIG };
 
 const MAX_PROBLEMS = 100;
 const KEY_NAME_RE = /^[A-Za-z_][A-Za-z0-9_-]{0,31}$/;

@@ -6,7 +6,7 @@
 
 import { join, resolve as resolvePath } from 'node:path';
 import type { Listening, ResolveContext } from '../core/component.ts';
-import { fileSafe } from '../core/config-parts.ts';
+import { fileSafe } from '../core/config-values.ts';
 import { inputOf, type ResolvedInput, type ResolvedListener } from '../inputs/registry.ts';
 import { outputOf, type ResolvedOutput } from '../outputs/registry.ts';
 import { REGIONS, type Region } from './regions.ts';

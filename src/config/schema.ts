@@ -6,8 +6,8 @@ import { z } from 'zod';
 import { REGION_NAMES } from './regions.ts';
 import { KiB, MiB, port, positive, senders } from '../core/config-parts.ts';
 import { filterRule } from '../routing/schema.ts';
-import { OUTPUT_SCHEMAS } from '../outputs/registry.ts';
-import { INPUT_SCHEMAS, LISTENER_SCHEMAS } from '../inputs/registry.ts';
+import { OUTPUT_SCHEMAS } from '../outputs/schemas.ts';
+import { INPUT_SCHEMAS, LISTENER_SCHEMAS } from '../inputs/schemas.ts';
 
 export const inputSchema = z.discriminatedUnion('type', INPUT_SCHEMAS);
 

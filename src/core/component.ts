@@ -4,7 +4,6 @@
 // configuration schema, the loader, `validate`, `check`, `send`, the start-up log and the daemon
 // all go through them, so a new type is its own file(s) plus one registry line.
 
-import type { z } from 'zod';
 import type { AdmitResult, EventQueue, OfferResult } from './queue.ts';
 import type { LogEvent } from './event.ts';
 import type { DropReason, Sink, Source } from './contracts.ts';
@@ -51,10 +50,6 @@ export interface Listening {
  * (`listeners`), or both. Its resolved configuration carries `type` and `label`.
  */
 export interface InputDefinition<Config, Resolved> {
-  /** Its schema under `intakes[].inputs`; undefined when it is only a shared listener. */
-  readonly inputSchema: z.ZodObject | undefined;
-  /** Its schema under `listeners` (routes, or keys, choose the intake); undefined when it cannot be shared. */
-  readonly listenerSchema: z.ZodObject | undefined;
   resolve(config: Config, ctx: ResolveContext): Resolved;
   /** The port it listens on, checked for conflicts across the configuration; undefined if none. */
   listening(config: Config): Listening | undefined;
@@ -91,8 +86,6 @@ export interface TlsFiles {
 }
 
 export interface OutputDefinition<Config, Resolved> {
-  /** Its part of `intakes[].output`, a strict zod object with a literal `type`. */
-  readonly schema: z.ZodObject;
   resolve(config: Config, ctx: ResolveContext): Resolved;
   create(config: Resolved, ctx: OutputContext): Sink;
   /** One line for `validate` and the start-up log: "syslog over TLS to host:port, ...". */

@@ -3,15 +3,14 @@
 // them; the loader checks them the same way wherever they appear.
 
 import { z } from 'zod';
-import { addressList } from './address-list.ts';
+import { INTAKE_MAX_EVENT_BYTES, KiB, MiB } from './config-values.ts';
+
+// The values and helpers the running relay needs too live in config-values.ts (no zod there: the
+// daemon does not load the schema library).
+export { INTAKE_MAX_EVENT_BYTES, KiB, MiB };
 
 export const port = z.int().min(0).max(65535);
 export const positive = z.int().min(1);
-export const KiB = 1024;
-export const MiB = 1024 * KiB;
-
-/** The intake refuses events over 250 KiB. */
-export const INTAKE_MAX_EVENT_BYTES = 250 * KiB;
 
 export const printable = (max: number) => z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `must be 1 to ${max} printable ASCII characters without spaces`);
 
@@ -53,11 +52,6 @@ export const backoff = z
 /** One value, or a non-empty list of them. */
 export const oneOrMany = <T extends z.ZodType>(t: T) => z.union([t, z.array(t).min(1)]);
 
-/** A name as part of a file name: letters, digits, . _ - kept, anything else %-escaped. */
-export function fileSafe(name: string): string {
-  return name.replace(/[^A-Za-z0-9._-]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
-}
-
 /** Who sends to an input: the table in /status and /senders, silent senders, per-sender metrics. */
 export const senders = z
   .strictObject({
@@ -89,27 +83,3 @@ export const proxyProtocol = {
     .describe('Addresses or CIDRs of the load balancers allowed to send the PROXY header (10.0.0.0/8, 2001:db8::/32, 192.0.2.7). Required with proxy_protocol.'),
 };
 
-/** A listener's PROXY protocol settings, checked; undefined when off. Problems go to `problem`. */
-export interface ProxyProtocolSettings {
-  readonly versions: readonly ('v1' | 'v2')[];
-  readonly trusted: readonly string[];
-}
-
-export function proxyProtocolSettings(
-  c: { readonly proxy_protocol: 'off' | 'v1' | 'v2' | 'auto'; readonly trusted_proxies?: string | readonly string[] | undefined },
-  problem: (key: readonly PropertyKey[], message: string) => void,
-): ProxyProtocolSettings | undefined {
-  const trusted = c.trusted_proxies === undefined ? [] : typeof c.trusted_proxies === 'string' ? [c.trusted_proxies] : [...c.trusted_proxies];
-  if (c.proxy_protocol === 'off') {
-    if (trusted.length > 0) problem(['trusted_proxies'], 'is set but proxy_protocol is off: set proxy_protocol (v1, v2 or auto) or remove trusted_proxies');
-    return undefined;
-  }
-  if (trusted.length === 0) {
-    problem(['trusted_proxies'], `is required with proxy_protocol: ${c.proxy_protocol} (the addresses or CIDRs of your load balancers; 0.0.0.0/0 and ::/0 trust everyone)`);
-    return undefined;
-  }
-  trusted.forEach((s, i) => {
-    if (addressList([s]).bad.length > 0) problem(typeof c.trusted_proxies === 'string' ? ['trusted_proxies'] : ['trusted_proxies', i], `"${s}" is not an IP address or CIDR`);
-  });
-  return { versions: c.proxy_protocol === 'auto' ? ['v1', 'v2'] : [c.proxy_protocol], trusted };
-}

@@ -8,7 +8,7 @@
 
 import type net from 'node:net';
 import { addressList, type AddressList } from '../core/address-list.ts';
-import type { ProxyProtocolSettings } from '../core/config-parts.ts';
+import type { ProxyProtocolSettings } from '../core/config-values.ts';
 import { mayBeProxyHeader, looksLikeProxyHeader, parseProxyHeader } from '../core/proxy-protocol.ts';
 import type { ComponentLog } from '../core/telemetry.ts';
 import { senderAddress } from './frame-builder.ts';

@@ -3,7 +3,8 @@
 
 import type { ResolveContext } from '../core/component.ts';
 import { compileRoutes, type Router } from '../routing/router.ts';
-import { routeLines, routesFeed, type RouteConfig } from '../routing/schema.ts';
+import { routeLines, routesFeed } from '../routing/route-lines.ts';
+import type { RouteConfig } from '../routing/schema.ts';
 import type { HeaderDefaults } from '../syslog/parse.ts';
 
 interface SyslogListening {

@@ -1,5 +1,5 @@
-// Every output type, one line each: the configuration schema, the loader, `validate`, `check`,
-// `send`, the start-up log and the daemon all go through this map.
+// Every output type, one line each: the loader, `validate`, `check`, `send`, the start-up log and
+// the daemon all go through this map (and schemas.ts, one line each too, holds their schemas).
 
 import type { OutputDefinition } from '../core/component.ts';
 import { httpOutput } from './http/definition.ts';
@@ -19,9 +19,6 @@ export type OutputConfig = { [T in OutputType]: Parameters<Def<T>['resolve']>[0]
 /** An output's configuration, resolved (one of the types'). */
 export type ResolvedOutput = { [T in OutputType]: ReturnType<Def<T>['resolve']> }[OutputType];
 
-type Schema = Def<OutputType>['schema'];
-/** The schemas, for `intakes[].output`'s discriminated union. */
-export const OUTPUT_SCHEMAS = Object.values(OUTPUTS).map((d) => d.schema) as [Schema, ...Schema[]];
 
 /** The definition of `o`'s type, seen through the common interface. */
 export function outputOf(o: { readonly type: OutputType }): OutputDefinition<OutputConfig, ResolvedOutput> {

@@ -6,6 +6,7 @@
 import { Writable } from 'node:stream';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config/resolve.ts';
+import { revive } from '../core/threads.ts';
 import { createLogger } from '../telemetry/log.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import { Daemon } from './daemon.ts';
@@ -14,18 +15,6 @@ import type { FromWorker, ToWorker, WorkerData } from './workers.ts';
 /** Whether this thread is a worker of intake-relay (the single executable's bundle starts as one too). */
 export function isRelayWorker(): boolean {
   return !isMainThread && typeof (workerData as Partial<WorkerData> | null)?.intakeRelayWorker === 'number';
-}
-
-/** Structured cloning turns a Buffer into a Uint8Array (TLS material): Buffers again. */
-function revive<T>(value: T): T {
-  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength) as T;
-  if (Array.isArray(value)) return value.map(revive) as T;
-  if (value && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = revive(v);
-    return out as T;
-  }
-  return value;
 }
 
 export async function runWorker(): Promise<void> {

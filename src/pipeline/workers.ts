@@ -15,7 +15,8 @@
 // thread's memory queue gets its share of the intake's bounds (the bounds stay the intake's).
 
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startThread } from '../core/threads.ts';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { Config, ResolvedIntake } from '../config/resolve.ts';
@@ -147,22 +148,9 @@ export interface WorkerStop {
   readonly perIntake: Record<string, number>;
 }
 
-/** Where a worker thread starts: the compiled or source module beside this one, or, in the single executable, its own bundle. */
+/** A worker thread: the compiled or source module beside this one, or, in the single executable, its own bundle. */
 function spawnWorker(data: WorkerData): Worker {
-  const options = { workerData: data, name: `intake-relay-worker-${data.intakeRelayWorker}`, stdout: false, stderr: false };
-  const bundle = bundledSource();
-  if (bundle !== undefined) return new Worker(bundle, { ...options, eval: true });
-  const here = import.meta.url;
-  return new Worker(new URL(`./worker-entry${here.endsWith('.ts') ? '.ts' : '.js'}`, here), options);
-}
-
-declare const INTAKE_RELAY_BUILD: unknown;
-/** The bundle's text in the single executable (an asset beside its main script); undefined elsewhere. */
-function bundledSource(): string | undefined {
-  if (typeof INTAKE_RELAY_BUILD === 'undefined') return undefined;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const sea = require('node:sea') as typeof import('node:sea');
-  return sea.getAsset('intake-relay.cjs', 'utf8');
+  return startThread(import.meta.url, './worker-entry', { workerData: data, name: `intake-relay-worker-${data.intakeRelayWorker}`, stdout: false, stderr: false });
 }
 
 class WorkerThread {

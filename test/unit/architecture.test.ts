@@ -87,4 +87,26 @@ describe('architecture', () => {
     for (const f of g.keys()) if (!state.has(f)) visit(f);
     expect(cycles).toEqual([]);
   });
+
+  it('the daemon and its worker threads never load the schema library (zod and the schemas are config time only)', () => {
+    // Static imports only (a command's or the loader's dynamic import() is its own).
+    const STATIC = /(?:^|\n)\s*import\s(?!type\s)[^;]*?from\s+['"]([^'"]+)['"]/g;
+    const reach = (entry: string): string[] => {
+      const seen = new Set<string>();
+      const zod: string[] = [];
+      const walk = (f: string): void => {
+        if (seen.has(f)) return;
+        seen.add(f);
+        for (const m of readFileSync(join(SRC, f), 'utf8').matchAll(STATIC)) {
+          const spec = m[1] as string;
+          if (spec === 'zod') zod.push(f);
+          else if (spec.startsWith('.')) walk(relative(SRC, resolve(dirname(join(SRC, f)), spec)));
+        }
+      };
+      walk(entry);
+      return zod;
+    };
+    expect(reach('main.ts')).toEqual([]);
+    expect(reach('pipeline/worker-entry.ts')).toEqual([]);
+  });
 });

@@ -8,7 +8,7 @@ import tls from 'node:tls';
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import type { Routing, Target, TlsFiles } from '../../src/core/component.ts';
-import type { ProxyProtocolSettings } from '../../src/core/config-parts.ts';
+import type { ProxyProtocolSettings } from '../../src/core/config-values.ts';
 import { DiskQueue } from '../../src/core/disk-queue.ts';
 import { messageText, type LogEvent } from '../../src/core/event.ts';
 import { BoundedQueue, type EventQueue } from '../../src/core/queue.ts';

@@ -4,13 +4,11 @@
 import { hostname } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
 import type { InputDefinition } from '../../core/component.ts';
-import { fileSafe } from '../../core/config-parts.ts';
-import { fileInputSchema, type FileInputConfig, type ResolvedFileInput } from './config.ts';
+import { fileSafe } from '../../core/config-values.ts';
+import type { FileInputConfig, ResolvedFileInput } from './config.ts';
 import { FileInput } from './tail.ts';
 
 export const fileInput = {
-  inputSchema: fileInputSchema,
-  listenerSchema: undefined,
   resolve(c, ctx) {
     if (c.multiline) {
       try {

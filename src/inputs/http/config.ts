@@ -2,10 +2,9 @@
 
 import { z } from 'zod';
 import type { TlsFiles } from '../../core/component.ts';
-import { MiB, listener, positive, proxyProtocol, senders, tlsServer, type ProxyProtocolSettings } from '../../core/config-parts.ts';
+import { MiB, listener, positive, proxyProtocol, senders, tlsServer } from '../../core/config-parts.ts';
+import type { ProxyProtocolSettings } from '../../core/config-values.ts';
 
-/** Paths of the intake's own API, served by every HTTP listener. */
-export const INTAKE_API_PATHS = ['/jsons', '/plain', '/plain/batch', '/batch', '/array'];
 
 const httpPath = z.strictObject({
   path: z.string().regex(/^\/[A-Za-z0-9._~\/-]*$/, 'must be a URL path such as /ingest/app1').describe('URL path of this route.'),

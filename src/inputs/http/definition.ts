@@ -2,14 +2,13 @@
 // intake's own API routed by the key the sender presents, and per-intake paths.
 
 import type { InputDefinition } from '../../core/component.ts';
-import { proxyProtocolSettings } from '../../core/config-parts.ts';
+import { proxyProtocolSettings } from '../../core/config-values.ts';
 import { readTlsFiles } from '../tls-files.ts';
-import { INTAKE_API_PATHS, httpListenerSchema, type HttpListenerConfig, type ResolvedHttpListener } from './config.ts';
+import { INTAKE_API_PATHS } from './api-paths.ts';
+import type { HttpListenerConfig, ResolvedHttpListener } from './config.ts';
 import { HttpReceiver } from './receiver.ts';
 
 export const httpInput = {
-  inputSchema: undefined,
-  listenerSchema: httpListenerSchema,
   resolve(l, ctx) {
     (l.intakes ?? []).forEach((name, j) => {
       if (ctx.intakeIndex(name) < 0) ctx.problem(['intakes', j], `no intake is named "${name}"`);

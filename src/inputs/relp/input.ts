@@ -5,7 +5,7 @@
 
 import net from 'node:net';
 import type { Sender, TlsFiles } from '../../core/component.ts';
-import type { ProxyProtocolSettings } from '../../core/config-parts.ts';
+import type { ProxyProtocolSettings } from '../../core/config-values.ts';
 import type { Source } from '../../core/contracts.ts';
 import type { RelpInputTelemetry } from '../../core/telemetry.ts';
 import type { HeaderDefaults } from '../../syslog/parse.ts';

@@ -4,7 +4,7 @@
 
 import net from 'node:net';
 import type { Sender, TlsFiles } from '../../core/component.ts';
-import type { ProxyProtocolSettings } from '../../core/config-parts.ts';
+import type { ProxyProtocolSettings } from '../../core/config-values.ts';
 import type { Source } from '../../core/contracts.ts';
 import type { SyslogInputTelemetry } from '../../core/telemetry.ts';
 import { Deframer, type Oversize } from '../../syslog/framing.ts';

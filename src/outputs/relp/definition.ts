@@ -2,34 +2,13 @@
 // (port 11514, TLS). Its configuration, how it is resolved (region defaults, TLS files), and how it
 // is built, described and checked (the sink is sink.ts, the session opening session.ts).
 
-import { z } from 'zod';
 import type { OutputDefinition } from '../../core/component.ts';
-import { backoff, port, positive } from '../../core/config-parts.ts';
+import type { RelpOutputConfig } from './schema.ts';
 import { Rfc5424Formatter } from '../../syslog/format.ts';
 import { checkTlsFiles } from '../tls-check.ts';
 import { openSession } from './session.ts';
 import { RelpSink } from './sink.ts';
 
-export const relpOutputSchema = z.strictObject({
-  type: z.literal('relp').describe('RFC 5424 syslog as RELP transactions (Reliable Event Logging Protocol), each acknowledged by the intake, over TLS to port 11514.'),
-  host: z.string().min(1).optional()
-    .describe('RELP intake host. Default: endpoints.relp_host, else the region\'s intake host (intake.sekoia.io for fra1, as the platform documents; the official forwarder uses relp.intake.<region>: `check` tries both).'),
-  port: port.optional().describe('RELP intake port. Default: 11514 (or endpoints.relp_port).'),
-  tls: z.boolean().default(true).describe('RELP over TLS (the intake only takes TLS). false: plain TCP, for a RELP server of your own on a trusted network.'),
-  server_name: z.string().min(1).optional().describe('Name the certificate must carry. Default: host.'),
-  ca_file: z.string().min(1).optional().describe('PEM CA bundle to verify the intake with. Default: the system CAs.'),
-  client_cert_file: z.string().min(1).optional().describe('PEM client certificate, if the peer asks for one.'),
-  client_key_file: z.string().min(1).optional().describe('PEM private key of client_cert_file.'),
-  timestamp: z.enum(['received', 'source']).default('received').describe('TIMESTAMP written: reception time, or the source\'s own when it has one.'),
-  window: z.int().min(1).max(65_536).default(128)
-    .describe('Transactions written and not yet answered, at most (omrelp\'s windowSize; librelp\'s default is 128). After a lost session at most this many messages are written twice.'),
-  ack_timeout_ms: positive.default(30_000)
-    .describe('A session whose intake answers nothing for this long while messages wait for an answer has failed: it is dropped and they are written again on a new one.'),
-  connect_timeout_ms: positive.default(10_000).describe('Time allowed for TCP connect, TLS handshake and the RELP open.'),
-  backoff: backoff.prefault({}),
-});
-
-export type RelpOutputConfig = z.infer<typeof relpOutputSchema>;
 
 export interface ResolvedRelpOutput extends RelpOutputConfig {
   readonly host: string;
@@ -42,7 +21,6 @@ export interface ResolvedRelpOutput extends RelpOutputConfig {
 }
 
 export const relpOutput = {
-  schema: relpOutputSchema,
 
   resolve(o, ctx) {
     if ((o.client_cert_file === undefined) !== (o.client_key_file === undefined)) ctx.problem([], 'client_cert_file and client_key_file go together');
