@@ -4,7 +4,6 @@
 
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { isMainThread } from 'node:worker_threads';
 import { RelayError } from './errors.ts';
 
 /** ERELAY_LISTEN for `what` on `where` ("127.0.0.1:514", "udp 0.0.0.0:514"), with the likely cause of `code`. */
@@ -17,17 +16,26 @@ export function listenError(what: string, where: string, code: string | undefine
 }
 
 let sharing = false;
+let worker = false;
 
 /**
- * Whether this thread's inputs share their ports with the relay's other threads (workers > 1):
- * set by the daemon before its inputs listen, in the main thread and in each worker.
+ * Whether this thread's inputs share their ports with the relay's other threads (workers > 1), and
+ * whether this thread is one of the relay's worker threads (which join the ports its main thread
+ * opened): set by the daemon before its inputs listen. (Node's isMainThread would not do: the
+ * relay's own main thread may run in a worker thread of its host, as under a test runner.)
  */
-export function sharePorts(on: boolean): void {
+export function sharePorts(on: boolean, asWorker = false): void {
   sharing = on;
+  worker = asWorker;
 }
 
 export function portsShared(): boolean {
   return sharing;
+}
+
+/** This thread is one of the relay's worker threads (what is counted once per port, the main thread counts). */
+export function inRelayWorker(): boolean {
+  return worker;
 }
 
 /** "tcp 514": ports this process's worker threads listen on, on any address (a reload re-listens beside them). */
@@ -45,7 +53,7 @@ export function portKey(proto: string, port: number): string {
 
 /** Whether the main thread asks with a plain socket before listening with SO_REUSEPORT. */
 function shouldProbe(proto: string, port: number): boolean {
-  return port !== 0 && isMainThread && !heldByWorkers.has(portKey(proto, port));
+  return port !== 0 && !worker && !heldByWorkers.has(portKey(proto, port));
 }
 
 /**

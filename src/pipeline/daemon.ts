@@ -97,7 +97,7 @@ export class Daemon implements HealthSource, ReloadTarget {
     const n = options.worker ? 1 : workerCount(config.workers);
     this.threads = n > 1 && runsInWorkers(config) ? n : 1;
     // Every thread's inputs share their ports; each thread holds its share of the bounds.
-    sharePorts(this.threads > 1 || options.worker !== undefined);
+    sharePorts(this.threads > 1 || options.worker !== undefined, options.worker !== undefined);
     this.config = shareBounds(config, this.threads);
     this.log = log;
     this.metrics = metrics;

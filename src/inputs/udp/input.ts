@@ -4,10 +4,9 @@
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
-import { isMainThread } from 'node:worker_threads';
 import type { Sender } from '../../core/component.ts';
 import type { Source } from '../../core/contracts.ts';
-import { listenError, portsShared, udpPortFree } from '../../core/net.ts';
+import { inRelayWorker, listenError, portsShared, udpPortFree } from '../../core/net.ts';
 import type { SyslogInputTelemetry } from '../../core/telemetry.ts';
 import type { Oversize } from '../../syslog/framing.ts';
 import type { HeaderDefaults } from '../../syslog/parse.ts';
@@ -96,7 +95,7 @@ export class UdpSyslogInput implements Source {
     }
     this.#socket = socket;
     // The kernel's count covers every socket on the port: with workers, the main thread reports it.
-    if (isMainThread) t.watchKernelDrops(() => this.#kernelDrops());
+    if (!inRelayWorker()) t.watchKernelDrops(() => this.#kernelDrops());
   }
 
   /** Receive threads read the sockets; each batch they hand over is parsed and offered here, at once. */
@@ -126,7 +125,7 @@ export class UdpSyslogInput implements Source {
     }
     if (o.receiveBufferBytes) this.#checkBuffer(threads.rcvbuf);
     // The kernel's count covers every socket on the port: with workers, the main thread reports it.
-    if (isMainThread) t.watchKernelDrops(() => this.#kernelDrops());
+    if (!inRelayWorker()) t.watchKernelDrops(() => this.#kernelDrops());
   }
 
   #batch(builder: FrameBuilder, b: ReceivedBatch): void {
