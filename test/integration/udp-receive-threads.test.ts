@@ -75,10 +75,14 @@ describe('UDP receive threads', () => {
     await sendFrom('127.0.0.2', port, Array.from({ length: 500 }, (_, i) => `<14>stop ${i}`), 4);
     const { undelivered } = await relay.stop();
     expect(undelivered).toBe(0);
-    // Everything the relay counted as received was delivered before the stop ended.
+    // Everything the relay counted as received was delivered before the stop ended. (Datagrams
+    // still in the sockets' buffers when they close, on a busy machine, were never read: the
+    // kernel discards them with the socket, as it would for any UDP receiver.)
     const received = await relay.metric('intake_relay_events_received_total');
-    expect(received + (await relay.metric('intake_relay_udp_kernel_drops_total'))).toBe(500);
+    expect(received).toBeGreaterThan(0);
+    expect(received + (await relay.metric('intake_relay_udp_kernel_drops_total'))).toBeLessThanOrEqual(500);
     expect(intake.received).toHaveLength(received);
+    expect(new Set(intake.received.map((m) => m.message)).size).toBe(received);
   });
 
   it('a port another socket holds is a clear error naming the input, and no thread is left', async () => {
