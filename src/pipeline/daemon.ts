@@ -4,6 +4,7 @@
 // not be delivered is reported. A reload (SIGHUP) plans its changes (reload-plan.ts), then applies
 // them: only what changed is closed and opened again, and no queued event is lost.
 
+import { performance } from 'node:perf_hooks';
 import { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Config } from '../config/resolve.ts';
@@ -108,6 +109,17 @@ export class Daemon implements HealthSource, ReloadTarget {
       metrics, log, dataDir: config.dataDir, senders: new SenderTables(metrics, log, worker?.sightings), taps,
       emulator: () => (worker ? worker.emulator : this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem }),
     };
+    // Each thread's utilization: the main thread's since the last scrape (at least half a second),
+    // the workers' as they reported it (a worker reports to the main thread instead).
+    let elu = performance.eventLoopUtilization();
+    if (!options.worker) metrics.addProbe(() => {
+      const used = performance.eventLoopUtilization();
+      if (used.idle + used.active - (elu.idle + elu.active) >= 500) {
+        metrics.threadUtilization.set({ thread: 'main' }, performance.eventLoopUtilization(used, elu).utilization);
+        elu = used;
+      }
+      for (const r of this.#workers?.reports() ?? []) metrics.threadUtilization.set({ thread: String(r.worker) }, r.state.utilization);
+    });
     metrics.addProbe(() => {
       const now = Date.now();
       for (const h of this.health()) {

@@ -3,6 +3,7 @@
 // thread as lines, its metrics and reports answered on request. It ends when told to stop, after
 // the daemon's ordered stop.
 
+import { performance } from 'node:perf_hooks';
 import { Writable } from 'node:stream';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config/resolve.ts';
@@ -32,7 +33,13 @@ export async function runWorker(): Promise<void> {
     worker: { emulator: data.emulator, sightings: (sightings) => post({ kind: 'sightings', sightings }) },
   });
   // Its health each second (and once started), for the main thread's /readyz and /status.
-  const state = (): void => post({ kind: 'state', state: { health: daemon.health(), down: daemon.down(), listeners: daemon.listenerHealth() } });
+  let elu = performance.eventLoopUtilization();
+  const state = (): void => {
+    const now = performance.eventLoopUtilization();
+    const utilization = performance.eventLoopUtilization(now, elu).utilization;
+    elu = now;
+    post({ kind: 'state', state: { utilization, health: daemon.health(), down: daemon.down(), listeners: daemon.listenerHealth() } });
+  };
   const report = setInterval(state, 1_000);
   report.unref();
   // Tap viewers the main thread opened here: their lines go to it.

@@ -121,6 +121,8 @@ export type ToWorker =
 
 /** What a worker tells the main thread every second: its intakes' health, its inputs down, its HTTP listeners' budgets. */
 export interface WorkerState {
+  /** Its event loop's utilization over the last second (0 to 1). */
+  readonly utilization: number;
   readonly health: readonly IntakeHealth[];
   readonly down: readonly string[];
   readonly listeners: readonly ListenerHealth[];
@@ -299,6 +301,11 @@ export class Workers {
   /** The workers' last reports (each second). */
   states(): WorkerState[] {
     return this.#threads.flatMap((t) => (t.state ? [t.state] : []));
+  }
+
+  /** Each worker's number and its last report. */
+  reports(): { readonly worker: number; readonly state: WorkerState }[] {
+    return this.#threads.flatMap((t) => (t.state ? [{ worker: t.index, state: t.state }] : []));
   }
 
   /** Workers whose last report is older than STALE_MS (their event loop is stuck), by number. */

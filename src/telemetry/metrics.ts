@@ -136,6 +136,13 @@ export class Metrics {
     labelNames: ['intake', 'input'] as const,
     registers: [this.registry],
   });
+  readonly threadUtilization = new Gauge({
+    name: 'intake_relay_thread_utilization',
+    help: 'Share of the last second each thread of the relay was busy (event loop utilization, 0 to 1): near 1, that thread is at its limit. thread: main, or a worker\'s number (workers: N).',
+    labelNames: ['thread'] as const,
+    registers: [this.registry],
+    collect: () => this.#runProbes(),
+  });
   readonly tapViewers = new Gauge({
     name: 'intake_relay_tap_viewers',
     aggregator: 'max',

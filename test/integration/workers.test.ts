@@ -286,6 +286,18 @@ describe('workers: what the operator sees', () => {
     expect(last.destroyed && !last.writableFinished).toBe(false);
   }, 60_000);
 
+  it('each thread\'s utilization is a series of its own (main, then each worker by number)', async () => {
+    const intake = track(await startTestIntake());
+    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs: twelve, extra: 'shutdown_timeout_ms: 1000\nworkers: 3' })));
+    await sendTcp(relay.port('t', 'tcp/0'), '127.0.0.2', 'u', 12, 200);
+    await vi.waitFor(async () => {
+      const registry = await relay.daemon.gather();
+      const values = (await registry.getSingleMetric('intake_relay_thread_utilization')!.get()).values;
+      expect(values.map((v) => v.labels.thread).sort()).toEqual(['1', '2', 'main']);
+      for (const v of values) expect(v.value >= 0 && v.value <= 1).toBe(true);
+    }, { timeout: 5_000 });
+  });
+
   it('/readyz and /status add up the threads: queued events of every thread, an intake stalled in any', async () => {
     // No intake listens: every thread's queue holds what it received.
     const down = await freePort();
