@@ -24,7 +24,7 @@ const TICKS = 100; // USER_HZ on Linux
 const scenarios = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const want = (s: string): boolean => scenarios.length === 0 || scenarios.includes(s);
 
-// Load generator and receiver on core 0; the relay gets core 1 to itself.
+// Load generator and receiver on core 0 (BENCH_LOAD_CORES); the relay gets core 1 to itself.
 const LOAD_CORES = process.env.BENCH_LOAD_CORES ?? '0';
 const pin = spawnSync('taskset', ['-a', '-p', '-c', LOAD_CORES, String(process.pid)], { encoding: 'utf8' });
 const pinned = pin.status === 0;

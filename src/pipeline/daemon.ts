@@ -4,8 +4,7 @@
 // not be delivered is reported. A reload (SIGHUP) plans its changes (reload-plan.ts), then applies
 // them: only what changed is closed and opened again, and no queued event is lost.
 
-import { performance } from 'node:perf_hooks';
-import { Writable } from 'node:stream';
+import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Config } from '../config/resolve.ts';
 import type { Routing } from '../core/component.ts';
@@ -14,16 +13,17 @@ import { IntakeEmulator, maskKey } from '../emulator/intake-emulator.ts';
 import { inputOf, type ResolvedListener } from '../inputs/registry.ts';
 import { Sender } from '../routing/sender.ts';
 import { Metrics } from '../telemetry/metrics.ts';
+import { loopUtilization } from '../telemetry/utilization.ts';
 import { buildCommit, VERSION } from '../version.ts';
 import { OpsServer, type HealthSource, type IntakeHealth, type ListenerHealth } from '../telemetry/ops-server.ts';
 import type { PipelineEnv } from './env.ts';
 import { Pipeline } from './pipeline.ts';
-import { applyReload, type ReloadReport, type ReloadTarget } from './reload.ts';
+import { applyReload, emptyReport, type ReloadReport, type ReloadTarget } from './reload.ts';
 import { SenderTables, type SenderTable, type Sighting } from './senders.ts';
 import { createSourceWithSender } from './sources.ts';
-import { MAX_VIEWERS, Taps, type TapQuery } from './tap.ts';
+import { joinedTap, MAX_VIEWERS, Taps, type TapQuery } from './tap.ts';
 import { StatsSource } from './stats.ts';
-import { aggregate, heldPorts, runsInWorkers, shareBounds, workerConfig, workerCount, Workers, type WorkerData } from './workers.ts';
+import { aggregate, heldPorts, shareBounds, threadsFor, workerConfig, workerCount, Workers, type WorkerData } from './workers.ts';
 import { sharePorts, workersHold } from '../core/net.ts';
 import type { Registry } from 'prom-client';
 
@@ -76,8 +76,6 @@ export class Daemon implements HealthSource, ReloadTarget {
   /** Threads that run the network inputs, this one included (workers: N); 1 in a worker. */
   readonly threads: number;
   readonly #worker: DaemonOptions['worker'];
-  /** The configuration at start: what decided the number of threads. */
-  readonly #started: Config;
   #workers: Workers | undefined;
   /**
    * What ends the process when a worker fails while running (main.ts's handler of unexpected
@@ -93,10 +91,8 @@ export class Daemon implements HealthSource, ReloadTarget {
 
   constructor(config: Config, log: Logger, metrics = new Metrics(), options: DaemonOptions = {}) {
     this.#worker = options.worker;
-    this.#started = config;
     // Threads only where something can run in a worker (file inputs and disk queues cannot).
-    const n = options.worker ? 1 : workerCount(config.workers);
-    this.threads = n > 1 && runsInWorkers(config) ? n : 1;
+    this.threads = options.worker ? 1 : threadsFor(config);
     // Every thread's inputs share their ports; each thread holds its share of the bounds.
     sharePorts(this.threads > 1 || options.worker !== undefined, options.worker !== undefined);
     this.config = shareBounds(config, this.threads);
@@ -111,13 +107,10 @@ export class Daemon implements HealthSource, ReloadTarget {
     };
     // Each thread's utilization: the main thread's since the last scrape (at least half a second),
     // the workers' as they reported it (a worker reports to the main thread instead).
-    let elu = performance.eventLoopUtilization();
+    const utilization = loopUtilization(500);
     if (!options.worker) metrics.addProbe(() => {
-      const used = performance.eventLoopUtilization();
-      if (used.idle + used.active - (elu.idle + elu.active) >= 500) {
-        metrics.threadUtilization.set({ thread: 'main' }, performance.eventLoopUtilization(used, elu).utilization);
-        elu = used;
-      }
+      const u = utilization();
+      if (u !== undefined) metrics.threadUtilization.set({ thread: 'main' }, u);
       for (const r of this.#workers?.reports() ?? []) metrics.threadUtilization.set({ thread: String(r.worker) }, r.state.utilization);
     });
     metrics.addProbe(() => {
@@ -191,7 +184,8 @@ export class Daemon implements HealthSource, ReloadTarget {
 
   /** The worker threads (workers: N > 1), once every input of this thread listens (they join its ports). */
   async #startWorkers(): Promise<void> {
-    const asked = this.#worker ? 1 : workerCount(this.config.workers);
+    if (this.#worker) return;
+    const asked = workerCount(this.config.workers);
     if (this.threads <= 1) {
       if (asked > 1) this.log.warn({ workers: asked }, 'workers: no network input can run in a worker (file inputs and disk queues have a single owner): the main thread runs everything.');
       return;
@@ -286,7 +280,7 @@ export class Daemon implements HealthSource, ReloadTarget {
         const theirs = this.#workers ? await this.#workers.reload(plan) : [];
         if (this.#workers) workersHold(heldPorts(plan));
         for (const r of theirs) report.failed.push(...r.failed.filter((f) => !report.failed.includes(f)));
-        if (workerCount(next.workers) !== workerCount(this.#started.workers) || (this.threads === 1 && runsInWorkers(next) && workerCount(next.workers) > 1)) {
+        if (threadsFor(next) !== this.threads) {
           report.notApplied.push(`workers: ${this.threads} thread${this.threads > 1 ? 's' : ''} until a restart`);
         }
         this.#reloaded(report.failed.length === 0);
@@ -365,7 +359,7 @@ export class Daemon implements HealthSource, ReloadTarget {
 
   listenerHealth(): ListenerHealth[] {
     const own = this.shared.flatMap((s) => s.source.health?.() ?? []);
-    const states = this.#workers?.states() ?? [];
+    const states = this.#workers?.reports().map((r) => r.state) ?? [];
     return own.map((l) => states.reduce((a, w) => {
       const b = w.listeners.find((x) => x.name === l.name);
       return b ? { ...a, inflightBytes: a.inflightBytes + b.inflightBytes, budgetBytes: a.budgetBytes + b.budgetBytes, saturated: a.saturated || b.saturated } : a;
@@ -382,7 +376,6 @@ export class Daemon implements HealthSource, ReloadTarget {
    */
   ready(): boolean {
     if (this.#phase !== 'running' || this.down().length > 0) return false;
-    // With workers: as of their last report (each second).
     const intakes = this.health();
     if (!intakes.every((i) => i.accepting) || !this.listenerHealth().every((l) => !l.saturated)) return false;
     return this.config.metrics.readiness !== 'delivering' || intakes.every((i) => !i.stalled);
@@ -392,7 +385,7 @@ export class Daemon implements HealthSource, ReloadTarget {
     const running = new Set(this.shared.map((s) => s.config.label));
     const out = this.config.listeners.filter((l) => !running.has(l.label)).map((l) => l.label);
     for (const p of this.pipelines) for (const c of p.intake.inputs) if (!p.sources.has(c.label)) out.push(`${p.name}/${c.label}`);
-    for (const w of this.#workers?.states() ?? []) for (const d of w.down) if (!out.includes(d)) out.push(d);
+    for (const { state } of this.#workers?.reports() ?? []) for (const d of state.down) if (!out.includes(d)) out.push(d);
     // A worker that has not reported for a while (its event loop is stuck) takes no events either.
     for (const w of this.#workers?.silent() ?? []) out.push(`worker ${w}`);
     return out;
@@ -401,7 +394,7 @@ export class Daemon implements HealthSource, ReloadTarget {
   /** Each intake's health across the threads (the workers' as of their last report). */
   health(): IntakeHealth[] {
     const own = this.#health();
-    const states = this.#workers?.states() ?? [];
+    const states = this.#workers?.reports().map((r) => r.state) ?? [];
     if (states.length === 0) return own;
     return own.map((h) => states.reduce((a, w) => {
       const b = w.health.find((x) => x.name === h.name);
@@ -499,49 +492,4 @@ export class Daemon implements HealthSource, ReloadTarget {
 /** Output states from the best to the worst (an intake's state across threads is its worst thread's). */
 const STATE_RANK: Record<string, number> = { connected: 0, starting: 1, stopped: 2, retrying: 3, key_rejected: 4 };
 
-/**
- * A tap view across threads: the main thread's viewer writes to `local`, the workers' lines come to
- * `remote`; each thread shows its share of the rate, and `out` ends at the viewer's limit. Lines
- * that come while `out` cannot take more are dropped and counted, as a viewer's own are.
- */
-function joinedTap(q: TapQuery, out: Writable, threads: number, metrics: Metrics): { query: TapQuery; local: Writable; remote: (text: string) => void } {
-  let shown = 0;
-  /** Writes a thread's lines unless `out` cannot take more (then they are dropped and counted); ends `out` at the limit. */
-  const take = (text: string): void => {
-    if (out.writableEnded || out.destroyed) return;
-    if (out.writableNeedDrain) {
-      const n = text.split('\n').filter((l) => l && !l.startsWith('{"notice"')).length;
-      if (n > 0) metrics.tapDropped.inc(n);
-      return;
-    }
-    let lines = text;
-    if (q.limit > 0) {
-      const kept: string[] = [];
-      for (const line of text.split('\n')) {
-        if (!line) continue;
-        const isEvent = !line.startsWith('{"notice"');
-        if (isEvent && shown >= q.limit) continue;
-        if (isEvent) shown++;
-        kept.push(line);
-      }
-      lines = kept.length > 0 ? `${kept.join('\n')}\n` : '';
-    }
-    if (lines !== '') out.write(lines);
-    if (q.limit > 0 && shown >= q.limit) out.end();
-  };
-  const local = new Writable({
-    write(chunk: Buffer | string, _enc, cb) {
-      take(chunk.toString());
-      cb();
-    },
-  });
-  out.once('close', () => local.destroy());
-  // Each thread's viewer shows its share of the rate; the limit is the joined view's alone (a
-  // thread's viewer counting toward it lines the view then dropped would stop short of it).
-  return { query: { ...q, limit: 0, rate: Math.max(1, Math.ceil(q.rate / threads)) }, local, remote: take };
-}
-
-function emptyReport(): ReloadReport {
-  return { added: [], removed: [], changed: [], restarted: [], notApplied: [], failed: [] };
-}
 

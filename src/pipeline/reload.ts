@@ -26,6 +26,11 @@ export interface ReloadReport {
 }
 
 /** What a reload works on: the daemon's state and the steps it shares with the start. */
+/** A report of nothing changed (a reload that could not begin, or a thread that could not answer), to add to. */
+export function emptyReport(): ReloadReport {
+  return { added: [], removed: [], changed: [], restarted: [], notApplied: [], failed: [] };
+}
+
 export interface ReloadTarget {
   config: Config;
   pipelines: Pipeline[];

@@ -3,9 +3,10 @@
 // intake's filters), one JSON object per line. It never slows the pipeline: a viewer gets at most
 // `rate` events a second, spread over what arrives (the rest skipped), and while its connection
 // cannot take more, what it would have got is dropped and counted. No intake key is ever shown:
-// one that appears in an event's text is masked.
+// one that appears in an event's text is masked. With workers, a view is one viewer per thread
+// joined into one output (joinedTap).
 
-import type { Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import type { LogEvent } from '../core/event.ts';
 import { messageText, structuredDataText, timestampText } from '../core/event.ts';
 import type { EventTap } from '../core/telemetry.ts';
@@ -183,4 +184,51 @@ export class Taps {
     this.#viewers.clear();
     this.#m.tapViewers.set(0);
   }
+}
+
+/** A notice line of a view (what it missed), as Viewer writes it: `{"notice": ...}`. */
+function isNotice(line: string): boolean {
+  return line.startsWith('{"notice"');
+}
+
+/**
+ * A tap view across threads: the main thread's viewer writes to `local`, the workers' lines come to
+ * `remote`; each thread shows its share of the rate, and `out` ends at the viewer's limit. Lines
+ * that come while `out` cannot take more are dropped and counted, as a viewer's own are.
+ */
+export function joinedTap(q: TapQuery, out: Writable, threads: number, metrics: Metrics): { query: TapQuery; local: Writable; remote: (text: string) => void } {
+  let shown = 0;
+  /** Writes a thread's lines unless `out` cannot take more (then they are dropped and counted); ends `out` at the limit. */
+  const take = (text: string): void => {
+    if (out.writableEnded || out.destroyed) return;
+    if (out.writableNeedDrain) {
+      const n = text.split('\n').filter((l) => l && !isNotice(l)).length;
+      if (n > 0) metrics.tapDropped.inc(n);
+      return;
+    }
+    let lines = text;
+    if (q.limit > 0) {
+      const kept: string[] = [];
+      for (const line of text.split('\n')) {
+        if (!line) continue;
+        const isEvent = !isNotice(line);
+        if (isEvent && shown >= q.limit) continue;
+        if (isEvent) shown++;
+        kept.push(line);
+      }
+      lines = kept.length > 0 ? `${kept.join('\n')}\n` : '';
+    }
+    if (lines !== '') out.write(lines);
+    if (q.limit > 0 && shown >= q.limit) out.end();
+  };
+  const local = new Writable({
+    write(chunk: Buffer | string, _enc, cb) {
+      take(chunk.toString());
+      cb();
+    },
+  });
+  out.once('close', () => local.destroy());
+  // Each thread's viewer shows its share of the rate; the limit is the joined view's alone (a
+  // thread's viewer counting toward it lines the view then dropped would stop short of it).
+  return { query: { ...q, limit: 0, rate: Math.max(1, Math.ceil(q.rate / threads)) }, local, remote: take };
 }

@@ -3,14 +3,15 @@
 // thread as lines, its metrics and reports answered on request. It ends when told to stop, after
 // the daemon's ordered stop.
 
-import { performance } from 'node:perf_hooks';
 import { Writable } from 'node:stream';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config/resolve.ts';
 import { revive } from '../core/threads.ts';
 import { createLogger } from '../telemetry/log.ts';
 import { Metrics } from '../telemetry/metrics.ts';
+import { loopUtilization } from '../telemetry/utilization.ts';
 import { Daemon } from './daemon.ts';
+import { emptyReport } from './reload.ts';
 import type { FromWorker, ToWorker, WorkerData } from './workers.ts';
 
 /** Whether this thread is a worker of intake-relay (the single executable's bundle starts as one too). */
@@ -33,12 +34,9 @@ export async function runWorker(): Promise<void> {
     worker: { emulator: data.emulator, sightings: (sightings) => post({ kind: 'sightings', sightings }) },
   });
   // Its health each second (and once started), for the main thread's /readyz and /status.
-  let elu = performance.eventLoopUtilization();
+  const utilization = loopUtilization();
   const state = (): void => {
-    const now = performance.eventLoopUtilization();
-    const utilization = performance.eventLoopUtilization(now, elu).utilization;
-    elu = now;
-    post({ kind: 'state', state: { utilization, health: daemon.health(), down: daemon.down(), listeners: daemon.listenerHealth() } });
+    post({ kind: 'state', state: { utilization: utilization() ?? 0, health: daemon.health(), down: daemon.down(), listeners: daemon.listenerHealth() } });
   };
   const report = setInterval(state, 1_000);
   report.unref();
@@ -68,7 +66,7 @@ export async function runWorker(): Promise<void> {
       case 'reload':
         void daemon.reload(revive(m.config) as Config).then(reply, (err: unknown) => {
           daemon.log.error({ err }, 'Reload failed in a worker.');
-          reply({ added: [], removed: [], changed: [], restarted: [], notApplied: [], failed: [`worker ${data.intakeRelayWorker}: ${(err as Error).message}`] });
+          reply({ ...emptyReport(), failed: [`worker ${data.intakeRelayWorker}: ${(err as Error).message}`] });
         });
         return;
       case 'stop':

@@ -21,7 +21,7 @@ import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, type
 import type { Logger } from 'pino';
 import type { Config, ResolvedIntake } from '../config/resolve.ts';
 import { inputOf, type ResolvedInput, type ResolvedListener } from '../inputs/registry.ts';
-import type { ReloadReport } from './reload.ts';
+import { emptyReport, type ReloadReport } from './reload.ts';
 import type { Sighting } from './senders.ts';
 import type { TapQuery } from './tap.ts';
 import type { IntakeHealth, ListenerHealth } from '../telemetry/ops-server.ts';
@@ -80,6 +80,12 @@ export function runsInWorkers(cfg: Config): boolean {
   return workerConfig(cfg, () => undefined, () => undefined).intakes.length > 0;
 }
 
+/** The threads `cfg` runs its network inputs on: its `workers`, or 1 where nothing can run in a worker. */
+export function threadsFor(cfg: Config): number {
+  const n = workerCount(cfg.workers);
+  return n > 1 && runsInWorkers(cfg) ? n : 1;
+}
+
 /**
  * What a worker runs: the network inputs of the intakes that run in workers, on the ports the
  * main thread listens on; no operations server, statistics or warnings (the main thread has them).
@@ -96,7 +102,7 @@ export function workerConfig(cfg: Config, port: Port, listenerPort: ListenerPort
   return { ...cfg, intakes: work ? intakes : [], listeners, stats: undefined, warnings: [], metrics: { ...cfg.metrics, enabled: false } };
 }
 
-/** The ports a worker configuration listens on ("tcp 127.0.0.1:514"). */
+/** The ports a worker configuration listens on, as portKey() writes them ("tcp 514"). */
 export function heldPorts(cfg: Config): string[] {
   const all = [...cfg.intakes.flatMap((i) => i.inputs), ...cfg.listeners];
   return all.flatMap((c) => {
@@ -298,12 +304,7 @@ export class Workers {
     return this.#threads.map((t) => t.worker);
   }
 
-  /** The workers' last reports (each second). */
-  states(): WorkerState[] {
-    return this.#threads.flatMap((t) => (t.state ? [t.state] : []));
-  }
-
-  /** Each worker's number and its last report. */
+  /** Each worker's number and its last report (each second). */
   reports(): { readonly worker: number; readonly state: WorkerState }[] {
     return this.#threads.flatMap((t) => (t.state ? [{ worker: t.index, state: t.state }] : []));
   }
@@ -331,11 +332,14 @@ export class Workers {
   /** Applies a new worker configuration in every worker; their reports. */
   async reload(config: Config): Promise<ReloadReport[]> {
     const reports = await Promise.all(this.#threads.map((t) => t.ask<ReloadReport>({ kind: 'reload', config })));
-    return reports.map((r, i) => r ?? { added: [], removed: [], changed: [], restarted: [], notApplied: [], failed: [`worker ${i + 1}: it has ended`] });
+    return reports.map((r, i) => r ?? { ...emptyReport(), failed: [`worker ${i + 1}: it has ended`] });
   }
 
-  /** Stops every worker (each in the daemon's order: inputs, queues drained, outputs closed); what they could not deliver. */
-  /** `timeoutMs`: a worker not ended by then is ended from outside (what it held is lost, as at a kill). */
+  /**
+   * Stops every worker (each in the daemon's order: inputs, queues drained, outputs closed); what
+   * they could not deliver. A worker not ended within `timeoutMs` is ended from outside (what it
+   * held is lost, as at a kill).
+   */
   async stop(timeoutMs = 60_000): Promise<WorkerStop> {
     this.#stopping = true;
     const reports = await Promise.all(
