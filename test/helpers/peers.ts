@@ -193,3 +193,35 @@ export function sendTcp(port: number, data: string | Buffer): Promise<void> {
     s.on('close', () => resolve());
   });
 }
+
+/**
+ * A connection (from `localAddress`, if given) that writes 50 lines every 5 ms, line(n) numbered
+ * from 0, until stopped; `sent` is how many it wrote, `closedByPeer` whether the relay closed it.
+ */
+export function steadySender(port: number, line: (n: number) => string, localAddress?: string) {
+  const socket = net.connect({ port, host: '127.0.0.1', localAddress });
+  let n = 0;
+  let closedByPeer = false;
+  let running = true;
+  socket.on('close', () => (closedByPeer = running));
+  socket.on('error', () => (closedByPeer = running));
+  const timer = setInterval(() => {
+    let chunk = '';
+    for (let i = 0; i < 50; i++) chunk += `${line(n++)}\n`;
+    socket.write(chunk);
+  }, 5);
+  return {
+    get sent() {
+      return n;
+    },
+    get closedByPeer() {
+      return closedByPeer;
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        running = false;
+        clearInterval(timer);
+        socket.end(() => resolve());
+      }),
+  };
+}

@@ -36,6 +36,17 @@ beforeAll(() => {
   exe = join(dir, 'out', `intake-relay-linux-${process.arch}`);
 }, 180_000);
 
+/** The executable run with `args`, no Node.js on PATH: its stdout and stderr as they come, its exit, killed at the end of the test. */
+function runExe(args: string[], env: Record<string, string> = {}) {
+  const proc = spawn(exe, args, { env: { PATH: emptyPath, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let text = '';
+  proc.stdout.on('data', (d: Buffer) => (text += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => (text += d.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  track({ stop: () => (proc.exitCode === null && proc.signalCode === null ? proc.kill('SIGKILL') : undefined) });
+  return { proc, out: (): string => text, exited };
+}
+
 afterAll(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
@@ -62,19 +73,11 @@ describe('single executable', () => {
 
   it('runs the shipped configuration: one event reaches the local emulator, SIGTERM drains and exits 0', async () => {
     const [syslogPort, metricsPort] = [await freePort(), await freePort()];
-    const proc = spawn(exe, ['run', '-c', join(ROOT, 'config', 'intake-relay.yaml')], {
-      env: { PATH: emptyPath, SYSLOG_PORT: String(syslogPort), METRICS_PORT: String(metricsPort) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-    track({ stop: () => (proc.exitCode === null && proc.signalCode === null ? proc.kill('SIGKILL') : undefined) });
+    const { proc, out, exited } = runExe(['run', '-c', join(ROOT, 'config', 'intake-relay.yaml')], { SYSLOG_PORT: String(syslogPort), METRICS_PORT: String(metricsPort) });
 
     await waitListening(syslogPort, 20_000);
     await sendTcp(syslogPort, '<13>1 2026-01-01T00:00:00Z host app - - - hello from the single executable\n');
-    await vi.waitFor(() => expect(out).toMatch(/"emulator":true,"message":"<13>1 .*hello from the single executable","msg":"Emulator received a valid message\."/), { timeout: 15_000 });
+    await vi.waitFor(() => expect(out()).toMatch(/"emulator":true,"message":"<13>1 .*hello from the single executable","msg":"Emulator received a valid message\."/), { timeout: 15_000 });
     // Counted as sent once the output confirms delivery, after the emulator logged the message.
     await vi.waitFor(async () =>
       expect(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()).toContain('intake_relay_events_sent_total{intake="default",output="syslog"} 1'),
@@ -83,7 +86,7 @@ describe('single executable', () => {
 
     proc.kill('SIGTERM');
     expect(await exited).toBe(0);
-    expect(out).toContain('Stopped: every queued event was delivered.');
+    expect(out()).toContain('Stopped: every queued event was delivered.');
   });
 
   it('runs workers (workers: 3) from its own bundle: every thread delivers, /metrics adds them up, SIGTERM stops them all', async () => {
@@ -97,25 +100,20 @@ intakes:
     intake_key: ""
     inputs: [{ type: tcp, address: 127.0.0.1, port: ${syslogPort} }]
 `);
-    const proc = spawn(exe, ['run', '-c', config], { env: { PATH: emptyPath }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-    track({ stop: () => (proc.exitCode === null && proc.signalCode === null ? proc.kill('SIGKILL') : undefined) });
+    const { proc, out, exited } = runExe(['run', '-c', config]);
     await waitListening(syslogPort, 20_000);
-    await vi.waitFor(() => expect(out).toContain('"workers":3'), { timeout: 15_000 });
+    await vi.waitFor(() => expect(out()).toContain('"workers":3'), { timeout: 15_000 });
     await Promise.all(Array.from({ length: 24 }, (_, c) => sendTcp(syslogPort, Array.from({ length: 25 }, (_, i) => `<14>Nov 26 10:00:00 host app: c${c}-${i}\n`).join(''))));
     const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     await vi.waitFor(async () => expect(await metrics()).toContain('intake_relay_events_sent_total{intake="t",output="syslog"} 600'), { timeout: 15_000 });
     // One output connection per thread; connected (1) while every thread is; one build, not three.
-    expect(out.match(/"msg":"Output connected\."/g)).toHaveLength(3);
+    expect(out().match(/"msg":"Output connected\."/g)).toHaveLength(3);
     const text = await metrics();
     expect(text).toContain('intake_relay_output_connected{intake="t",output="syslog"} 1');
     expect(text).toMatch(/^intake_relay_build_info\{[^}]*\} 1$/m);
     proc.kill('SIGTERM');
     expect(await exited).toBe(0);
-    expect(out.match(/Stopped: every queued event was delivered\./g)).toHaveLength(3);
+    expect(out().match(/Stopped: every queued event was delivered\./g)).toHaveLength(3);
   });
 });
 

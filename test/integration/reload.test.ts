@@ -2,13 +2,12 @@
 // nothing lost, and the inputs and listeners that did not change stay open (their connections
 // too). Then the process: SIGHUP with an invalid file keeps the running configuration; a valid one
 // applies; --watch-config reloads on a change of the file.
-import net from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
 import { books, startRelay, TLS } from '../helpers/relay.ts';
-import { freePort, sendTcp, startTestIntake, type TestIntake } from '../helpers/peers.ts';
+import { freePort, sendTcp, startTestIntake, steadySender, type TestIntake } from '../helpers/peers.ts';
 import { counts, exited, startRelayProcess } from '../helpers/process.ts';
 import { tempDir, track } from '../helpers/cleanup.ts';
 import { syslogLines, syslogMessages } from '../helpers/lines.ts';
@@ -48,35 +47,6 @@ listeners:
 `;
 }
 
-/** A connection that sends `tag` events until stopped; fails the test if the relay closes it. */
-function steadySender(port: number, app: string, tag: string) {
-  const socket = net.connect(port, '127.0.0.1');
-  let n = 0;
-  let closedByPeer = false;
-  let running = true;
-  socket.on('close', () => (closedByPeer = running));
-  socket.on('error', () => (closedByPeer = running));
-  const timer = setInterval(() => {
-    let chunk = '';
-    for (let i = 0; i < 50; i++) chunk += `<14>Nov 23 10:00:00 host ${app}: ${tag} ${n++}\n`;
-    socket.write(chunk);
-  }, 5);
-  return {
-    get sent() {
-      return n;
-    },
-    get closedByPeer() {
-      return closedByPeer;
-    },
-    stop: () =>
-      new Promise<void>((resolve) => {
-        running = false;
-        clearInterval(timer);
-        socket.end(() => resolve());
-      }),
-  };
-}
-
 const byKey = (t: TestIntake, key: string): string[] => t.received.filter((m) => m.intakeKey === key).map((m) => m.message);
 
 describe('reload', () => {
@@ -85,8 +55,8 @@ describe('reload', () => {
     const p: Ports = { intake: intake.port, a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };
     const v1 = configYaml(intakeYaml('b', p.b, p.intake) + intakeYaml('a', p.a, p.intake), p);
     const relay = track(await startRelay(v1));
-    const onA = steadySender(p.a, 'app', 'a');
-    const onShared = steadySender(p.shared, 'ra', 'shared');
+    const onA = steadySender(p.a, (n) => `<14>Nov 23 10:00:00 host app: a ${n}`);
+    const onShared = steadySender(p.shared, (n) => `<14>Nov 23 10:00:00 host ra: shared ${n}`);
     await sendTcp(p.b, syslogLines(0, 500, (i) => `b ${i}`));
     await vi.waitFor(() => expect(byKey(intake, KEYS.b).length).toBe(500));
     await vi.waitFor(() => expect(onA.sent).toBeGreaterThan(2_000));

@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import dgram from 'node:dgram';
 import { describe, expect, it, vi } from 'vitest';
 import { books, metricValue, startRelay, TEST_KEY, TLS } from '../helpers/relay.ts';
-import { freePort, startRsyslog, startTestIntake } from '../helpers/peers.ts';
+import { freePort, sendTcp, startRsyslog, startTestIntake, steadySender } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
 import { tempDir, track } from '../helpers/cleanup.ts';
 import { parseConfig } from '../../src/config/load.ts';
@@ -17,7 +17,7 @@ const inputs = `      - { type: tcp, address: 127.0.0.1, port: 0 }
       - { type: udp, address: 127.0.0.1, port: 0, receive_buffer_bytes: 4194304 }`;
 
 /** `n` lines over each of `connections` TCP connections from `source`, tagged `tag-c-i`. */
-async function sendTcp(port: number, source: string, tag: string, connections: number, n: number): Promise<void> {
+async function sendTcpFrom(port: number, source: string, tag: string, connections: number, n: number): Promise<void> {
   await Promise.all(
     Array.from({ length: connections }, (_, c) => {
       const lines = Array.from({ length: n }, (_, i) => `<14>Nov 26 10:00:00 host ${tag}: ${tag}-${c}-${i}\n`).join('');
@@ -53,7 +53,7 @@ describe('workers', () => {
       const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs, extra: `shutdown_timeout_ms: 5000\nworkers: ${workers}` })));
       const tcp = relay.port('t', 'tcp/0');
       const udp = relay.port('t', 'udp/0');
-      await Promise.all([sendTcp(tcp, '127.0.0.2', 'a', 16, 500), sendTcp(tcp, '127.0.0.3', 'b', 16, 500), sendUdp(udp, '127.0.0.4', 'u', 8, 100)]);
+      await Promise.all([sendTcpFrom(tcp, '127.0.0.2', 'a', 16, 500), sendTcpFrom(tcp, '127.0.0.3', 'b', 16, 500), sendUdp(udp, '127.0.0.4', 'u', 8, 100)]);
       const total = 2 * 16 * 500 + 8 * 100;
       // On a busy machine the kernel may drop a datagram before any thread reads it: counted, and
       // the only loss allowed.
@@ -115,7 +115,7 @@ intakes:
     output: { type: syslog, host: 127.0.0.1, port: ${intake.port}, server_name: localhost, ca_file: ${TLS}ca.crt }
 `;
     const relay = track(await startRelay(yaml));
-    await Promise.all([sendTcp(relay.port('net', 'tcp/0'), '127.0.0.2', 'n', 16, 100), sendTcp(relay.port('disk', 'tcp/0'), '127.0.0.2', 'd', 16, 100)]);
+    await Promise.all([sendTcpFrom(relay.port('net', 'tcp/0'), '127.0.0.2', 'n', 16, 100), sendTcpFrom(relay.port('disk', 'tcp/0'), '127.0.0.2', 'd', 16, 100)]);
     await vi.waitFor(() => expect(intake.received.length).toBe(3_200), { timeout: 30_000 });
     // net: every thread received some of its 16 connections; disk: the main thread all of its own.
     const own = (name: string): Promise<number> => metricValue(relay.daemon.metrics, 'intake_relay_events_received_total', { intake: name });
@@ -126,35 +126,6 @@ intakes:
     for (const name of ['net', 'disk']) await vi.waitFor(async () => expect(await books(relay, name)).toMatchObject({ received: 1_600, sent: 1_600, balanced: true }), { timeout: 10_000 });
   }, 60_000);
 });
-
-/** A connection from `source` that sends numbered `tag` events until stopped; notes whether the relay closed it. */
-function steadySender(port: number, source: string, tag: string) {
-  const socket = net.connect({ port, host: '127.0.0.1', localAddress: source });
-  let n = 0;
-  let closedByPeer = false;
-  let running = true;
-  socket.on('close', () => (closedByPeer = running));
-  socket.on('error', () => (closedByPeer = running));
-  const timer = setInterval(() => {
-    let chunk = '';
-    for (let i = 0; i < 50; i++) chunk += `<14>Nov 26 10:00:00 host app: ${tag}-${n++}\n`;
-    socket.write(chunk);
-  }, 5);
-  return {
-    get sent() {
-      return n;
-    },
-    get closedByPeer() {
-      return closedByPeer;
-    },
-    stop: () =>
-      new Promise<void>((resolve) => {
-        running = false;
-        clearInterval(timer);
-        socket.end(() => resolve());
-      }),
-  };
-}
 
 describe('workers: reload and stop under load', () => {
   it('a reload that changes the output under load from 12 connections and restarts another input on its port: nothing lost, connections kept', async () => {
@@ -169,7 +140,7 @@ describe('workers: reload and stop under load', () => {
         queue: `    batch: { max_events: ${batch} }`,
       });
     const relay = track(await startRelay(yaml(100, 1000)));
-    const senders = Array.from({ length: 12 }, (_, i) => steadySender(port, `127.0.0.${2 + (i % 3)}`, `s${i}`));
+    const senders = Array.from({ length: 12 }, (_, i) => steadySender(port, (n) => `<14>Nov 26 10:00:00 host app: s${i}-${n}`, `127.0.0.${2 + (i % 3)}`));
     await vi.waitFor(() => expect(senders.every((s) => s.sent > 500)).toBe(true), { timeout: 10_000 });
     // Every thread takes a new output over its queue, and closes the input "other" and listens
     // again on its port (the other threads' sockets hold it meanwhile: the main thread's probe
@@ -183,7 +154,7 @@ describe('workers: reload and stop under load', () => {
     const reloaded = relay.logs.filter((l) => l.msg === 'Configuration reloaded.');
     expect(reloaded.map((l) => l.worker ?? 0).sort()).toEqual([0, 1, 2]);
     for (const l of reloaded) expect(l).toMatchObject({ restarted: ['t/other'], failed: [] });
-    const late = steadySender(other, '127.0.0.5', 'late');
+    const late = steadySender(other, (n) => `<14>Nov 26 10:00:00 host app: late-${n}`, '127.0.0.5');
     await vi.waitFor(() => expect(late.sent).toBeGreaterThan(100));
     senders.push(late);
     const after = senders.map((s) => s.sent);
@@ -202,7 +173,7 @@ describe('workers: reload and stop under load', () => {
     const intake = track(await startTestIntake());
     const relay = await startRelay(relayYaml({ intakePort: intake.port, inputs: `      - { type: tcp, address: 127.0.0.1, port: 0 }`, extra: 'shutdown_timeout_ms: 10000\nworkers: 4' }));
     const port = relay.port('t', 'tcp/0');
-    const senders = Array.from({ length: 16 }, (_, i) => steadySender(port, '127.0.0.2', `s${i}`));
+    const senders = Array.from({ length: 16 }, (_, i) => steadySender(port, (n) => `<14>Nov 26 10:00:00 host app: s${i}-${n}`, '127.0.0.2'));
     await vi.waitFor(() => expect(senders.every((s) => s.sent > 300)).toBe(true), { timeout: 10_000 });
     const stopped = await relay.stop();
     await Promise.all(senders.map((s) => s.stop()));
@@ -249,7 +220,7 @@ describe('workers: what the operator sees', () => {
       },
     });
     expect(relay.daemon.tap({ limit: 0, rate: 100_000 }, out)).toBeUndefined();
-    await Promise.all([sendTcp(port, '127.0.0.2', 'a', 8, 100), sendTcp(port, '127.0.0.3', 'b', 8, 100), sendTcp(port, '127.0.0.4', 'c', 8, 100)]);
+    await Promise.all([sendTcpFrom(port, '127.0.0.2', 'a', 8, 100), sendTcpFrom(port, '127.0.0.3', 'b', 8, 100), sendTcpFrom(port, '127.0.0.4', 'c', 8, 100)]);
     await vi.waitFor(() => expect(intake.received).toHaveLength(2_400), { timeout: 20_000 });
     // The main thread read only some of the 24 connections; the tap shows all 2,400 events.
     expect(await metricValue(relay.daemon.metrics, 'intake_relay_events_received_total', { intake: 't' })).toBeLessThan(2_400);
@@ -267,7 +238,7 @@ describe('workers: what the operator sees', () => {
       o.once('finish', () => resolve());
       expect(relay.daemon.tap({ limit: 50, rate: 100_000 }, o)).toBeUndefined();
     });
-    await Promise.all([sendTcp(port, '127.0.0.2', 'd', 8, 100), ended]);
+    await Promise.all([sendTcpFrom(port, '127.0.0.2', 'd', 8, 100), ended]);
     expect(limited.filter((l) => l.includes('"message"'))).toHaveLength(50);
     // Every sender once, in the main thread's table, with all its events (the workers' sightings
     // reach it within a second).
@@ -289,7 +260,7 @@ describe('workers: what the operator sees', () => {
   it('each thread\'s utilization is a series of its own (main, then each worker by number)', async () => {
     const intake = track(await startTestIntake());
     const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs: twelve, extra: 'shutdown_timeout_ms: 1000\nworkers: 3' })));
-    await sendTcp(relay.port('t', 'tcp/0'), '127.0.0.2', 'u', 12, 200);
+    await sendTcpFrom(relay.port('t', 'tcp/0'), '127.0.0.2', 'u', 12, 200);
     await vi.waitFor(async () => {
       const registry = await relay.daemon.gather();
       const values = (await registry.getSingleMetric('intake_relay_thread_utilization')!.get()).values;
@@ -351,7 +322,7 @@ ruleset(name="fwd") {
       await peer.listening(inPort);
       return { tag, inPort };
     }));
-    await Promise.all(senders.map((s) => sendTcpLines(s.inPort, Array.from({ length: 1_000 }, (_, i) => `<14>Nov 26 10:00:00 feeder app: ${s.tag}-${i}`))));
+    await Promise.all(senders.map((s) => sendTcp(s.inPort, Array.from({ length: 1_000 }, (_, i) => `<14>Nov 26 10:00:00 feeder app: ${s.tag}-${i}\n`).join(''))));
     await vi.waitFor(() => expect(new Set(intake.received.map((m) => m.message.trim())).size).toBe(3_000), { timeout: 30_000 });
     // Each message answered 200 once delivered (the answers go out just after).
     await vi.waitFor(async () => expect(await relay.metric('intake_relay_relp_answers_total', { code: '200' })).toBeGreaterThanOrEqual(3_000), { timeout: 10_000 });
@@ -391,12 +362,3 @@ listeners:
     await vi.waitFor(async () => expect(await books(relay, 'a')).toMatchObject({ received: 1_200, sent: 1_200, balanced: true }));
   }, 60_000);
 });
-
-/** Lines over one TCP connection, each ended by a newline. */
-function sendTcpLines(port: number, lines: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const s = net.connect(port, '127.0.0.1', () => s.end(lines.map((l) => `${l}\n`).join('')));
-    s.on('close', () => resolve());
-    s.on('error', reject);
-  });
-}
