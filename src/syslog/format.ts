@@ -37,6 +37,8 @@ export class Rfc5424Formatter {
   #lastMs = -1;
   #lastIso = '';
   #last: LastHeader = { pri: -1, ts: '', hostname: '', appName: '', procId: '', text: '', bytes: undefined };
+  /** The last source timestamp converted: its bytes (timestamps longer than 64 bytes are not kept). */
+  readonly #lastSource: { bytes: Buffer; length: number; format: number; text: string | undefined } = { bytes: Buffer.alloc(64), length: -1, format: -1, text: undefined };
 
   constructor(intakeKey: string, mode: TimestampMode) {
     this.#sd = intakeKeyElement(intakeKey);
@@ -52,16 +54,29 @@ export class Rfc5424Formatter {
   }
 
   #timestamp(e: LogEvent): string {
-    if (this.#mode === 'source' && e.tsEnd > e.tsStart) {
-      const ts = timestampText(e);
-      const valid = rfc5424Timestamp(ts); // RFC 5424, or an ISO timestamp in a BSD line
-      if (valid) return valid;
-      if (e.format === 3164) {
-        const converted = bsdToRfc3339(ts, e.receivedAt);
-        if (converted) return converted;
-      }
-    }
+    if (this.#mode === 'source' && e.tsEnd > e.tsStart) return this.#source(e) ?? this.#received(e.receivedAt);
     return this.#received(e.receivedAt);
+  }
+
+  /**
+   * The source's TIMESTAMP as RFC 5424 (an ISO one checked, a BSD one converted), or undefined when
+   * it is not a valid one. A stream repeats its timestamps (a second's worth of events share one):
+   * the last one's bytes and rendering are kept, so each distinct value is converted once.
+   */
+  #source(e: LogEvent): string | undefined {
+    const n = e.tsEnd - e.tsStart;
+    const last = this.#lastSource;
+    if (n === last.length && e.format === last.format && e.buf.compare(last.bytes, 0, n, e.tsStart, e.tsEnd) === 0) return last.text;
+    const ts = timestampText(e);
+    // RFC 5424, or an ISO timestamp in a BSD line; a BSD one converted.
+    const text = rfc5424Timestamp(ts) ?? (e.format === 3164 ? bsdToRfc3339(ts, e.receivedAt) : undefined);
+    if (n <= last.bytes.length) {
+      e.buf.copy(last.bytes, 0, e.tsStart, e.tsEnd);
+      last.length = n;
+      last.format = e.format;
+      last.text = text;
+    }
+    return text;
   }
 
   /**

@@ -2,15 +2,17 @@
 // (no hostname, no tag, ISO timestamps in BSD lines, a year after the date). A line that matches no
 // header is still an event: its whole text becomes the message. Never throws.
 //
-// The header is read from a latin1 view of the frame, so character offsets are byte offsets and
-// nothing is decoded twice; header fields must be printable ASCII in RFC 5424 anyway (other bytes
-// become '_'). STRUCTURED-DATA and MSG are kept as byte ranges of the frame. Every cut is made
-// just after an ASCII byte (SP, '-', ']', ':', '>'), so a range of a valid UTF-8 frame never splits
-// a character. What the relay writes must follow RFC 5424's grammar whatever came in: a field is
-// cleaned (and counted) rather than forwarded as is, and text that fits no field stays in MSG.
+// The header is read from the frame's bytes in place: no decoded copy of the line, no per-event
+// string but the header fields that changed since the previous event of the stream. Header fields
+// must be printable ASCII in RFC 5424 (other bytes become '_'). STRUCTURED-DATA and MSG are kept as
+// byte ranges of the frame. Every cut is made just after an ASCII byte (SP, '-', ']', ':', '>'), so
+// a range of a valid UTF-8 frame never splits a character. What the relay writes must follow RFC
+// 5424's grammar whatever came in: a field is cleaned (and counted) rather than forwarded as is,
+// and text that fits no field stays in MSG.
 
 import type { LogEvent } from '../core/event.ts';
-import { bsdTimestampLength, isoTimestampLength } from './timestamps.ts';
+import { byteAt, indexOfByte } from './bytes.ts';
+import { bsdTimestampAt, isoTimestampAt } from './timestamps.ts';
 
 /** Values for the header fields a line did not carry (configured per input). */
 export interface HeaderDefaults {
@@ -26,45 +28,34 @@ const MAX_HOSTNAME = 255;
 const MAX_APP_NAME = 48;
 const MAX_PROCID = 128;
 const MAX_MSGID = 32;
-/** Bytes decoded to find the header; a longer header (large SD) is read whole. */
-const HEADER_SCAN = 256;
-/** Substrings this long or longer would keep the whole decoded line alive (V8 sliced strings). */
-const SLICE_MIN = 13;
-
-/** Thrown inside a parse when the header runs past the decoded prefix: parse the whole frame. */
-const NEED_WHOLE = Symbol('need whole frame');
 
 /**
  * An input's parsing state. The last header field strings: a stream mostly repeats its HOSTNAME,
- * APP-NAME and PROCID, so an equal field reuses the previous string instead of allocating one per
- * event. `repaired`: events whose header did not fit RFC 5424 (a field cleaned or cut, a BSD tag or
- * malformed STRUCTURED-DATA left in MSG), for the input to count and reset once per read.
+ * APP-NAME, PROCID and MSGID, so a field with the same bytes reuses the previous string instead of
+ * allocating one per event. `repaired`: events whose header did not fit RFC 5424 (a field cleaned or
+ * cut, a BSD tag or malformed STRUCTURED-DATA left in MSG), for the input to count and reset once
+ * per read.
  */
 export interface FieldCache {
   host: string;
   app: string;
   proc: string;
+  msgId: string;
   repaired: number;
 }
 
 export function fieldCache(): FieldCache {
-  return { host: '', app: '', proc: '', repaired: 0 };
+  return { host: '', app: '', proc: '', msgId: '', repaired: 0 };
 }
 
-interface Ctx {
-  readonly cache: FieldCache;
-  readonly buf: Buffer;
-  readonly start: number;
-  readonly end: number;
-  line: string;
-  /** `line` covers the whole frame. */
-  whole: boolean;
-  readonly receivedAt: number;
-  readonly sender: string;
-  readonly d: HeaderDefaults;
-  /** Something in the header had to be repaired to fit RFC 5424. */
-  repaired: boolean;
-}
+// Scratch state of the parse in progress (parsing is synchronous, one frame at a time): set by the
+// helpers, read by their caller, so that no object is allocated per frame for it.
+/** Something in the header had to be repaired to fit RFC 5424. */
+let repaired = false;
+/** The TAG found by scanTag: its name ends at tagNameEnd; PROCID is [tagPidStart, tagPidEnd), or none when tagPidStart < 0. */
+let tagNameEnd = 0;
+let tagPidStart = -1;
+let tagPidEnd = -1;
 
 /**
  * Parse the frame buf[start, end), which must be valid UTF-8 (the input checks or repairs it): the
@@ -74,167 +65,139 @@ export function parseSyslog(
   buf: Buffer, start: number, end: number, receivedAt: number, sender: string, defaults: HeaderDefaults,
   cache: FieldCache = fieldCache(),
 ): LogEvent {
-  const scanEnd = Math.min(end, start + HEADER_SCAN);
-  const c: Ctx = { cache, buf, start, end, line: buf.toString('latin1', start, scanEnd), whole: scanEnd === end, receivedAt, sender, d: defaults, repaired: false };
-  let e = parseWith(c);
-  if (!e) {
-    c.line = buf.toString('latin1', start, end);
-    c.whole = true;
-    c.repaired = false;
-    e = parseWith(c) as LogEvent;
+  repaired = false;
+  let e: LogEvent | undefined;
+  const close = priClose(buf, start, end);
+  if (close > 0) {
+    const pri = priValue(buf, start, close);
+    if (byteAt(buf, close + 1, end) === 0x31 /* 1 */ && byteAt(buf, close + 2, end) === 0x20) {
+      e = parse5424(buf, start, end, close + 3, pri, receivedAt, sender, defaults, cache);
+    }
+    e ??= parse3164(buf, start, end, close + 1, pri, receivedAt, sender, defaults, cache);
+  } else {
+    e = event(buf, start, end, defaults.pri, 0, start, start, start, start, start, receivedAt, sender, defaults.hostname || sender, defaults.appName, defaults.procId, '');
   }
-  if (c.repaired) cache.repaired++;
+  if (repaired) cache.repaired++;
   return e;
 }
 
 /** An event without a syslog header: buf[start, end) is the whole message; fields from `d`. */
 export function headerlessEvent(buf: Buffer, start: number, end: number, receivedAt: number, sender: string, d: HeaderDefaults): LogEvent {
-  return {
-    buf, start, end, sdStart: start, sdEnd: start, msgStart: start, tsStart: start, tsEnd: start,
-    receivedAt, sender, pri: d.pri, format: 0, hostname: d.hostname || sender, appName: d.appName, procId: d.procId, msgId: '',
-  };
-}
-
-function parseWith(c: Ctx): LogEvent | undefined {
-  try {
-    const pri = parsePri(c.line);
-    if (pri >= 0) {
-      const close = c.line.indexOf('>');
-      if (c.line.charCodeAt(close + 1) === 0x31 /* 1 */ && c.line.charCodeAt(close + 2) === 0x20) {
-        const e = parse5424(c, close + 3, pri);
-        if (e) return e;
-      }
-      return parse3164(c, close + 1, pri);
-    }
-    return event(c, c.d.pri, 0, 0, 0, 0, 0, 0, c.d.hostname || c.sender, c.d.appName, c.d.procId, '');
-  } catch (err) {
-    if (err === NEED_WHOLE) return undefined;
-    throw err;
-  }
+  return event(buf, start, end, d.pri, 0, start, start, start, start, start, receivedAt, sender, d.hostname || sender, d.appName, d.procId, '');
 }
 
 function event(
-  c: Ctx, pri: number, format: 0 | 3164 | 5424,
+  buf: Buffer, start: number, end: number, pri: number, format: 0 | 3164 | 5424,
   tsStart: number, tsEnd: number, sdStart: number, sdEnd: number, msgStart: number,
-  hostname: string, appName: string, procId: string, msgId: string,
+  receivedAt: number, sender: string, hostname: string, appName: string, procId: string, msgId: string,
 ): LogEvent {
-  const s = c.start;
-  return {
-    buf: c.buf,
-    start: s,
-    end: c.end,
-    sdStart: s + sdStart,
-    sdEnd: s + sdEnd,
-    msgStart: Math.min(s + msgStart, c.end),
-    tsStart: s + tsStart,
-    tsEnd: s + tsEnd,
-    receivedAt: c.receivedAt,
-    sender: c.sender,
-    pri,
-    format,
-    hostname,
-    appName,
-    procId,
-    msgId,
-  };
+  return { buf, start, end, sdStart, sdEnd, msgStart, tsStart, tsEnd, receivedAt, sender, pri, format, hostname, appName, procId, msgId };
 }
 
-/** PRI value of `<N>` at the start (1 to 3 digits, at most 191), or -1. */
-function parsePri(line: string): number {
-  if (line.charCodeAt(0) !== 0x3c) return -1;
+/** Index of the '>' closing a PRI `<N>` at the start (1 to 3 digits, at most 191), or -1. */
+function priClose(buf: Buffer, start: number, end: number): number {
+  if (start >= end || buf[start] !== 0x3c) return -1;
   let v = 0;
-  let i = 1;
-  for (; i < 5 && i < line.length; i++) {
-    const ch = line.charCodeAt(i);
+  let i = start + 1;
+  for (; i < start + 5 && i < end; i++) {
+    const ch = buf[i] as number;
     if (ch === 0x3e) break;
     if (ch < 0x30 || ch > 0x39) return -1;
     v = v * 10 + (ch - 0x30);
   }
-  if (i === 1 || i >= 5 || line.charCodeAt(i) !== 0x3e || v > 191) return -1;
+  if (i === start + 1 || i >= start + 5 || byteAt(buf, i, end) !== 0x3e || v > 191) return -1;
+  return i;
+}
+
+/** The PRI's digits, between the '<' at `start` and the '>' at `close`, as a number. */
+function priValue(buf: Buffer, start: number, close: number): number {
+  let v = 0;
+  for (let i = start + 1; i < close; i++) v = v * 10 + ((buf[i] as number) - 0x30);
   return v;
 }
 
-/** End of the space-delimited field at `at` (the SP, or the end of the line). */
-function fieldEnd(c: Ctx, at: number): number {
-  const sp = c.line.indexOf(' ', at);
-  if (sp >= 0) return sp;
-  if (!c.whole) throw NEED_WHOLE;
-  return c.line.length;
+/** End of the space-delimited field at `at` (the SP, or the end of the frame). */
+function fieldEnd(buf: Buffer, at: number, end: number): number {
+  const sp = indexOfByte(buf, 0x20, at, end);
+  return sp >= 0 ? sp : end;
 }
 
-/** `text`, reusing `prev` when the field has the same characters (no allocation). */
-function repeatOr(c: Ctx, prev: string, a: number, b: number, max: number): string {
-  if (prev.length === b - a && prev.length > 0 && c.line.startsWith(prev, a)) return prev;
-  return text(c, a, b, max);
+/** The field buf[a, b) as text, reusing `prev` when it has the same characters (no allocation). */
+function repeatOr(buf: Buffer, prev: string, a: number, b: number, max: number): string {
+  const n = b - a;
+  if (n === prev.length && n > 0) {
+    let i = 0;
+    while (i < n && buf[a + i] === prev.charCodeAt(i)) i++;
+    if (i === n) return prev;
+  }
+  return text(buf, a, b, max);
 }
 
 /**
- * A header field as a string of its own (not a slice that would keep the line alive), cut to `max`
- * and cleaned: each byte outside PRINTUSASCII (33..126) becomes '_'. Pure ASCII is no guarantee
- * (CR, LF, NUL, TAB), so every field is checked; the loop is the fast path, the regex the rare one.
+ * A header field as a string, cut to `max` and cleaned: each byte outside PRINTUSASCII (33..126)
+ * becomes '_'. Pure ASCII is no guarantee (CR, LF, NUL, TAB), so every field is checked; the loop
+ * is the fast path, the regex the rare one. NILVALUE ('-') is ''.
  */
-function text(c: Ctx, a: number, b: number, max: number): string {
-  const line = c.line;
-  if (b - a === 1 && line.charCodeAt(a) === 0x2d) return ''; // NILVALUE
+function text(buf: Buffer, a: number, b: number, max: number): string {
+  if (b - a === 1 && buf[a] === 0x2d) return '';
   let len = b - a;
+  if (len <= 0) return '';
   if (len > max) {
     len = max;
-    c.repaired = true;
+    repaired = true;
   }
-  const s = len >= SLICE_MIN ? c.buf.toString('latin1', c.start + a, c.start + a + len) : line.slice(a, a + len);
+  const s = buf.toString('latin1', a, a + len);
   for (let i = a; i < a + len; i++) {
-    const ch = line.charCodeAt(i);
+    const ch = buf[i] as number;
     if (ch < 0x21 || ch > 0x7e) {
-      c.repaired = true;
+      repaired = true;
       return s.replace(NON_PRINTABLE, '_');
     }
   }
   return s;
 }
 
-function parse5424(c: Ctx, at: number, pri: number): LogEvent | undefined {
-  const line = c.line;
-  const tsEnd = fieldEnd(c, at);
-  const hostEnd = fieldEnd(c, tsEnd + 1);
-  const appEnd = fieldEnd(c, hostEnd + 1);
-  const procEnd = fieldEnd(c, appEnd + 1);
-  if (procEnd >= line.length) return undefined; // too few fields: not RFC 5424
-  const msgIdEnd = fieldEnd(c, procEnd + 1);
+function parse5424(
+  buf: Buffer, start: number, end: number, at: number, pri: number,
+  receivedAt: number, sender: string, d: HeaderDefaults, cache: FieldCache,
+): LogEvent | undefined {
+  const tsEnd = fieldEnd(buf, at, end);
+  const hostEnd = fieldEnd(buf, tsEnd + 1, end);
+  const appEnd = fieldEnd(buf, hostEnd + 1, end);
+  const procEnd = fieldEnd(buf, appEnd + 1, end);
+  if (procEnd >= end) return undefined; // too few fields: not RFC 5424
+  const msgIdEnd = fieldEnd(buf, procEnd + 1, end);
   const sd = msgIdEnd + 1;
   let sdStart = sd;
   let sdEnd = sd;
   let msgStart: number;
-  const first = line.charCodeAt(sd);
+  const first = byteAt(buf, sd, end);
   if (first === 0x2d /* - */) {
-    msgStart = msgAfter(c, sd + 1);
+    msgStart = msgAfter(buf, sd + 1, end);
   } else if (first === 0x5b /* [ */) {
-    const end = scanStructuredData(line, sd);
-    if (end < 0) {
-      if (!c.whole) throw NEED_WHOLE;
+    const sdClose = scanStructuredData(buf, sd, end);
+    if (sdClose < 0) {
       // Malformed SD: forwarded verbatim it would break the frame's grammar; as MSG nothing is lost.
       msgStart = sd;
-      c.repaired = true;
+      repaired = true;
     } else {
-      sdEnd = end;
-      msgStart = msgAfter(c, end);
+      sdEnd = sdClose;
+      msgStart = msgAfter(buf, sdClose, end);
     }
   } else {
-    if (sd >= line.length && !c.whole) throw NEED_WHOLE;
     msgStart = sd; // no SD field at all: lenient, the rest is the message
-    if (sd < line.length) c.repaired = true;
+    if (sd < end) repaired = true;
   }
-  if (sdEnd === sd) sdStart = sdEnd = Math.min(msgStart, line.length);
-  const cache = c.cache;
-  const hostname = (cache.host = repeatOr(c, cache.host, tsEnd + 1, hostEnd, MAX_HOSTNAME));
-  const appName = (cache.app = repeatOr(c, cache.app, hostEnd + 1, appEnd, MAX_APP_NAME));
-  const procId = (cache.proc = repeatOr(c, cache.proc, appEnd + 1, procEnd, MAX_PROCID));
-  const tsNil = tsEnd - at === 1 && line.charCodeAt(at) === 0x2d;
+  msgStart = Math.min(msgStart, end);
+  if (sdEnd === sd) sdStart = sdEnd = msgStart;
+  const hostname = (cache.host = repeatOr(buf, cache.host, tsEnd + 1, hostEnd, MAX_HOSTNAME));
+  const appName = (cache.app = repeatOr(buf, cache.app, hostEnd + 1, appEnd, MAX_APP_NAME));
+  const procId = (cache.proc = repeatOr(buf, cache.proc, appEnd + 1, procEnd, MAX_PROCID));
+  const msgId = (cache.msgId = repeatOr(buf, cache.msgId, procEnd + 1, msgIdEnd, MAX_MSGID));
+  const tsNil = tsEnd - at === 1 && buf[at] === 0x2d;
   return event(
-    c, pri, 5424, tsNil ? 0 : at, tsNil ? 0 : tsEnd, sdStart, sdEnd, msgStart,
-    hostname || c.d.hostname || c.sender,
-    appName,
-    procId,
-    text(c, procEnd + 1, msgIdEnd, MAX_MSGID),
+    buf, start, end, pri, 5424, tsNil ? start : at, tsNil ? start : tsEnd, sdStart, sdEnd, msgStart,
+    receivedAt, sender, hostname || d.hostname || sender, appName, procId, msgId,
   );
 }
 
@@ -242,55 +205,52 @@ function parse5424(c: Ctx, at: number, pri: number): LogEvent | undefined {
  * Where MSG starts after the SD field ending at `at`: past the SP. A byte other than SP starts MSG
  * right there, as rsyslog and syslog-ng read it (skipping it would cut a character in two).
  */
-function msgAfter(c: Ctx, at: number): number {
-  if (at >= c.line.length) {
-    if (!c.whole) throw NEED_WHOLE;
-    return at;
-  }
-  if (c.line.charCodeAt(at) === 0x20) return at + 1;
-  c.repaired = true;
+function msgAfter(buf: Buffer, at: number, end: number): number {
+  if (at >= end) return at;
+  if (buf[at] === 0x20) return at + 1;
+  repaired = true;
   return at;
 }
 
 /**
- * End (exclusive) of the SD-ELEMENTs starting at `start`, or -1 unless they follow RFC 5424 §6.3
- * exactly, since they are forwarded verbatim: `[SD-ID *(SP PARAM-NAME="PARAM-VALUE")]`, names of 1
- * to 32 PRINTUSASCII except '=', SP, ']' and '"'; in a value '"', '\\' and ']' must be escaped
- * (a backslash before another character is a plain backslash, §6.3.3).
+ * End (exclusive) of the SD-ELEMENTs starting at buf[start], or -1 unless they follow RFC 5424 §6.3
+ * exactly before `end`, since they are forwarded verbatim: `[SD-ID *(SP PARAM-NAME="PARAM-VALUE")]`,
+ * names of 1 to 32 PRINTUSASCII except '=', SP, ']' and '"'; in a value '"', '\\' and ']' must be
+ * escaped (a backslash before another character is a plain backslash, §6.3.3).
  */
-export function scanStructuredData(line: string, start: number): number {
+export function scanStructuredData(buf: Uint8Array, start: number, end: number): number {
   let i = start;
   do {
-    i = sdNameEnd(line, i + 1); // SD-ID
+    i = sdNameEnd(buf, i + 1, end); // SD-ID
     if (i < 0) return -1;
     for (;;) {
-      const ch = line.charCodeAt(i);
+      const ch = byteAt(buf, i, end);
       if (ch === 0x5d) break;
       if (ch !== 0x20) return -1;
-      i = sdNameEnd(line, i + 1); // PARAM-NAME
-      if (i < 0 || line.charCodeAt(i) !== 0x3d || line.charCodeAt(i + 1) !== 0x22) return -1;
-      i = paramValueEnd(line, i + 2);
+      i = sdNameEnd(buf, i + 1, end); // PARAM-NAME
+      if (i < 0 || byteAt(buf, i, end) !== 0x3d || byteAt(buf, i + 1, end) !== 0x22) return -1;
+      i = paramValueEnd(buf, i + 2, end);
       if (i < 0) return -1;
     }
     i++;
-  } while (line.charCodeAt(i) === 0x5b);
+  } while (byteAt(buf, i, end) === 0x5b);
   return i;
 }
 
 /** End of the SD-NAME at `at`, or -1 when there is none or it is longer than 32. */
-function sdNameEnd(line: string, at: number): number {
+function sdNameEnd(buf: Uint8Array, at: number, end: number): number {
   let i = at;
-  for (; i < line.length && i - at <= 32; i++) {
-    const ch = line.charCodeAt(i);
+  for (; i < end && i - at <= 32; i++) {
+    const ch = buf[i] as number;
     if (ch < 0x21 || ch > 0x7e || ch === 0x3d || ch === 0x5d || ch === 0x22) break;
   }
   return i === at || i - at > 32 ? -1 : i;
 }
 
 /** Position after the '"' closing the PARAM-VALUE that starts at `at`, or -1. */
-function paramValueEnd(line: string, at: number): number {
-  for (let i = at; i < line.length; i++) {
-    const ch = line.charCodeAt(i);
+function paramValueEnd(buf: Uint8Array, at: number, end: number): number {
+  for (let i = at; i < end; i++) {
+    const ch = buf[i];
     if (ch === 0x5c) i++;
     else if (ch === 0x22) return i + 1;
     else if (ch === 0x5d) return -1;
@@ -298,104 +258,82 @@ function paramValueEnd(line: string, at: number): number {
   return -1;
 }
 
-
-
-
-function parse3164(c: Ctx, at: number, pri: number): LogEvent {
-  const line = c.line;
+function parse3164(
+  buf: Buffer, start: number, end: number, at: number, pri: number,
+  receivedAt: number, sender: string, d: HeaderDefaults, cache: FieldCache,
+): LogEvent {
   let i = at;
-  let tsStart = 0;
-  let tsEnd = 0;
+  let tsStart = start;
+  let tsEnd = start;
   let hostname = '';
-  const tsLen = bsdTimestampLength(line, i) || isoTimestampLength(line, i);
-  if (tsLen > 0 && line.charCodeAt(i + tsLen) === 0x20) {
+  const tsLen = bsdTimestampAt(buf, i, end) || isoTimestampAt(buf, i, end);
+  if (tsLen > 0 && byteAt(buf, i + tsLen, end) === 0x20) {
     tsStart = i;
     tsEnd = i + tsLen;
     i += tsLen + 1;
     // HOSTNAME, unless the next token is already the TAG ("app:" or "app[pid]:").
-    const sp = line.indexOf(' ', i);
-    if (sp > i) {
-      const last = line.charCodeAt(sp - 1);
-      const bracket = line.indexOf('[', i);
-      if (last !== 0x3a && (bracket < 0 || bracket > sp)) {
-        hostname = c.cache.host = repeatOr(c, c.cache.host, i, sp, MAX_HOSTNAME);
-        i = sp + 1;
-      }
+    const sp = indexOfByte(buf, 0x20, i, end);
+    if (sp > i && buf[sp - 1] !== 0x3a && indexOfByte(buf, 0x5b, i, sp) < 0) {
+      hostname = cache.host = repeatOr(buf, cache.host, i, sp, MAX_HOSTNAME);
+      i = sp + 1;
     }
   }
   let appName = '';
   let procId = '';
-  const tag = scanTag(c, i);
-  if (tag) {
-    appName = c.cache.app = repeatOr(c, c.cache.app, i, tag.nameEnd, MAX_APP_NAME);
-    if (tag.pidStart > 0) procId = c.cache.proc = repeatOr(c, c.cache.proc, tag.pidStart, tag.pidEnd, MAX_PROCID);
-    i = tag.next;
+  const next = scanTag(buf, i, end);
+  if (next >= 0) {
+    appName = cache.app = repeatOr(buf, cache.app, i, tagNameEnd, MAX_APP_NAME);
+    if (tagPidStart >= 0) procId = cache.proc = repeatOr(buf, cache.proc, tagPidStart, tagPidEnd, MAX_PROCID);
+    i = next;
   }
   return event(
-    c, pri, 3164, tsStart, tsEnd, i, i, i,
-    hostname || c.d.hostname || c.sender,
-    appName || c.d.appName,
-    procId || (appName ? '' : c.d.procId),
+    buf, start, end, pri, 3164, tsStart, tsEnd, i, i, i, receivedAt, sender,
+    hostname || d.hostname || sender,
+    appName || d.appName,
+    procId || (appName ? '' : d.procId),
     '',
   );
 }
 
-interface Tag {
-  nameEnd: number;
-  pidStart: number;
-  pidEnd: number;
-  next: number;
-}
-
 /**
- * A TAG at `at`: `name:` or `name[pid]:` followed by a space or the end of the line. "CEF:0|..."
+ * A TAG at `at`: `name:` or `name[pid]:` followed by a space or the end of the frame. "CEF:0|..."
  * (no space after the colon) is not a tag, so such payloads stay whole in the message. Neither is
  * `name[1 2]:`: a space cannot be in PROCID (it would shift every later field), so the text stays
- * whole in MSG (counted as a repair).
+ * whole in MSG (counted as a repair). Returns where MSG starts after the tag (and sets tagNameEnd,
+ * tagPidStart, tagPidEnd), or -1 when there is no tag.
  */
-function scanTag(c: Ctx, at: number): Tag | undefined {
-  const line = c.line;
-  const n = line.length;
+function scanTag(buf: Buffer, at: number, end: number): number {
   let i = at;
-  while (i < n && i - at <= MAX_APP_NAME) {
-    const ch = line.charCodeAt(i);
+  while (i < end && i - at <= MAX_APP_NAME) {
+    const ch = buf[i];
     if (ch === 0x3a || ch === 0x5b || ch === 0x20) break;
     i++;
   }
-  // A tag cut by the end of the decoded prefix cannot be judged: read the whole frame.
-  if (i >= n && !c.whole) throw NEED_WHOLE;
-  if (i === at || i >= n || i - at > MAX_APP_NAME) return undefined;
-  const nameEnd = i;
-  let pidStart = 0;
-  let pidEnd = 0;
-  if (line.charCodeAt(i) === 0x5b) {
-    const close = line.indexOf(']', i);
-    if (close < 0 && !c.whole) throw NEED_WHOLE;
-    if (close < 0 || close - i > MAX_PROCID + 1) return undefined;
-    pidStart = i + 1;
-    pidEnd = close;
+  if (i === at || i >= end || i - at > MAX_APP_NAME) return -1;
+  tagNameEnd = i;
+  tagPidStart = -1;
+  tagPidEnd = -1;
+  if (buf[i] === 0x5b) {
+    const close = indexOfByte(buf, 0x5d, i, Math.min(end, i + MAX_PROCID + 2));
+    if (close < 0) return -1;
+    tagPidStart = i + 1;
+    tagPidEnd = close;
     i = close + 1;
   }
   let next: number;
-  if (i + 1 >= n && !c.whole) throw NEED_WHOLE;
-  const ch = line.charCodeAt(i);
+  const ch = byteAt(buf, i, end);
   if (ch === 0x3a) {
     i++;
-    if (i < n && line.charCodeAt(i) !== 0x20) return undefined;
-    next = i < n ? i + 1 : i;
-  } else if (ch === 0x20 && pidStart > 0) {
+    if (i < end && buf[i] !== 0x20) return -1;
+    next = i < end ? i + 1 : i;
+  } else if (ch === 0x20 && tagPidStart >= 0) {
     next = i + 1; // "app[123] msg" without the colon
   } else {
-    return undefined;
+    return -1;
   }
-  if (pidEnd > pidStart) {
-    const sp = line.indexOf(' ', pidStart);
-    if (sp >= 0 && sp < pidEnd) {
-      c.repaired = true;
-      return undefined;
-    }
+  if (tagPidEnd > tagPidStart && indexOfByte(buf, 0x20, tagPidStart, tagPidEnd) >= 0) {
+    repaired = true;
+    return -1;
   }
-  return { nameEnd, pidStart, pidEnd, next };
+  return next;
 }
-
-

@@ -1,38 +1,38 @@
 // Syslog timestamps: the length of a BSD (RFC 3164 §4.1.2) or ISO one at the start of a header,
 // and a BSD timestamp (no year, no zone) as RFC 3339 in local time, its year the nearest one.
 
-const MONTHS = 'JanFebMarAprMayJunJulAugSepOctNovDec';
+import { byteAt, indexOfByte, isDigit } from './bytes.ts';
 
-/** Length of a BSD timestamp at `at` ("Mmm dd hh:mm:ss", optional .fraction and year), or 0. */
-export function bsdTimestampLength(line: string, at: number): number {
-  if (line.length < at + 15) return 0;
-  const m = MONTHS.indexOf(line.slice(at, at + 3));
-  if (m < 0 || m % 3 !== 0 || line.charCodeAt(at + 3) !== 0x20) return 0;
-  const d1 = line.charCodeAt(at + 4);
-  if (!(d1 === 0x20 || isDigit(d1)) || !isDigit(line.charCodeAt(at + 5)) || line.charCodeAt(at + 6) !== 0x20) return 0;
+const MONTHS = 'JanFebMarAprMayJunJulAugSepOctNovDec';
+/** Each month's three letters as one number (the bytes' values, big-endian). */
+const MONTH_CODES = Array.from({ length: 12 }, (_, m) => (MONTHS.charCodeAt(3 * m) << 16) | (MONTHS.charCodeAt(3 * m + 1) << 8) | MONTHS.charCodeAt(3 * m + 2));
+
+/** Length of a BSD timestamp at buf[at] ("Mmm dd hh:mm:ss", optional .fraction and year) before `end`, or 0. */
+export function bsdTimestampAt(buf: Uint8Array, at: number, end: number): number {
+  if (end - at < 15) return 0;
+  const month = ((buf[at] as number) << 16) | ((buf[at + 1] as number) << 8) | (buf[at + 2] as number);
+  if (!MONTH_CODES.includes(month) || buf[at + 3] !== 0x20) return 0;
+  const d1 = buf[at + 4] as number;
+  if (!(d1 === 0x20 || isDigit(d1)) || !isDigit(buf[at + 5] as number) || buf[at + 6] !== 0x20) return 0;
   let i = at + 7;
   // Some devices put the year here: "Mmm dd yyyy hh:mm:ss".
-  if (isDigit(line.charCodeAt(i + 2)) && line.charCodeAt(i + 4) === 0x20) i += 5;
-  if (!(isDigit(line.charCodeAt(i)) && isDigit(line.charCodeAt(i + 1)) && line.charCodeAt(i + 2) === 0x3a)) return 0;
-  if (!(isDigit(line.charCodeAt(i + 3)) && isDigit(line.charCodeAt(i + 4)) && line.charCodeAt(i + 5) === 0x3a)) return 0;
-  if (!(isDigit(line.charCodeAt(i + 6)) && isDigit(line.charCodeAt(i + 7)))) return 0;
+  if (isDigit(byteAt(buf, i + 2, end)) && byteAt(buf, i + 4, end) === 0x20) i += 5;
+  if (!(isDigit(byteAt(buf, i, end)) && isDigit(byteAt(buf, i + 1, end)) && byteAt(buf, i + 2, end) === 0x3a)) return 0;
+  if (!(isDigit(byteAt(buf, i + 3, end)) && isDigit(byteAt(buf, i + 4, end)) && byteAt(buf, i + 5, end) === 0x3a)) return 0;
+  if (!(isDigit(byteAt(buf, i + 6, end)) && isDigit(byteAt(buf, i + 7, end)))) return 0;
   i += 8;
-  if (line.charCodeAt(i) === 0x2e) {
+  if (byteAt(buf, i, end) === 0x2e) {
     i++;
-    while (isDigit(line.charCodeAt(i))) i++;
+    while (isDigit(byteAt(buf, i, end))) i++;
   }
   return i - at;
 }
 
-/** Length of an RFC 3339 timestamp at `at` (rsyslog's high-precision BSD lines), or 0. */
-export function isoTimestampLength(line: string, at: number): number {
-  if (!(isDigit(line.charCodeAt(at)) && line.charCodeAt(at + 4) === 0x2d && line.charCodeAt(at + 10) === 0x54)) return 0;
-  const sp = line.indexOf(' ', at);
+/** Length of an RFC 3339 timestamp at buf[at] (rsyslog's high-precision BSD lines) before `end`, or 0. */
+export function isoTimestampAt(buf: Uint8Array, at: number, end: number): number {
+  if (!(isDigit(byteAt(buf, at, end)) && byteAt(buf, at + 4, end) === 0x2d && byteAt(buf, at + 10, end) === 0x54)) return 0;
+  const sp = indexOfByte(buf, 0x20, at, end);
   return sp < 0 ? 0 : sp - at;
-}
-
-function isDigit(ch: number): boolean {
-  return ch >= 0x30 && ch <= 0x39;
 }
 
 /**
@@ -40,8 +40,7 @@ function isDigit(ch: number): boolean {
  * local zone, and the year that puts it nearest to `now` (a December line read in January).
  */
 export function bsdToRfc3339(ts: string, now: number): string | undefined {
-  const len = bsdTimestampLength(ts, 0);
-  if (len === 0) return undefined;
+  if (bsdTimestampAt(Buffer.from(ts, 'latin1'), 0, ts.length) === 0) return undefined;
   const month = MONTHS.indexOf(ts.slice(0, 3)) / 3;
   const day = Number(ts.slice(4, 6).trim());
   let rest = ts.slice(7);

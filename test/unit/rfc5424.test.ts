@@ -32,6 +32,20 @@ describe('RFC 5424 output', () => {
     expect(s.message(ev('<13>1 - h a - - - m'))).toContain(' 2026-11-22T10:00:00.123Z h ');
   });
 
+  it('converts each distinct source timestamp once, and never reuses one for another value or format', () => {
+    const s = new Rfc5424Formatter('K', 'source');
+    const ts = (line: string) => s.message(ev(line)).split(' ')[1];
+    expect(ts('<13>Nov 22 09:00:00 h a: m')).toMatch(/^2026-11-22T09:00:00\.000/);
+    expect(ts('<13>Nov 22 09:00:00 h a: n')).toMatch(/^2026-11-22T09:00:00\.000/);
+    expect(ts('<13>Nov 22 09:00:01 h a: m')).toMatch(/^2026-11-22T09:00:01\.000/);
+    // Not a valid TIMESTAMP: the reception time, then the cached BSD value is not taken for another.
+    expect(ts('<13>1 Nov-22-09:00:01 h a - - - m')).toBe('2026-11-22T10:00:00.123Z');
+    expect(ts('<13>Nov 22 09:00:01 h a: m')).toMatch(/^2026-11-22T09:00:01\.000/);
+    expect(ts('<13>Foo 22 09:00:01 h a: m')).toBe('2026-11-22T10:00:00.123Z');
+    expect(ts('<13>1 2003-10-11T22:14:15.003Z h a - - - m')).toBe('2003-10-11T22:14:15.003Z');
+    expect(ts('<13>1 2003-10-11T22:14:15.004Z h a - - - m')).toBe('2003-10-11T22:14:15.004Z');
+  });
+
   it('frames with byte counts, so multi-byte characters keep the stream in sync', () => {
     const events = [ev('<13>1 - h a - - - héllo €'), ev('plain 日本語')];
     const buf = f.frames(events);

@@ -76,6 +76,39 @@ describe('RFC 3164 and what devices really send', () => {
   });
 });
 
+describe('a frame inside a shared read buffer', () => {
+  it('reads nothing past the frame\'s end, even where the next bytes would complete a field', () => {
+    const alone = (line: string) => parseSyslog(Buffer.from(line), 0, Buffer.byteLength(line), 1, '10.1.2.3', D);
+    const fields = (e: ReturnType<typeof alone>) => ({ pri: e.pri, format: e.format, ts: timestampText(e), host: e.hostname, app: e.appName, pid: e.procId, msgid: e.msgId, sd: structuredDataText(e), msg: messageText(e) });
+    for (const [frame, next] of [
+      ['<13>1 - h a -', ' - - msg'], // too few fields for RFC 5424: not completed by the next frame
+      ['<13>1 - h a - - [x@1 v="1"', '] m'], // unclosed SD
+      ['<13>1 - h a - - [x@1 v="1\\', ']"] m'], // a backslash at the end
+      ['<13>1 - h a - ID', '47 - m'], // MSGID
+      ['<14>Nov 22 10:00:00 host app[12', ']: m'], // PID
+      ['<14>Nov 22 10:00:0', '0 host app: m'], // timestamp
+      ['<14>Nov 22 10:00:00 host app', ': m'], // tag
+      ['<14', '>m'], // PRI
+    ] as const) {
+      const buf = Buffer.from(frame + next);
+      const e = parseSyslog(buf, 0, Buffer.byteLength(frame), 1, '10.1.2.3', D);
+      expect(fields(e), frame).toEqual(fields(alone(frame)));
+      expect(e.end).toBe(Buffer.byteLength(frame));
+      expect(Math.max(e.msgStart, e.sdEnd, e.tsEnd)).toBeLessThanOrEqual(e.end);
+    }
+  });
+
+  it('reuses the previous event\'s field strings when the bytes are the same', () => {
+    const cache = fieldCache();
+    const a = parseSyslog(Buffer.from('<13>1 - host app 12 ID47 - m'), 0, 29, 1, '', D, cache);
+    const b = parseSyslog(Buffer.from('<13>1 - host app 12 ID47 - n'), 0, 29, 1, '', D, cache);
+    expect([b.hostname, b.appName, b.procId, b.msgId]).toEqual(['host', 'app', '12', 'ID47']);
+    expect(b.hostname).toBe(a.hostname);
+    const c = parseSyslog(Buffer.from('<13>1 - hosu apq 13 ID48 - m'), 0, 29, 1, '', D, cache);
+    expect([c.hostname, c.appName, c.procId, c.msgId]).toEqual(['hosu', 'apq', '13', 'ID48']);
+  });
+});
+
 describe('bsdToRfc3339', () => {
   it('picks the nearest year and the local zone', () => {
     const jan2 = new Date(2027, 0, 2, 12).getTime();
