@@ -16,8 +16,10 @@ fi
 $SUDO apt-get update -qq
 # syslog-ng-core's own dependencies install normally; only syslog-ng-core itself is unpacked.
 $SUDO apt-get install -y -qq --no-install-recommends \
-  bsdutils curl openssl rsyslog rsyslog-gnutls rsyslog-relp systemd util-linux \
+  bsdutils curl gcc libc6-dev openssl rsyslog rsyslog-gnutls rsyslog-relp systemd util-linux \
   libpcre3 libwrap0 libjson-c5 libglib2.0-0 libnet1 libivykis0 libcap2 libssl3 libsystemd0 >/dev/null
+# gcc and libc6-dev above: `npm ci` builds the UDP input's native batched receive (native/compile.mjs,
+# native/udp-recvmmsg.c); without them it falls back to dgram and its test fails.
 # The Debian package's build (dpkg-shlibdeps) and its test (the man page rendered by man -l).
 $SUDO apt-get install -y -qq --no-install-recommends dpkg-dev man-db groff-base >/dev/null
 # promtool, for the monitoring test (rules, their unit tests, the metrics linter). The package's

@@ -168,8 +168,16 @@ async function main(): Promise<void> {
     // architecture that compiled it, so a foreign architecture's blob goes without it.
     const config = join(work, `sea-config-${arch}.json`);
     const blob = join(work, `sea-${arch}.blob`);
-        // The bundle is also an asset: worker threads (workers: N) run it from its text.
-    writeFileSync(config, JSON.stringify({ main, output: blob, assets: { 'intake-relay.cjs': main }, disableExperimentalSEAWarning: true, useSnapshot: false, useCodeCache: native, execArgv: EXEC_ARGV, execArgvExtension: EXEC_ARGV_EXTENSION }, null, 2));
+    // The bundle is also an asset: worker threads (workers: N) run it from its text. So is the
+    // native UDP receive, built for this machine's architecture only (no cross compiler): another
+    // architecture's executable receives UDP with Node's dgram.
+    const assets: Record<string, string> = { 'intake-relay.cjs': main };
+    if (native) {
+      const built = spawnSync(host, [join(ROOT, 'native', 'compile.mjs'), '--strict'], { encoding: 'utf8' });
+      if (built.status === 0) assets['udp-recvmmsg.node'] = join(ROOT, 'native', 'build', 'udp-recvmmsg.node');
+      else log(`native UDP receive not included: ${built.stderr.trim()}`);
+    }
+    writeFileSync(config, JSON.stringify({ main, output: blob, assets, disableExperimentalSEAWarning: true, useSnapshot: false, useCodeCache: native, execArgv: EXEC_ARGV, execArgvExtension: EXEC_ARGV_EXTENSION }, null, 2));
     execFileSync(host, ['--experimental-sea-config', config], { stdio: ['ignore', 'ignore', 'inherit'] });
 
     const exe = join(out, `intake-relay-linux-${arch}`);

@@ -6,6 +6,7 @@
 // Then installed as deploy/intake-relay.service expects, into a temporary root: the unit verified
 // there as shipped, and its program lines run there as systemd would, with the unit's environment.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -90,7 +91,7 @@ describe('single executable', () => {
   });
 
   it('runs workers (workers: 3) from its own bundle: every thread delivers, /metrics adds them up, SIGTERM stops them all', async () => {
-    const [syslogPort, metricsPort] = [await freePort(), await freePort()];
+    const [syslogPort, metricsPort, udpPort] = [await freePort(), await freePort(), await freePort()];
     const config = join(dir, 'workers.yaml');
     writeFileSync(config, `workers: 3
 metrics: { address: 127.0.0.1, port: ${metricsPort} }
@@ -98,14 +99,19 @@ emulator: { when: no_intake_key }
 intakes:
   - name: t
     intake_key: ""
-    inputs: [{ type: tcp, address: 127.0.0.1, port: ${syslogPort} }]
+    inputs: [{ type: tcp, address: 127.0.0.1, port: ${syslogPort} }, { type: udp, address: 127.0.0.1, port: ${udpPort} }]
 `);
     const { proc, out, exited } = runExe(['run', '-c', config]);
     await waitListening(syslogPort, 20_000);
     await vi.waitFor(() => expect(out()).toContain('"workers":3'), { timeout: 15_000 });
     await Promise.all(Array.from({ length: 24 }, (_, c) => sendTcp(syslogPort, Array.from({ length: 25 }, (_, i) => `<14>Nov 26 10:00:00 host app: c${c}-${i}\n`).join(''))));
     const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-    await vi.waitFor(async () => expect(await metrics()).toContain('intake_relay_events_sent_total{intake="t",output="syslog"} 600'), { timeout: 15_000 });
+    // UDP through the native receive, loaded by every thread from the executable's asset.
+    const udp = dgram.createSocket('udp4');
+    for (let i = 0; i < 60; i++) await new Promise<void>((r) => udp.send(`<14>Nov 26 10:00:00 host app: udp-${i}`, udpPort, '127.0.0.1', () => r()));
+    udp.close();
+    await vi.waitFor(async () => expect(await metrics()).toContain('intake_relay_events_sent_total{intake="t",output="syslog"} 660'), { timeout: 15_000 });
+    expect(out()).not.toContain("Node's dgram");
     // One output connection per thread; connected (1) while every thread is; one build, not three.
     expect(out().match(/"msg":"Output connected\."/g)).toHaveLength(3);
     const text = await metrics();

@@ -3,7 +3,7 @@
 
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
-import { isIPv6 } from 'node:net';
+import { isIP, isIPv6 } from 'node:net';
 import type { Sender } from '../../core/component.ts';
 import type { Source } from '../../core/contracts.ts';
 import { inRelayWorker, listenError, portsShared, udpPortFree } from '../../core/net.ts';
@@ -11,6 +11,7 @@ import type { SyslogInputTelemetry } from '../../core/telemetry.ts';
 import type { Oversize } from '../../syslog/framing.ts';
 import type { HeaderDefaults } from '../../syslog/parse.ts';
 import { FrameBuilder, senderAddress } from '../frame-builder.ts';
+import { nativeUdp, type NativeHandle, type NativeUdp } from './native.ts';
 import { UdpReceiveThreads, type ReceivedBatch } from './receive-threads.ts';
 
 export interface UdpInputOptions {
@@ -33,6 +34,7 @@ export class UdpSyslogInput implements Source {
   readonly #sender: Sender;
   readonly #t: SyslogInputTelemetry;
   #socket: dgram.Socket | undefined;
+  #native: { readonly udp: NativeUdp; readonly h: NativeHandle; readonly port: number } | undefined;
   #threads: UdpReceiveThreads | undefined;
   #flush: (() => void) | undefined;
 
@@ -47,7 +49,7 @@ export class UdpSyslogInput implements Source {
   }
 
   get port(): number {
-    return this.#threads?.port ?? this.#socket?.address().port ?? this.#o.port;
+    return this.#threads?.port ?? this.#native?.port ?? this.#socket?.address().port ?? this.#o.port;
   }
 
   get where(): string {
@@ -55,7 +57,7 @@ export class UdpSyslogInput implements Source {
   }
 
   async start(): Promise<void> {
-    if (this.#socket || this.#threads) return;
+    if (this.#socket || this.#threads || this.#native) return;
     const o = this.#o;
     const t = this.#t;
     const builder = new FrameBuilder(this.#sender, t, o.defaults);
@@ -66,6 +68,10 @@ export class UdpSyslogInput implements Source {
     // With workers, each thread has a socket on the port (SO_REUSEPORT) and the kernel spreads senders over them.
     const reusePort = portsShared();
     if (reusePort) await udpPortFree(type, o.address, o.port, what);
+    const native = nativeUdp();
+    // The native receive binds addresses only (a host name goes through dgram's lookup).
+    if (native.udp && isIP(o.address) !== 0) return this.#startNative(native.udp, builder, what, reusePort);
+    t.log.logger.info({ reason: native.reason }, 'UDP input receives with Node\'s dgram, one call per datagram (slower than recvmmsg).');
     const socket = dgram.createSocket({ type, reuseAddr: false, reusePort });
     // Datagrams arrive back to back within one turn of the event loop: offer them to the queue,
     // and count them, once per turn (or per 512), not once per datagram.
@@ -94,6 +100,37 @@ export class UdpSyslogInput implements Source {
       this.#checkBuffer(socket.getRecvBufferSize());
     }
     this.#socket = socket;
+    // The kernel's count covers every socket on the port: with workers, the main thread reports it.
+    if (!inRelayWorker()) t.watchKernelDrops(() => this.#kernelDrops());
+  }
+
+  /**
+   * The native receive: recvmmsg(2) on this thread's loop, each batch of datagrams handed over in
+   * one call, parsed and offered at once (as a receive thread's batch).
+   */
+  #startNative(udp: NativeUdp, builder: FrameBuilder, what: string, reusePort: boolean): void {
+    const o = this.#o;
+    const t = this.#t;
+    let h: NativeHandle;
+    try {
+      h = udp.open(o.address, o.port, isIPv6(o.address), reusePort, o.receiveBufferBytes ?? 0);
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      throw listenError(what, `udp ${o.address}:${o.port}`, e.code, e.message, e);
+    }
+    let failures = 0;
+    udp.start(
+      h,
+      (buf, ends, from, addrs) => this.#batch(builder, { buf, ends, from, addrs, dropped: 0 }),
+      // A read failed (not "nothing to read"): logged once per burst, the socket stays polled.
+      (errno) => {
+        if (failures++ % 1000 === 0) t.log.error('socket', new Error(`recvmmsg failed: errno ${errno}`), { failures }, 'UDP socket error.');
+      },
+    );
+    const [port, rcvbuf] = udp.info(h);
+    this.#native = { udp, h, port };
+    this.#flush = () => builder.flush();
+    if (o.receiveBufferBytes) this.#checkBuffer(rcvbuf);
     // The kernel's count covers every socket on the port: with workers, the main thread reports it.
     if (!inRelayWorker()) t.watchKernelDrops(() => this.#kernelDrops());
   }
@@ -159,7 +196,7 @@ export class UdpSyslogInput implements Source {
    */
   #kernelDrops(): number | undefined {
     // With receive threads, every socket of the port is theirs: their drops are summed.
-    const port = this.#threads?.port ?? this.#socket?.address().port;
+    const port = this.#threads?.port ?? this.#native?.port ?? this.#socket?.address().port;
     if (port === undefined) return undefined;
     return udpSocketDrops(isIPv6(this.#o.address) ? '/proc/net/udp6' : '/proc/net/udp', port);
   }
@@ -168,6 +205,13 @@ export class UdpSyslogInput implements Source {
     const s = this.#socket;
     this.#socket = undefined;
     if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
+    const native = this.#native;
+    this.#native = undefined;
+    if (native) {
+      // What the kernel already holds for this socket is read and queued, not dropped at close.
+      native.udp.drain(native.h);
+      native.udp.close(native.h);
+    }
     const threads = this.#threads;
     this.#threads = undefined;
     await threads?.stop();

@@ -1,0 +1,103 @@
+// The UDP input's native batched receive (native/udp-recvmmsg.c: recvmmsg on the thread's loop, one
+// JavaScript call per batch) and its fallback, Node's dgram: the same events either way (each
+// datagram once, from its own sender, oversized ones counted, invalid UTF-8 repaired); a stop reads
+// what the kernel holds, so every datagram sent is received or counted as a kernel drop; a port in
+// use is a clear error. The tests peers' script installs gcc, so the addon is built at `npm ci`.
+import { spawnSync } from 'node:child_process';
+import dgram from 'node:dgram';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { nativeUdp } from '../../src/inputs/udp/native.ts';
+import { books, startRelay } from '../helpers/relay.ts';
+import { startTestIntake } from '../helpers/peers.ts';
+import { relayYaml } from '../helpers/config.ts';
+import { track } from '../helpers/cleanup.ts';
+
+const input = (port = 0, extra = ''): string => `      - { type: udp, address: 127.0.0.1, port: ${port}, max_message_bytes: 2048${extra} }`;
+
+/** Sends each datagram from `source`, paced so that no socket buffer overflows. */
+async function sendFrom(source: string, port: number, datagrams: (string | Buffer)[]): Promise<void> {
+  const s = dgram.createSocket('udp4');
+  await new Promise<void>((r) => s.bind(0, source, () => r()));
+  for (let i = 0; i < datagrams.length; i++) {
+    await new Promise<void>((r) => s.send(datagrams[i] as string | Buffer, port, '127.0.0.1', () => r()));
+    if (i % 100 === 99) await new Promise((r) => setTimeout(r, 2));
+  }
+  s.close();
+}
+
+afterEach(() => {
+  delete process.env.INTAKE_RELAY_UDP_RECVMMSG;
+  vi.restoreAllMocks();
+});
+
+describe('native UDP receive (recvmmsg)', () => {
+  it('is built and loads on this machine', () => {
+    // Built by native/compile.mjs (npm ci, npm run build) with the compiler the test peers' script installs.
+    expect(nativeUdp().reason).toBe('recvmmsg');
+  });
+
+  for (const path of ['recvmmsg', 'dgram'] as const) {
+    it(`${path}: every datagram once from its own sender; oversized dropped and counted; invalid UTF-8 repaired; empty ones ignored`, async () => {
+      const udp = nativeUdp().udp;
+      if (!udp) throw new Error('native UDP receive not built');
+      const start = vi.spyOn(udp, 'start');
+      if (path === 'dgram') process.env.INTAKE_RELAY_UDP_RECVMMSG = '0';
+      const intake = track(await startTestIntake());
+      const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs: input(0, ', receive_buffer_bytes: 4194304') })));
+      expect(start).toHaveBeenCalledTimes(path === 'recvmmsg' ? 1 : 0);
+      const port = relay.port('t', 'udp/0');
+      const lines = (tag: string): string[] => Array.from({ length: 700 }, (_, i) => `<14>Nov 22 10:00:00 ${tag}-host app[${i}]: ${tag} ${i}\n`);
+      // Plain lines (no header) take the sender's address as HOSTNAME.
+      const plain = Array.from({ length: 150 }, (_, i) => `plain ${i}`);
+      const odd = [Buffer.alloc(3000, 0x61), Buffer.from([0x3c, 0x31, 0x34, 0x3e, 0x62, 0x61, 0x64, 0x20, 0xff, 0xfe]), Buffer.alloc(0), Buffer.from('\n')];
+      await Promise.all([sendFrom('127.0.0.2', port, lines('a')), sendFrom('127.0.0.3', port, lines('b')), sendFrom('127.0.0.4', port, [...plain, ...odd])]);
+      const expected = 700 + 700 + 150 + 1; // the oversized, empty and LF-only datagrams are not events
+      await vi.waitFor(async () => expect([intake.received.length, await relay.metric('intake_relay_udp_kernel_drops_total')]).toEqual([expected, 0]), { timeout: 20_000 });
+      const messages = intake.received.map((m) => m.message);
+      expect(new Set(messages).size).toBe(expected);
+      for (const tag of ['a', 'b']) {
+        const mine = intake.received.filter((m) => m.message.startsWith(`${tag} `));
+        expect(mine).toHaveLength(700);
+        expect(new Set(mine.map((m) => m.hostname))).toEqual(new Set([`${tag}-host`]));
+        // Order per sender is kept.
+        expect(mine.map((m) => Number(m.message.split(' ')[1]))).toEqual(Array.from({ length: 700 }, (_, i) => i));
+      }
+      expect(new Set(intake.received.filter((m) => m.message.startsWith('plain ')).map((m) => m.hostname))).toEqual(new Set(['127.0.0.4']));
+      expect(messages).toContain('bad \uFFFD\uFFFD');
+      expect(await relay.metric('intake_relay_events_modified_total', { reason: 'invalid_utf8' })).toBe(1);
+      expect(await relay.metric('intake_relay_framing_errors_total', { reason: 'too_large' })).toBe(1);
+      expect(await relay.metric('intake_relay_udp_kernel_drops_total')).toBe(0);
+      await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: expected + 1, sent: expected, dropped: 1, balanced: true }));
+    });
+  }
+
+  it('a stop reads what the kernel already holds: each datagram sent is received or counted as a kernel drop', async () => {
+    const intake = track(await startTestIntake());
+    const relay = await startRelay(relayYaml({ intakePort: intake.port, inputs: input(0, ', receive_buffer_bytes: 4194304'), extra: 'shutdown_timeout_ms: 10000' }));
+    const port = relay.port('t', 'udp/0');
+    const sent = 800;
+    // Another process sends while this thread (the relay's) waits for it: every datagram is still
+    // in the socket's buffer when the stop begins.
+    const child = spawnSync(process.execPath, ['-e', `
+      const s = require('node:dgram').createSocket('udp4'); let i = 0;
+      const next = () => { if (i === ${sent}) return s.close(); s.send('<14>held ' + i++, ${port}, '127.0.0.1', next); }; next();`]);
+    expect(child.status).toBe(0);
+    const { undelivered } = await relay.stop();
+    expect(undelivered).toBe(0);
+    const received = await relay.metric('intake_relay_events_received_total');
+    const kernelDrops = await relay.metric('intake_relay_udp_kernel_drops_total');
+    expect(received).toBeGreaterThan(0);
+    expect(received + kernelDrops).toBe(sent);
+    expect(intake.received).toHaveLength(received);
+    expect(new Set(intake.received.map((m) => m.message)).size).toBe(received);
+  });
+
+  it('a port another socket holds is a clear error naming the input', async () => {
+    const holder = dgram.createSocket('udp4');
+    await new Promise<void>((r) => holder.bind(0, '127.0.0.1', () => r()));
+    track({ stop: () => new Promise<void>((r) => holder.close(() => r())) });
+    const taken = holder.address().port;
+    const intake = track(await startTestIntake());
+    await expect(startRelay(relayYaml({ intakePort: intake.port, inputs: input(taken) }))).rejects.toThrow(new RegExp(`t/udp/${taken}: cannot listen on udp 127\\.0\\.0\\.1:${taken}: another process already listens there`));
+  });
+});
