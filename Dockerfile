@@ -14,13 +14,17 @@ ARG TARGETARCH
 WORKDIR /src
 # tini for the target architecture, from Debian 12 (the package the smoke test uses); its static
 # build needs no library. /skel/intake-relay is an empty directory, copied below as the volumes.
+# gcc builds the UDP input's native batched receive (native/, at npm ci), which the executable
+# carries when the target is the builder's own architecture (otherwise it receives with dgram).
 RUN dpkg --add-architecture "$TARGETARCH" \
  && apt-get update -qq \
+ && apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null \
  && cd /tmp && apt-get download "tini:$TARGETARCH" \
  && dpkg-deb -x /tmp/tini_*.deb /tini \
  && rm -rf /var/lib/apt/lists/* /tmp/tini_*.deb \
  && mkdir -p /skel/intake-relay
 COPY package.json package-lock.json ./
+COPY native ./native
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY scripts ./scripts

@@ -124,14 +124,20 @@ export class SinkRunner {
   async #run(): Promise<void> {
     const { queue, batch: limits } = this.#o;
     const stop = this.#abort.signal;
+    let waiting: AbortSignal | undefined;
     for (;;) {
       let batch: Batch | undefined;
       if (this.#needFlush) {
         this.#needFlush = false;
         batch = EMPTY;
       } else {
-        if (this.#kick.signal.aborted) this.#kick = new AbortController();
-        batch = await queue.take(limits, AbortSignal.any([stop, this.#kick.signal]));
+        if (this.#kick.signal.aborted) {
+          this.#kick = new AbortController();
+          waiting = undefined;
+        }
+        // One combined signal until the next kick, not one per batch (AbortSignal.any is costly).
+        waiting ??= AbortSignal.any([stop, this.#kick.signal]);
+        batch = await queue.take(limits, waiting);
         if (!batch) {
           if (stop.aborted || !this.#needFlush) break; // stopped, or closed and empty
           continue;

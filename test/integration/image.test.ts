@@ -4,7 +4,7 @@
 // run with the image's ENTRYPOINT, CMD, USER and ENV under new PID, network and mount namespaces
 // (tini as PID 1, uid 10001, HEALTHCHECK in the same namespaces), or, where this machine does not
 // allow namespaces, the entrypoint straight from the root (the describe's title says which ran).
-import { chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -114,6 +114,8 @@ describe(isolated ? 'the image, run as a container (namespaces, tini as PID 1, i
     const r = spawnSync(send[0]!, [...send.slice(1), '-n', '127.0.0.1', '-P', String(port), '-d', 'hello from the image'], { encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
     await vi.waitFor(() => expect(c.out.stdout).toMatch(/hello from the image".*"msg":"Emulator received a valid message\."/), { timeout: 10_000 });
+    // The UDP input received it with the native receive the executable carries (no dgram fallback).
+    expect(c.out.stdout).not.toContain("Node's dgram");
     expect(await stop(c)).toBe(0);
   });
 
@@ -128,11 +130,18 @@ describe(isolated ? 'the image, run as a container (namespaces, tini as PID 1, i
     mkdirSync(join(root, 'var/log/app'), { recursive: true });
     const appLogs: Mount = { source: logs, target: '/var/log/app', readOnly: true };
 
-    const c = await run({ INTAKE_KEY: TEST_KEY }, { readOnlyRoot: true, mounts: [config, appLogs, { source: state, target: '/var/lib/intake-relay' }] });
+    // /tmp as the manifests give it (an emptyDir, compose's tmpfs): where the native UDP receive is loaded from.
+    const tmp = tempDir('relay-tmp-');
+    chmodSync(tmp, 0o1777);
+    mkdirSync(join(root, 'tmp'), { recursive: true });
+    const c = await run({ INTAKE_KEY: TEST_KEY }, { readOnlyRoot: true, mounts: [config, appLogs, { source: state, target: '/var/lib/intake-relay' }, { source: tmp, target: '/tmp' }] });
     await healthy(c);
     expect(await stop(c)).toBe(0);
     expect(c.out.stdout).toContain('"msg":"intake-relay started."');
     expect(c.out.stdout).not.toMatch(/EROFS|read-only/i);
+    expect(c.out.stdout).not.toContain("Node's dgram");
+    // Loaded and removed: nothing left behind.
+    expect(readdirSync(tmp)).toEqual([]);
 
     const without = await run({ INTAKE_KEY: TEST_KEY }, { readOnlyRoot: true, mounts: [config, appLogs] });
     expect(await without.exited).toBe(1);

@@ -67,7 +67,12 @@ function loadFromExecutable(module: { exports: NativeUdp }): void {
   } catch {
     throw new Error('not built into this executable (no C compiler when it was packaged)');
   }
-  const dir = mkdtempSync(join(tmpdir(), 'intake-relay-'));
+  let dir: string;
+  try {
+    dir = mkdtempSync(join(tmpdir(), 'intake-relay-'));
+  } catch (err) {
+    throw new Error(`cannot write it to ${tmpdir()} to load it (${(err as NodeJS.ErrnoException).code}): give the executable a writable temporary directory (TMPDIR, or a tmpfs or emptyDir on /tmp)`, { cause: err });
+  }
   try {
     const file = join(dir, NATIVE_UDP_FILE);
     writeFileSync(file, new Uint8Array(bytes), { mode: 0o500 });
