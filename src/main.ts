@@ -9,6 +9,7 @@ import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { isSea } from 'node:sea';
 import { parseArgs } from 'node:util';
 import { ConfigError, EX_CONFIG } from './config/errors.ts';
+import { answerConfigLoad, LOAD_CONFIG_COMMAND, loadConfigInChild } from './config/load-child.ts';
 import type { Config } from './config/resolve.ts';
 import { effectiveYaml, summarize } from './cli/summary.ts';
 import { Daemon } from './pipeline/daemon.ts';
@@ -67,6 +68,8 @@ Exit status: 0 ok, 1 runtime failure, 64 usage error, 78 configuration error.`;
 
 
 async function main(argv: string[]): Promise<number> {
+  // The daemon's configuration loader (config/load-child.ts): not a command for users.
+  if (argv[0] === LOAD_CONFIG_COMMAND && argv.length === 2) return answerConfigLoad(argv[1] as string);
   let args;
   try {
     args = parseArgs({
@@ -181,10 +184,14 @@ async function metricsOrReport(file: string): Promise<Config['metrics'] | undefi
   }
 }
 
-/** The configuration, or undefined after printing every problem to stderr. */
-async function loadOrReport(file: string): Promise<Config | undefined> {
-  const { loadConfig } = await import('./config/load.ts');
+/**
+ * The configuration, or undefined after printing every problem to stderr. `inChild`: loaded by a
+ * child process (the daemon: see config/load-child.ts).
+ */
+async function loadOrReport(file: string, inChild = false): Promise<Config | undefined> {
   try {
+    if (inChild) return await loadConfigInChild(file);
+    const { loadConfig } = await import('./config/load.ts');
     return loadConfig(file);
   } catch (err) {
     if (err instanceof ConfigError) {
@@ -203,9 +210,8 @@ async function validate(file: string, print: boolean): Promise<number> {
 }
 
 async function run(file: string, watchConfig: boolean): Promise<number> {
-  const config = await loadOrReport(file);
+  const config = await loadOrReport(file, true);
   if (!config) return EX_CONFIG;
-  const { loadConfig } = await import('./config/load.ts');
   const log = createLogger(config.log_level);
   const daemon = new Daemon(config, log);
   process.on('uncaughtException', (err) => {
@@ -228,7 +234,7 @@ async function run(file: string, watchConfig: boolean): Promise<number> {
     loading = loading.then(async () => {
       let next: Config;
       try {
-        next = loadConfig(file);
+        next = await loadConfigInChild(file);
       } catch (err) {
         const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
         log.error({ trigger: why, problems }, 'Reload refused: the new configuration is invalid; the running one stays.');

@@ -4,7 +4,8 @@
 // its senders and the silent ones), /senders (every input's table of senders), /tap (events live,
 // one JSON object per line, for intake-relay tap; local clients only unless metrics.tap says any).
 
-import http from 'node:http';
+import type * as Http from 'node:http';
+import { http } from '../core/builtins.ts';
 import { isIPv4, type AddressInfo } from 'node:net';
 import type { Writable } from 'node:stream';
 import { listen } from '../core/net.ts';
@@ -92,7 +93,7 @@ export interface MetricsText {
 const STATUS_SILENT = 20;
 
 export class OpsServer {
-  readonly #server: http.Server;
+  readonly #server: Http.Server;
 
   /** `metrics`: the exposition's content type, and the text of a scrape (the workers' metrics added). */
   constructor(metrics: MetricsText, source: HealthSource, options: OpsOptions = { tap: 'local' }) {
@@ -185,7 +186,7 @@ export class OpsServer {
     this.#server.headersTimeout = 10_000;
   }
 
-  #tap(req: http.IncomingMessage, res: http.ServerResponse, source: HealthSource, options: OpsOptions): void {
+  #tap(req: Http.IncomingMessage, res: Http.ServerResponse, source: HealthSource, options: OpsOptions): void {
     const refuse = (status: number, error: string): void => {
       res.writeHead(status, { 'content-type': 'application/json' }).end(`${JSON.stringify({ error })}\n`);
     };

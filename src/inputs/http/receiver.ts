@@ -8,8 +8,8 @@
 // and a listener stopped by a reload finishes what is in flight.
 
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import http from 'node:http';
-import https from 'node:https';
+import type * as Http from 'node:http';
+import { http, https } from '../../core/builtins.ts';
 import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ResolvedHttpListener } from './config.ts';
@@ -51,19 +51,19 @@ export class HttpReceiver {
   readonly #t: HttpInputTelemetry;
   readonly #decode: DecodeSettings;
   #routes = new Map<string, Route>();
-  #server: http.Server | undefined;
+  #server: Http.Server | undefined;
   /** With the PROXY protocol: what listens, handing each connection to #server once its header is read. */
   #outer: net.Server | undefined;
   #proxy: ProxyAcceptor | undefined;
   readonly #budget: BodyBudget;
   /** Requests not yet answered, for a stop to finish. */
-  readonly #inflight = new Set<http.ServerResponse>();
+  readonly #inflight = new Set<Http.ServerResponse>();
   /** Connections with requests being handled (their end, if the client goes, is counted there). */
   readonly #reading = new WeakMap<Duplex, number>();
   #stopping = false;
   #stopInflight: (() => void) | undefined;
   /** A stopped server's requests in flight, for finish(). */
-  #closing: http.Server | undefined;
+  #closing: Http.Server | undefined;
   #closed: Promise<void> = Promise.resolve();
 
   constructor(listener: ResolvedHttpListener, sender: Sender, telemetry: HttpInputTelemetry) {
@@ -121,7 +121,7 @@ export class HttpReceiver {
 
   async start(): Promise<void> {
     const l = this.#l;
-    const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const handler = (req: Http.IncomingMessage, res: Http.ServerResponse): void => {
       // #handle answers every error itself; anything that still escapes must not take the process down.
       this.#handle(req, res).catch((err: unknown) => {
         this.#t.log.error('internal', err, {}, 'HTTP input failed on a request.');
@@ -182,7 +182,7 @@ export class HttpReceiver {
     this.#stopInflight = this.#t.inflightBytes(() => this.#budget.used);
   }
 
-  async #handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  async #handle(req: Http.IncomingMessage, res: Http.ServerResponse): Promise<void> {
     this.#map();
     const lease = this.#budget.lease();
     this.#inflight.add(res);
@@ -239,7 +239,7 @@ export class HttpReceiver {
     this.#t.log.info('client_closed', {}, 'Clients closed connections before the end of their request (counted as refused, reason client_closed).');
   }
 
-  #authorizeRoute(req: http.IncomingMessage, token: Buffer | undefined): void {
+  #authorizeRoute(req: Http.IncomingMessage, token: Buffer | undefined): void {
     if (!token) return;
     const given = Buffer.from(/^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? '');
     if (given.length !== token.length || !timingSafeEqual(given, token)) {
@@ -248,7 +248,7 @@ export class HttpReceiver {
   }
 
   /** The key from the request (Basic password, X-SEKOIAIO-INTAKE-KEY, ?intake_key=), if any. */
-  #requestKey(req: http.IncomingMessage, url: URL): string | undefined {
+  #requestKey(req: Http.IncomingMessage, url: URL): string | undefined {
     const basic = /^Basic (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
     if (basic) {
       const decoded = Buffer.from(basic, 'base64').toString('utf8');
@@ -281,7 +281,7 @@ export class HttpReceiver {
 
 
   /** Queues a request's events and answers; for several intakes (/array), every batch or none. */
-  async #accept(res: http.ServerResponse, url: URL, d: Decoded<Target>, lease: BudgetLease, receivedAt: number): Promise<void> {
+  async #accept(res: Http.ServerResponse, url: URL, d: Decoded<Target>, lease: BudgetLease, receivedAt: number): Promise<void> {
     // Room for every batch first, so a retry after 429 does not duplicate part of the request.
     for (const { target } of d.batches) this.#checkRoom(target);
     let accepted = 0;
@@ -316,7 +316,7 @@ export class HttpReceiver {
   }
 
   /** The success answer: status_code= honoured; counts and relay-side ids like the intake's. */
-  #answer(res: http.ServerResponse, url: URL, accepted: number, refused: Refusal[], single: boolean): void {
+  #answer(res: Http.ServerResponse, url: URL, accepted: number, refused: Refusal[], single: boolean): void {
     const asked = Number(url.searchParams.get('status_code'));
     const status = Number.isInteger(asked) && asked >= 200 && asked <= 299 ? asked : 200;
     if (res.headersSent) return; // a stop's 503 went first
