@@ -31,14 +31,18 @@
 #define SLOT 65536
 /** Datagrams handed to JavaScript per call at most (several recvmmsg calls). */
 #define PER_CALL 256
-/** Distinct senders kept per call; beyond it a call ends early. */
-#define MAX_ADDRS 64
+/** Senders named per call: one per datagram at most, so it never runs out. */
+#define MAX_ADDRS PER_CALL
+/** How many of the newest senders a datagram's address is compared with before it gets an entry of its own. */
+#define ADDR_LOOKBACK 16
 
 typedef struct receiver {
   napi_env env;
   int fd;
   int polling;
   int closed;
+  /** JavaScript callbacks in progress: close() from inside one releases the references after it. */
+  int depth;
   uv_poll_t poll;
   napi_ref on_batch;
   napi_ref on_error;
@@ -82,15 +86,44 @@ static receiver *unwrap(napi_env env, napi_value v) {
   return (receiver *)p;
 }
 
-/** Index of `sa` among the batch's senders, added if new; -1 when the list is full. */
-static int sender_index(receiver *r, const struct sockaddr_storage *sa, socklen_t len) {
-  for (unsigned i = r->naddrs; i-- > 0;) {
-    if (r->addr_lens[i] == len && memcmp(&r->addrs[i], sa, len) == 0) return (int)i;
+/**
+ * Index of `sa` among the batch's senders, added if it is not among the newest ADDR_LOOKBACK (so a
+ * batch from many senders costs no more per datagram; an address listed twice is still right).
+ */
+static unsigned sender_index(receiver *r, const struct sockaddr_storage *sa, socklen_t len) {
+  unsigned stop = r->naddrs > ADDR_LOOKBACK ? r->naddrs - ADDR_LOOKBACK : 0;
+  for (unsigned i = r->naddrs; i-- > stop;) {
+    if (r->addr_lens[i] == len && memcmp(&r->addrs[i], sa, len) == 0) return i;
   }
-  if (r->naddrs == MAX_ADDRS) return -1;
   memcpy(&r->addrs[r->naddrs], sa, len);
   r->addr_lens[r->naddrs] = len;
-  return (int)r->naddrs++;
+  return r->naddrs++;
+}
+
+/** Drops the callbacks' references and async context (once no callback is running). */
+static void release_js(receiver *r) {
+  if (r->on_batch) napi_delete_reference(r->env, r->on_batch);
+  if (r->on_error) napi_delete_reference(r->env, r->on_error);
+  if (r->async) napi_async_destroy(r->env, r->async);
+  r->on_batch = r->on_error = NULL;
+  r->async = NULL;
+}
+
+/** Calls `cb` with the callback's async context (or plainly, from inside a JavaScript call). */
+static void call_js(receiver *r, napi_ref ref, size_t argc, napi_value *argv, int in_js) {
+  napi_env env = r->env;
+  napi_value cb, global, result;
+  napi_get_reference_value(env, ref, &cb);
+  napi_get_global(env, &global);
+  r->depth++;
+  napi_status s = in_js ? napi_call_function(env, global, cb, argc, argv, &result) : napi_make_callback(env, r->async, global, cb, argc, argv, &result);
+  r->depth--;
+  if (s == napi_pending_exception && !in_js) {
+    napi_value err;
+    napi_get_and_clear_last_exception(env, &err);
+    napi_fatal_exception(env, err);
+  }
+  if (r->closed && r->depth == 0) release_js(r);
 }
 
 static void reset_batch(receiver *r) {
@@ -104,7 +137,7 @@ static void reset_batch(receiver *r) {
  * the errno of a failed read other than EAGAIN and EINTR.
  */
 static int gather(receiver *r) {
-  while (r->count + BATCH <= PER_CALL && r->naddrs < MAX_ADDRS) {
+  while (r->count + BATCH <= PER_CALL) {
     for (int i = 0; i < BATCH; i++) {
       r->msgs[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_storage);
       r->msgs[i].msg_hdr.msg_flags = 0;
@@ -128,12 +161,11 @@ static int gather(receiver *r) {
       r->out_cap = cap;
     }
     for (int i = 0; i < n; i++) {
-      int who = sender_index(r, &r->from[i], r->msgs[i].msg_hdr.msg_namelen);
-      if (who < 0) who = 0; /* unreachable: the loop stops with room for BATCH senders */
+      unsigned who = sender_index(r, &r->from[i], r->msgs[i].msg_hdr.msg_namelen);
       memcpy(r->out + r->out_len, r->slots + (size_t)i * SLOT, r->msgs[i].msg_len);
       r->out_len += r->msgs[i].msg_len;
       r->ends[r->count] = (uint32_t)r->out_len;
-      r->who[r->count] = (uint32_t)who;
+      r->who[r->count] = who;
       r->count++;
     }
     if (n < BATCH) return 0;
@@ -157,7 +189,7 @@ static void deliver(receiver *r, int in_js) {
     reset_batch(r);
     return;
   }
-  napi_value argv[4], cb, global, result, ab;
+  napi_value argv[4], ab;
   void *data;
   napi_create_buffer_copy(env, r->out_len, r->out, NULL, &argv[0]);
   napi_create_arraybuffer(env, r->count * 4, &data, &ab);
@@ -169,27 +201,13 @@ static void deliver(receiver *r, int in_js) {
   napi_create_array_with_length(env, r->naddrs, &argv[3]);
   for (unsigned i = 0; i < r->naddrs; i++) napi_set_element(env, argv[3], i, address_text(env, &r->addrs[i]));
   reset_batch(r);
-  napi_get_reference_value(env, r->on_batch, &cb);
-  napi_get_global(env, &global);
-  napi_status s = in_js ? napi_call_function(env, global, cb, 4, argv, &result) : napi_make_callback(env, r->async, global, cb, 4, argv, &result);
-  if (s == napi_pending_exception && !in_js) {
-    napi_value err;
-    napi_get_and_clear_last_exception(env, &err);
-    napi_fatal_exception(env, err);
-  }
+  call_js(r, r->on_batch, 4, argv, in_js);
 }
 
 static void report_error(receiver *r, int err) {
-  napi_env env = r->env;
-  napi_value cb, global, result, code;
-  napi_create_int32(env, err, &code);
-  napi_get_reference_value(env, r->on_error, &cb);
-  napi_get_global(env, &global);
-  if (napi_make_callback(env, r->async, global, cb, 1, &code, &result) == napi_pending_exception) {
-    napi_value e;
-    napi_get_and_clear_last_exception(env, &e);
-    napi_fatal_exception(env, e);
-  }
+  napi_value code;
+  napi_create_int32(r->env, err, &code);
+  call_js(r, r->on_error, 1, &code, 0);
 }
 
 static void on_readable(uv_poll_t *handle, int status, int events) {
@@ -218,11 +236,8 @@ static void on_poll_closed(uv_handle_t *handle) {
 static void shut(receiver *r) {
   if (r->closed) return;
   r->closed = 1;
-  if (r->on_batch) napi_delete_reference(r->env, r->on_batch);
-  if (r->on_error) napi_delete_reference(r->env, r->on_error);
-  if (r->async) napi_async_destroy(r->env, r->async);
-  r->on_batch = r->on_error = NULL;
-  r->async = NULL;
+  /* From inside a callback (close() in onBatch): the async context is still in use until it returns. */
+  if (r->depth == 0) release_js(r);
   if (r->polling) {
     uv_poll_stop(&r->poll);
     uv_close((uv_handle_t *)&r->poll, on_poll_closed);

@@ -36,6 +36,45 @@ describe('native UDP receive (recvmmsg)', () => {
     expect(nativeUdp().reason).toBe('recvmmsg');
   });
 
+  it('the addon: IPv6 senders, close() from inside a batch callback, errors with their code', async () => {
+    const udp = nativeUdp().udp;
+    if (!udp) throw new Error('native UDP receive not built');
+    const h = udp.open('::1', 0, true, false, 0);
+    const [port] = udp.info(h);
+    const got: string[] = [];
+    let batches = 0;
+    const closed = new Promise<void>((resolve) => {
+      udp.start(h, (buf, ends, from, addrs) => {
+        batches++;
+        let start = 0;
+        for (let i = 0; i < ends.length; i++) {
+          got.push(`${addrs[from[i] as number]} ${buf.toString('utf8', start, ends[i])}`);
+          start = ends[i] as number;
+        }
+        // Closing from inside the callback: no further call, nothing freed under it.
+        udp.close(h);
+        resolve();
+      }, () => {});
+    });
+    const s = dgram.createSocket('udp6');
+    await new Promise<void>((r) => s.bind(0, '::1', () => r()));
+    await new Promise<void>((r) => s.send('héllo', port, '::1', () => r()));
+    await closed;
+    await new Promise<void>((r) => s.send('after close', port, '::1', () => r()));
+    await new Promise((r) => setTimeout(r, 100));
+    s.close();
+    expect(batches).toBe(1);
+    expect(got).toEqual(['::1 héllo']);
+    // A bound port: the errno's name as code, as Node's own errors have it.
+    const holder = udp.open('127.0.0.1', 0, false, false, 0);
+    try {
+      expect(() => udp.open('127.0.0.1', udp.info(holder)[0], false, false, 0)).toThrow(expect.objectContaining({ code: 'EADDRINUSE', syscall: 'bind' }));
+      expect(() => udp.open('not an address', 0, false, false, 0)).toThrow(expect.objectContaining({ code: 'EINVAL' }));
+    } finally {
+      udp.close(holder);
+    }
+  });
+
   for (const path of ['recvmmsg', 'dgram'] as const) {
     it(`${path}: every datagram once from its own sender; oversized dropped and counted; invalid UTF-8 repaired; empty ones ignored`, async () => {
       const udp = nativeUdp().udp;
@@ -70,6 +109,28 @@ describe('native UDP receive (recvmmsg)', () => {
       await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: expected + 1, sent: expected, dropped: 1, balanced: true }));
     });
   }
+
+  it('a batch from many senders names each datagram\'s own sender', async () => {
+    const intake = track(await startTestIntake());
+    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs: input(0, ', receive_buffer_bytes: 4194304') })));
+    const port = relay.port('t', 'udp/0');
+    // 120 source addresses, 1 to 4 datagrams each (300 in all), sent by another process while this
+    // thread (the relay's) waits for it: the reads afterwards carry many senders per batch.
+    const child = spawnSync(process.execPath, ['-e', `
+      const dgram = require('node:dgram');
+      (async () => {
+        for (let a = 10; a < 130; a++) {
+          const s = dgram.createSocket('udp4');
+          await new Promise((r) => s.bind(0, '127.0.0.' + a, r));
+          for (let k = 0; k <= a % 4; k++) await new Promise((r) => s.send('from 127.0.0.' + a + ' #' + k, ${port}, '127.0.0.1', r));
+          s.close();
+        }
+      })();`]);
+    expect(child.status).toBe(0);
+    await vi.waitFor(() => expect(intake.received).toHaveLength(300), { timeout: 20_000 });
+    for (const m of intake.received) expect(m.hostname, m.message).toBe(m.message.split(' ')[1]);
+    expect(await relay.metric('intake_relay_udp_kernel_drops_total')).toBe(0);
+  });
 
   it('a stop reads what the kernel already holds: each datagram sent is received or counted as a kernel drop', async () => {
     const intake = track(await startTestIntake());
