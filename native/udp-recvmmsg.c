@@ -12,7 +12,7 @@
 //   info(handle) -> [port, rcvbuf]                          (rcvbuf as the kernel reports it)
 //   start(handle, onBatch(buf, ends, from, addrs), onError(code))
 //   drain(handle)   read what the socket holds now, synchronously, calling onBatch (for a stop)
-//   close(handle)
+//   close(handle)   idempotent; info/start on a closed handle throw, drain does nothing
 
 #define _GNU_SOURCE
 #define NAPI_VERSION 8
@@ -36,8 +36,18 @@
 /** How many of the newest senders a datagram's address is compared with before it gets an entry of its own. */
 #define ADDR_LOOKBACK 16
 
+struct receiver;
+
+/** What JavaScript holds (an external): outlives the receiver, so a call after close() finds it closed. */
+typedef struct holder {
+  struct receiver *r;
+} holder;
+
 typedef struct receiver {
   napi_env env;
+  holder *holder;
+  /** Registered at open: at the thread's teardown (a worker's end) Node waits until the handle is closed. */
+  napi_async_cleanup_hook_handle cleanup;
   int fd;
   int polling;
   int closed;
@@ -67,7 +77,8 @@ static napi_value throw_errno(napi_env env, const char *syscall, int err) {
   napi_value msg, code, error, sys;
   char text[256];
   snprintf(text, sizeof text, "%s: %s", syscall, strerror(err));
-  const char *name = err == EADDRINUSE ? "EADDRINUSE" : err == EACCES ? "EACCES" : err == EADDRNOTAVAIL ? "EADDRNOTAVAIL" : err == EINVAL ? "EINVAL" : err == EAFNOSUPPORT ? "EAFNOSUPPORT" : "EIO";
+  char name[64];
+  uv_err_name_r(-err, name, sizeof name);
   napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &msg);
   napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code);
   napi_create_string_utf8(env, syscall, NAPI_AUTO_LENGTH, &sys);
@@ -77,13 +88,21 @@ static napi_value throw_errno(napi_env env, const char *syscall, int err) {
   return NULL;
 }
 
+/** The receiver behind a handle; NULL with an exception pending when `v` is not one, NULL alone when it is closed. */
 static receiver *unwrap(napi_env env, napi_value v) {
   void *p = NULL;
   if (napi_get_value_external(env, v, &p) != napi_ok || p == NULL) {
     napi_throw_type_error(env, NULL, "not a UDP receiver");
     return NULL;
   }
-  return (receiver *)p;
+  return ((holder *)p)->r;
+}
+
+static receiver *unwrap_open(napi_env env, napi_value v) {
+  bool pending = false;
+  receiver *r = unwrap(env, v);
+  if (r == NULL && napi_is_exception_pending(env, &pending) == napi_ok && !pending) napi_throw_error(env, NULL, "UDP receiver closed");
+  return r;
 }
 
 /**
@@ -201,6 +220,12 @@ static void deliver(receiver *r, int in_js) {
   napi_create_array_with_length(env, r->naddrs, &argv[3]);
   for (unsigned i = 0; i < r->naddrs; i++) napi_set_element(env, argv[3], i, address_text(env, &r->addrs[i]));
   reset_batch(r);
+  if (r->out_cap > 1024 * 1024) {
+    /* A burst of large datagrams grew it: give it back rather than hold it for good. */
+    free(r->out);
+    r->out = NULL;
+    r->out_cap = 0;
+  }
   call_js(r, r->on_batch, 4, argv, in_js);
 }
 
@@ -222,33 +247,56 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
   napi_close_handle_scope(r->env, scope);
 }
 
-static void free_receiver(receiver *r) {
+/** Frees the receiver, and tells Node its teardown need not wait for it any more. */
+static void finish(receiver *r) {
+  if (r->cleanup) napi_remove_async_cleanup_hook(r->cleanup);
   free(r->slots);
   free(r->out);
   free(r);
 }
 
 static void on_poll_closed(uv_handle_t *handle) {
-  free_receiver((receiver *)handle->data);
+  finish((receiver *)handle->data);
 }
 
-/** Stops polling and closes the socket; the memory goes when libuv has closed the handle. */
+/** Stops polling and closes the socket (once); the memory goes when libuv has closed the handle. */
 static void shut(receiver *r) {
   if (r->closed) return;
   r->closed = 1;
+  if (r->holder) {
+    r->holder->r = NULL;
+    r->holder = NULL;
+  }
   /* From inside a callback (close() in onBatch): the async context is still in use until it returns. */
   if (r->depth == 0) release_js(r);
+  close(r->fd);
+  r->fd = -1;
   if (r->polling) {
     uv_poll_stop(&r->poll);
     uv_close((uv_handle_t *)&r->poll, on_poll_closed);
+  } else {
+    finish(r);
   }
-  close(r->fd);
-  r->fd = -1;
-  if (!r->polling) free_receiver(r);
 }
 
-static void cleanup_hook(void *arg) {
-  shut((receiver *)arg);
+/** The thread's environment ends (a worker stops or fails) with the receiver open. */
+static void on_teardown(napi_async_cleanup_hook_handle handle, void *arg) {
+  receiver *r = (receiver *)arg;
+  r->cleanup = handle;
+  shut(r);
+}
+
+/** The handle was collected: a receiver nobody closed is closed now. */
+static void on_holder_collected(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  holder *h = (holder *)data;
+  if (h->r) {
+    receiver *r = h->r;
+    r->holder = NULL;
+    shut(r);
+  }
+  free(h);
 }
 
 static napi_value js_open(napi_env env, napi_callback_info info) {
@@ -300,12 +348,16 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
   }
   receiver *r = calloc(1, sizeof *r);
   unsigned char *slots = malloc((size_t)BATCH * SLOT);
-  if (r == NULL || slots == NULL) {
+  holder *h = malloc(sizeof *h);
+  if (r == NULL || slots == NULL || h == NULL) {
     free(r);
     free(slots);
+    free(h);
     close(fd);
     return throw_errno(env, "malloc", ENOMEM);
   }
+  h->r = r;
+  r->holder = h;
   r->env = env;
   r->fd = fd;
   r->slots = slots;
@@ -316,9 +368,9 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
     r->msgs[i].msg_hdr.msg_iovlen = 1;
     r->msgs[i].msg_hdr.msg_name = &r->from[i];
   }
-  napi_add_env_cleanup_hook(env, cleanup_hook, r);
+  napi_add_async_cleanup_hook(env, on_teardown, r, &r->cleanup);
   napi_value handle;
-  napi_create_external(env, r, NULL, NULL, &handle);
+  napi_create_external(env, h, on_holder_collected, NULL, &handle);
   return handle;
 }
 
@@ -326,7 +378,7 @@ static napi_value js_info(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  receiver *r = unwrap(env, argv[0]);
+  receiver *r = unwrap_open(env, argv[0]);
   if (r == NULL) return NULL;
   struct sockaddr_storage sa;
   socklen_t salen = sizeof sa;
@@ -348,10 +400,10 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value argv[3];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  receiver *r = unwrap(env, argv[0]);
+  receiver *r = unwrap_open(env, argv[0]);
   if (r == NULL) return NULL;
-  if (r->closed || r->polling) {
-    napi_throw_error(env, NULL, "receiver closed or already started");
+  if (r->polling) {
+    napi_throw_error(env, NULL, "UDP receiver already started");
     return NULL;
   }
   napi_value name;
@@ -375,12 +427,16 @@ static napi_value js_drain(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   receiver *r = unwrap(env, argv[0]);
-  if (r == NULL || r->closed || r->on_batch == NULL) return NULL;
-  /* Bounded: a sender that keeps sending cannot hold a stop forever. */
-  for (int calls = 0; calls < 1024; calls++) {
+  if (r == NULL || r->on_batch == NULL) return NULL;
+  /* Bounded (65,536 datagrams): a sender that keeps sending cannot hold a stop for long. Each
+     batch in its own handle scope, so that what JavaScript is done with can be collected. */
+  for (int calls = 0; calls < 256 && !r->closed; calls++) {
     gather(r);
     if (r->count == 0) break;
+    napi_handle_scope scope;
+    napi_open_handle_scope(env, &scope);
     deliver(r, 1);
+    napi_close_handle_scope(env, scope);
     bool pending;
     if (napi_is_exception_pending(env, &pending) == napi_ok && pending) break;
   }
@@ -392,9 +448,7 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   receiver *r = unwrap(env, argv[0]);
-  if (r == NULL || r->closed) return NULL;
-  napi_remove_env_cleanup_hook(env, cleanup_hook, r);
-  shut(r);
+  if (r != NULL) shut(r);
   return NULL;
 }
 

@@ -75,6 +75,45 @@ describe('native UDP receive (recvmmsg)', () => {
     }
   });
 
+  it('the addon: a worker thread that ends with a receiver open, or throws in its callback, does not bring the process down', () => {
+    // The main thread never loads the addon here: each worker's copy goes with the worker, so the
+    // receiver must be closed before Node unloads it (an async cleanup hook), or the process crashes.
+    const addon = new URL('../../native/build/udp-recvmmsg.node', import.meta.url).pathname;
+    const child = spawnSync(process.execPath, ['-e', `
+      const { Worker } = require('node:worker_threads');
+      const body = \`
+        const { parentPort, workerData } = require('node:worker_threads');
+        const m = { exports: {} }; process.dlopen(m, workerData.addon);
+        const h = m.exports.open('127.0.0.1', 0, false, false, 0);
+        m.exports.start(h, () => { if (workerData.throwIn) throw new Error('thrown in onBatch'); }, () => {});
+        const port = m.exports.info(h)[0];
+        if (workerData.throwIn) require('node:dgram').createSocket('udp4').send('x', port, '127.0.0.1');
+        parentPort.postMessage('ready');\`;
+      (async () => {
+        for (const throwIn of [false, true, false]) {
+          const w = new Worker(body, { eval: true, workerData: { addon: ${JSON.stringify(addon)}, throwIn } });
+          w.on('error', () => {});
+          await new Promise((r) => w.once(throwIn ? 'exit' : 'message', r));
+          await w.terminate();
+        }
+        await new Promise((r) => setTimeout(r, 200));
+        console.log('survived');
+      })();`], { encoding: 'utf8' });
+    expect(child.stderr).toBe('');
+    expect({ status: child.status, signal: child.signal, out: child.stdout }).toEqual({ status: 0, signal: null, out: 'survived\n' });
+  });
+
+  it('the addon: a closed handle stays closed (close twice, drain, info, start)', () => {
+    const udp = nativeUdp().udp;
+    if (!udp) throw new Error('native UDP receive not built');
+    const h = udp.open('127.0.0.1', 0, false, false, 0);
+    udp.close(h);
+    udp.close(h);
+    udp.drain(h);
+    expect(() => udp.info(h)).toThrow('UDP receiver closed');
+    expect(() => udp.start(h, () => {}, () => {})).toThrow('UDP receiver closed');
+  });
+
   for (const path of ['recvmmsg', 'dgram'] as const) {
     it(`${path}: every datagram once from its own sender; oversized dropped and counted; invalid UTF-8 repaired; empty ones ignored`, async () => {
       const udp = nativeUdp().udp;

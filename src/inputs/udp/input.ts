@@ -69,9 +69,11 @@ export class UdpSyslogInput implements Source {
     const reusePort = portsShared();
     if (reusePort) await udpPortFree(type, o.address, o.port, what);
     const native = nativeUdp();
-    // The native receive binds addresses only (a host name goes through dgram's lookup).
-    if (native.udp && isIP(o.address) !== 0) return this.#startNative(native.udp, builder, what, reusePort);
-    t.log.logger.info({ reason: native.reason }, 'UDP input receives with Node\'s dgram, one call per datagram (slower than recvmmsg).');
+    // The native receive binds a numeric address without a zone (a host name goes through dgram's lookup, fe80::1%eth0 through its scope).
+    const numeric = isIP(o.address) !== 0 && !o.address.includes('%');
+    if (native.udp && numeric) return this.#startNative(native.udp, builder, what, reusePort);
+    const reason = native.udp ? `the address "${o.address}" is not a plain IP address` : native.reason;
+    t.log.logger.info({ reason }, 'UDP input receives with Node\'s dgram, one call per datagram (slower than recvmmsg).');
     const socket = dgram.createSocket({ type, reuseAddr: false, reusePort });
     // Datagrams arrive back to back within one turn of the event loop: offer them to the queue,
     // and count them, once per turn (or per 512), not once per datagram.
@@ -119,15 +121,22 @@ export class UdpSyslogInput implements Source {
       throw listenError(what, `udp ${o.address}:${o.port}`, e.code, e.message, e);
     }
     let failures = 0;
-    udp.start(
-      h,
-      (buf, ends, from, addrs) => this.#batch(builder, { buf, ends, from, addrs, dropped: 0 }),
-      // A read failed (not "nothing to read"): logged once per burst, the socket stays polled.
-      (errno) => {
-        if (failures++ % 1000 === 0) t.log.error('socket', new Error(`recvmmsg failed: errno ${errno}`), { failures }, 'UDP socket error.');
-      },
-    );
-    const [port, rcvbuf] = udp.info(h);
+    let port: number;
+    let rcvbuf: number;
+    try {
+      udp.start(
+        h,
+        (buf, ends, from, addrs) => this.#batch(builder, { buf, ends, from, addrs, dropped: 0 }),
+        // A read failed (not "nothing to read"): logged once per burst, the socket stays polled.
+        (errno) => {
+          if (failures++ % 1000 === 0) t.log.error('socket', new Error(`recvmmsg failed: errno ${errno}`), { failures }, 'UDP socket error.');
+        },
+      );
+      [port, rcvbuf] = udp.info(h);
+    } catch (err) {
+      udp.close(h);
+      throw err;
+    }
     this.#native = { udp, h, port };
     this.#flush = () => builder.flush();
     if (o.receiveBufferBytes) this.#checkBuffer(rcvbuf);
@@ -209,8 +218,11 @@ export class UdpSyslogInput implements Source {
     this.#native = undefined;
     if (native) {
       // What the kernel already holds for this socket is read and queued, not dropped at close.
-      native.udp.drain(native.h);
-      native.udp.close(native.h);
+      try {
+        native.udp.drain(native.h);
+      } finally {
+        native.udp.close(native.h);
+      }
     }
     const threads = this.#threads;
     this.#threads = undefined;
