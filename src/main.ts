@@ -10,6 +10,7 @@ import { isSea } from 'node:sea';
 import { parseArgs } from 'node:util';
 import { ConfigError, EX_CONFIG } from './config/errors.ts';
 import { answerConfigLoad, LOAD_CONFIG_COMMAND, loadConfigInChild } from './config/load-child.ts';
+import { MAX_CONFIG_BYTES, readBounded } from './config/read-bounded.ts';
 import type { Config } from './config/resolve.ts';
 import { effectiveYaml, summarize } from './cli/summary.ts';
 import { Daemon } from './pipeline/daemon.ts';
@@ -69,7 +70,7 @@ Exit status: 0 ok, 1 runtime failure, 64 usage error, 78 configuration error.`;
 
 async function main(argv: string[]): Promise<number> {
   // The daemon's configuration loader (config/load-child.ts): not a command for users.
-  if (argv[0] === LOAD_CONFIG_COMMAND && argv.length === 2) return answerConfigLoad(argv[1] as string);
+  if (argv[0] === LOAD_CONFIG_COMMAND) return answerConfigLoad(argv.slice(1));
   let args;
   try {
     args = parseArgs({
@@ -190,7 +191,15 @@ async function metricsOrReport(file: string): Promise<Config['metrics'] | undefi
  */
 async function loadOrReport(file: string, inChild = false): Promise<Config | undefined> {
   try {
-    if (inChild) return await loadConfigInChild(file);
+    if (inChild) {
+      let bytes: Buffer | undefined;
+      try {
+        bytes = readBounded(file, MAX_CONFIG_BYTES);
+      } catch {
+        // The child reads it again and reports the problem in the loader's own words.
+      }
+      return await loadConfigInChild(file, bytes);
+    }
     const { loadConfig } = await import('./config/load.ts');
     return loadConfig(file);
   } catch (err) {
@@ -210,6 +219,13 @@ async function validate(file: string, print: boolean): Promise<number> {
 }
 
 async function run(file: string, watchConfig: boolean): Promise<number> {
+  // A SIGHUP before the daemon runs (systemctl reload right after start) must not end the process
+  // (its default action): it is remembered and applied once the daemon runs.
+  let hupBeforeStart = false;
+  const early = (): void => {
+    hupBeforeStart = true;
+  };
+  process.on('SIGHUP', early);
   const config = await loadOrReport(file, true);
   if (!config) return EX_CONFIG;
   const log = createLogger(config.log_level);
@@ -236,8 +252,8 @@ async function run(file: string, watchConfig: boolean): Promise<number> {
       try {
         next = await loadConfigInChild(file);
       } catch (err) {
-        const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
-        log.error({ trigger: why, problems }, 'Reload refused: the new configuration is invalid; the running one stays.');
+        if (err instanceof ConfigError) log.error({ trigger: why, problems: err.problems }, 'Reload refused: the new configuration is invalid; the running one stays.');
+        else log.error({ trigger: why, problems: [(err as Error).message] }, 'Reload refused: the configuration could not be loaded; the running one stays.');
         daemon.reloadRefused();
         return;
       }
@@ -246,6 +262,8 @@ async function run(file: string, watchConfig: boolean): Promise<number> {
     });
   };
   process.on('SIGHUP', () => reload('SIGHUP'));
+  process.off('SIGHUP', early);
+  if (hupBeforeStart) reload('SIGHUP');
   if (watchConfig) {
     // Polling the file's status follows editors that replace it and Kubernetes' symlink swaps.
     watchFile(file, { interval: 1000, persistent: false }, (cur, prev) => {

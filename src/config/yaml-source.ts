@@ -4,11 +4,11 @@
 // time: the library's own check is quadratic), undefined aliases and alias bombs are problems with
 // a position too, never an exception.
 
-import { closeSync, openSync, readSync } from 'node:fs';
 import { LineCounter, isAlias, isMap, isNode, isScalar, isSeq, parseDocument, visit, type Document, type ErrorCode, type Node } from 'yaml';
 
-/** A configuration file is far smaller; the parser's memory grows with its input. */
-export const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
+import { MAX_CONFIG_BYTES } from './read-bounded.ts';
+
+export { MAX_CONFIG_BYTES, readBounded } from './read-bounded.ts';
 /** Alias expansions allowed (the yaml library's default): a "billion laughs" document stops here. */
 const MAX_ALIAS_COUNT = 100;
 /** A broken bracket can make every later line an error: the first ones say where to look. */
@@ -45,25 +45,6 @@ export type YamlSource =
   | { readonly ok: false; readonly problems: string[] };
 
 export type YamlValue = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly problems: string[] };
-
-/** Reads at most `max` bytes; more is an error with code EFBIG (so /dev/zero cannot hang a load). */
-export function readBounded(path: string, max: number): Buffer {
-  const fd = openSync(path, 'r');
-  try {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    for (;;) {
-      const chunk = Buffer.allocUnsafe(64 * 1024);
-      const n = readSync(fd, chunk, 0, chunk.length, null);
-      if (n === 0) return Buffer.concat(chunks, total);
-      total += n;
-      if (total > max) throw Object.assign(new Error(`larger than ${max} bytes`), { code: 'EFBIG' });
-      chunks.push(chunk.subarray(0, n));
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 

@@ -271,8 +271,9 @@ function parse3164(
     tsStart = i;
     tsEnd = i + tsLen;
     i += tsLen + 1;
-    // HOSTNAME, unless the next token is already the TAG ("app:" or "app[pid]:").
-    const sp = indexOfByte(buf, 0x20, i, end);
+    // HOSTNAME, unless the next token is already the TAG ("app:" or "app[pid]:"), or is longer
+    // than a HOSTNAME may be (a JSON payload right after the timestamp): such text stays whole in MSG.
+    const sp = indexOfByte(buf, 0x20, i, Math.min(end, i + MAX_HOSTNAME + 1));
     if (sp > i && buf[sp - 1] !== 0x3a && indexOfByte(buf, 0x5b, i, sp) < 0) {
       hostname = cache.host = repeatOr(buf, cache.host, i, sp, MAX_HOSTNAME);
       i = sp + 1;

@@ -22,16 +22,21 @@ export function bsdTimestampAt(buf: Uint8Array, at: number, end: number): number
   if (!(isDigit(byteAt(buf, i + 6, end)) && isDigit(byteAt(buf, i + 7, end)))) return 0;
   i += 8;
   if (byteAt(buf, i, end) === 0x2e) {
+    // At most 9 fraction digits: more and it is not a timestamp (the text stays in MSG).
+    const digits = i + 1;
     i++;
-    while (isDigit(byteAt(buf, i, end))) i++;
+    while (i - digits < 9 && isDigit(byteAt(buf, i, end))) i++;
   }
   return i - at;
 }
 
+/** The longest RFC 3339 timestamp read at the start of a BSD line ("2026-11-26T10:00:00.123456789+01:00" is 35). */
+const MAX_ISO_TIMESTAMP = 40;
+
 /** Length of an RFC 3339 timestamp at buf[at] (rsyslog's high-precision BSD lines) before `end`, or 0. */
 export function isoTimestampAt(buf: Uint8Array, at: number, end: number): number {
   if (!(isDigit(byteAt(buf, at, end)) && byteAt(buf, at + 4, end) === 0x2d && byteAt(buf, at + 10, end) === 0x54)) return 0;
-  const sp = indexOfByte(buf, 0x20, at, end);
+  const sp = indexOfByte(buf, 0x20, at, Math.min(end, at + MAX_ISO_TIMESTAMP + 1));
   return sp < 0 ? 0 : sp - at;
 }
 

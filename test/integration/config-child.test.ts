@@ -3,8 +3,8 @@
 // (13 MB of RSS at rest). Checked on the real process: every module it loaded is recorded, and
 // neither zod nor the loader is among them after a start and a reload; a refused configuration
 // still names its file, line and key, from the child.
-import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { closeSync, constants, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { freePort, sendTcp, startTestIntake } from '../helpers/peers.ts';
@@ -62,6 +62,55 @@ describe('configuration loaded by a child process', () => {
     expect(modules).toContain('builtin:_http_server');
     expect(modules.filter((f) => f.includes('undici'))).toEqual([]);
     expect(out).not.toContain(TEST_KEY);
+  }, 60_000);
+
+  it('run -c /dev/stdin: the daemon reads the file and hands its bytes to the loader', async () => {
+    const intake = track(await startTestIntake());
+    const a = await freePort();
+    const dir = tempDir('config-child-');
+    writeFileSync(join(dir, 'relay.yaml'), yaml(intake.port, [a]));
+    // A pipe from another program, as an operator writes it (Node's own 'pipe' is a socket, which /dev/stdin cannot open).
+    const proc = spawn('bash', ['-c', 'exec "$1" "$2" run -c /dev/stdin < <(cat "$0")', join(dir, 'relay.yaml'), process.execPath, MAIN], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track({ stop: async () => { if (proc.exitCode === null) proc.kill('SIGKILL'); await exited(proc); } });
+    let out = '';
+    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    await vi.waitFor(() => expect(out).toContain('intake-relay started'), { timeout: 20_000 });
+    await sendTcp(a, '<14>Nov 26 10:00:00 host app: from a piped configuration\n');
+    await vi.waitFor(() => expect(intake.received.map((m) => m.message)).toContain('from a piped configuration'), { timeout: 10_000 });
+    proc.kill('SIGTERM');
+    await exited(proc);
+    expect(proc.exitCode).toBe(0);
+  });
+
+  it('a SIGHUP while the configuration is still being read at start is applied once the daemon runs, not fatal', async () => {
+    const intake = track(await startTestIntake());
+    const a = await freePort();
+    const dir = tempDir('config-child-');
+    const fifo = join(dir, 'relay.yaml');
+    execFileSync('mkfifo', [fifo]);
+    const proc = spawn(process.execPath, [MAIN, 'run', '-c', fifo], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track({ stop: async () => { if (proc.exitCode === null) proc.kill('SIGKILL'); await exited(proc); } });
+    let out = '';
+    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    // Once the daemon waits in open() for a writer (its signal handler is installed by then), a
+    // non-blocking open for writing succeeds; the daemon then waits in read() for the content.
+    const writer = (): Promise<number> => vi.waitFor(() => openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK), { timeout: 20_000 });
+    const w1 = await writer();
+    proc.kill('SIGHUP');
+    writeSync(w1, yaml(intake.port, [a]));
+    closeSync(w1);
+    await vi.waitFor(() => expect(out).toContain('intake-relay started'), { timeout: 20_000 });
+    // The reload the signal asked for reads the file again, in the loader child: it opens the FIFO.
+    const w2 = await writer();
+    writeSync(w2, yaml(intake.port, [a]));
+    closeSync(w2);
+    await vi.waitFor(() => expect(out).toContain('"trigger":"SIGHUP"'), { timeout: 20_000 });
+    expect(proc.exitCode).toBe(null);
+    proc.kill('SIGTERM');
+    await exited(proc);
+    expect(proc.exitCode).toBe(0);
   }, 60_000);
 
   it('run: an invalid file exits 78 with the problem, from the child, before opening any port', async () => {

@@ -109,6 +109,23 @@ describe('a frame inside a shared read buffer', () => {
   });
 });
 
+describe('BSD lines whose first token is not what it looks like', () => {
+  it('a token longer than a HOSTNAME may be after the timestamp stays whole in MSG (nothing cut, nothing lost)', () => {
+    const json = `{"k":"${'a'.repeat(300)}","ua":"Mozilla/5.0 (X11)"}`;
+    expect(pick(`<14>Nov 26 10:00:00 ${json}`)).toMatchObject({ host: '10.1.2.3', app: '', msg: json });
+    // 255 characters is still a HOSTNAME.
+    expect(pick(`<14>Nov 26 10:00:00 ${'h'.repeat(255)} app: m`)).toMatchObject({ host: 'h'.repeat(255), app: 'app', msg: 'm' });
+  });
+
+  it('a timestamp-like token too long to be one is not taken as the TIMESTAMP: it stays in MSG', () => {
+    const long = `2026-11-26T10:00:00.${'1'.repeat(60)}Z`;
+    expect(pick(`<14>${long} host app: m`)).toMatchObject({ ts: '', msg: `${long} host app: m` });
+    const fraction = `Nov 26 10:00:00.${'1'.repeat(20)}`;
+    expect(pick(`<14>${fraction} host app: m`)).toMatchObject({ ts: '', msg: `${fraction} host app: m` });
+    expect(pick('<14>Nov 26 10:00:00.123456789 host app: m')).toMatchObject({ ts: 'Nov 26 10:00:00.123456789', host: 'host', msg: 'm' });
+  });
+});
+
 describe('bsdToRfc3339', () => {
   it('picks the nearest year and the local zone', () => {
     const jan2 = new Date(2027, 0, 2, 12).getTime();

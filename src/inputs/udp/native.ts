@@ -76,7 +76,14 @@ function loadFromExecutable(module: { exports: NativeUdp }): void {
   try {
     const file = join(dir, NATIVE_UDP_FILE);
     writeFileSync(file, new Uint8Array(bytes), { mode: 0o500 });
-    process.dlopen(module, file);
+    try {
+      process.dlopen(module, file);
+    } catch (err) {
+      if (/failed to map segment|operation not permitted/i.test((err as Error).message)) {
+        throw new Error(`${tmpdir()} does not let it be loaded (mounted noexec?): give the executable a temporary directory that allows it (TMPDIR, or a tmpfs on /tmp with exec)`, { cause: err });
+      }
+      throw err;
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
