@@ -1,7 +1,7 @@
 // Batched UDP receive for the relay's UDP input (Linux): the socket is polled on the calling
 // thread's libuv loop and each time it is readable, recvmmsg(2) takes up to BATCH datagrams per
 // system call, and JavaScript is called once per batch with the datagrams' bytes back to back in
-// one Buffer, their ends, and their senders (each distinct address once). Node's dgram path costs a
+// one Buffer, their ends, and their senders (an address once per run of datagrams from it). Node's dgram path costs a
 // recvmsg, a C++ to JS call, a Buffer and an rinfo object per datagram; this costs them per batch.
 //
 // Node-API only (ABI-stable: any Node with NAPI 8), built by native/compile.mjs; where it is
