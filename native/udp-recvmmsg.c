@@ -33,6 +33,8 @@
 #define PER_CALL 256
 /** Senders named per call: one per datagram at most, so it never runs out. */
 #define MAX_ADDRS PER_CALL
+/** After a failed read (not "nothing to read"), polling pauses this long: an error that persists (ENOMEM) must not spin the loop. */
+#define RETRY_MS 100
 /** How many of the newest senders a datagram's address is compared with before it gets an entry of its own. */
 #define ADDR_LOOKBACK 16
 
@@ -54,6 +56,9 @@ typedef struct receiver {
   /** JavaScript callbacks in progress: close() from inside one releases the references after it. */
   int depth;
   uv_poll_t poll;
+  uv_timer_t retry;
+  /** libuv handles (poll, retry) still to close before the memory can go. */
+  int open_handles;
   napi_ref on_batch;
   napi_ref on_error;
   napi_async_context async;
@@ -235,6 +240,13 @@ static void report_error(receiver *r, int err) {
   call_js(r, r->on_error, 1, &code, 0);
 }
 
+static void on_readable(uv_poll_t *handle, int status, int events);
+
+static void on_retry(uv_timer_t *timer) {
+  receiver *r = (receiver *)timer->data;
+  if (!r->closed) uv_poll_start(&r->poll, UV_READABLE, on_readable);
+}
+
 static void on_readable(uv_poll_t *handle, int status, int events) {
   receiver *r = (receiver *)handle->data;
   (void)events;
@@ -244,6 +256,11 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
   int err = status < 0 ? -status : gather(r);
   deliver(r, 0);
   if (err && !r->closed) report_error(r, err);
+  if (err && !r->closed) {
+    /* Level-triggered: polling on at once would call again at once, and fail again. */
+    uv_poll_stop(&r->poll);
+    uv_timer_start(&r->retry, on_retry, RETRY_MS, 0);
+  }
   napi_close_handle_scope(r->env, scope);
 }
 
@@ -255,8 +272,9 @@ static void finish(receiver *r) {
   free(r);
 }
 
-static void on_poll_closed(uv_handle_t *handle) {
-  finish((receiver *)handle->data);
+static void on_handle_closed(uv_handle_t *handle) {
+  receiver *r = (receiver *)handle->data;
+  if (--r->open_handles == 0) finish(r);
 }
 
 /** Stops polling and closes the socket (once); the memory goes when libuv has closed the handle. */
@@ -272,8 +290,11 @@ static void shut(receiver *r) {
   close(r->fd);
   r->fd = -1;
   if (r->polling) {
+    r->open_handles = 2;
     uv_poll_stop(&r->poll);
-    uv_close((uv_handle_t *)&r->poll, on_poll_closed);
+    uv_timer_stop(&r->retry);
+    uv_close((uv_handle_t *)&r->poll, on_handle_closed);
+    uv_close((uv_handle_t *)&r->retry, on_handle_closed);
   } else {
     finish(r);
   }
@@ -415,7 +436,9 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   napi_get_uv_event_loop(env, &loop);
   int rc = uv_poll_init(loop, &r->poll, r->fd);
   if (rc < 0) return throw_errno(env, "uv_poll_init", -rc);
+  uv_timer_init(loop, &r->retry);
   r->poll.data = r;
+  r->retry.data = r;
   r->polling = 1;
   rc = uv_poll_start(&r->poll, UV_READABLE, on_readable);
   if (rc < 0) return throw_errno(env, "uv_poll_start", -rc);

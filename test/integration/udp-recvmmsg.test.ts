@@ -3,14 +3,16 @@
 // datagram once, from its own sender, oversized ones counted, invalid UTF-8 repaired); a stop reads
 // what the kernel holds, so every datagram sent is received or counted as a kernel drop; a port in
 // use is a clear error. The tests peers' script installs gcc, so the addon is built at `npm ci`.
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { nativeUdp } from '../../src/inputs/udp/native.ts';
 import { books, startRelay } from '../helpers/relay.ts';
 import { startTestIntake } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
-import { track } from '../helpers/cleanup.ts';
+import { tempDir, track } from '../helpers/cleanup.ts';
 
 const input = (port = 0, extra = ''): string => `      - { type: udp, address: 127.0.0.1, port: ${port}, max_message_bytes: 2048${extra} }`;
 
@@ -101,6 +103,29 @@ describe('native UDP receive (recvmmsg)', () => {
       })();`], { encoding: 'utf8' });
     expect(child.stderr).toBe('');
     expect({ status: child.status, signal: child.signal, out: child.stdout }).toEqual({ status: 0, signal: null, out: 'survived\n' });
+  });
+
+  it('the addon: a read that keeps failing is retried every 100 ms, not in a loop that takes the whole core', () => {
+    // recvmmsg made to fail with ENOBUFS (a preloaded shim, built here with the same compiler):
+    // the datagram stays readable, so without a pause the poll would call again at once, forever.
+    const dir = tempDir('recvmmsg-shim-');
+    const shim = join(dir, 'shim.so');
+    writeFileSync(join(dir, 'shim.c'), '#define _GNU_SOURCE\n#include <errno.h>\n#include <sys/socket.h>\nint recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *t) { (void)fd; (void)v; (void)n; (void)flags; (void)t; errno = ENOBUFS; return -1; }\n');
+    execFileSync('cc', ['-shared', '-fPIC', '-o', shim, join(dir, 'shim.c')]);
+    const addon = new URL('../../native/build/udp-recvmmsg.node', import.meta.url).pathname;
+    const child = spawnSync(process.execPath, ['-e', `
+      const m = { exports: {} }; process.dlopen(m, ${JSON.stringify(addon)});
+      const h = m.exports.open('127.0.0.1', 0, false, false, 0);
+      let errors = 0, code = 0;
+      m.exports.start(h, () => {}, (errno) => { errors++; code = errno; });
+      const s = require('node:dgram').createSocket('udp4');
+      s.send('x', m.exports.info(h)[0], '127.0.0.1', () => s.close());
+      setTimeout(() => { m.exports.close(h); console.log(JSON.stringify({ errors, code })); process.exit(0); }, 1000);`], { encoding: 'utf8', env: { ...process.env, LD_PRELOAD: shim } });
+    expect(child.stderr).toBe('');
+    const r = JSON.parse(child.stdout) as { errors: number; code: number };
+    expect(r.code).toBe(105); // ENOBUFS
+    expect(r.errors).toBeGreaterThanOrEqual(3);
+    expect(r.errors).toBeLessThanOrEqual(20);
   });
 
   it('the addon: a closed handle stays closed (close twice, drain, info, start)', () => {
