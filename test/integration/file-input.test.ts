@@ -158,7 +158,10 @@ describe('file input', () => {
     // What was read before a truncation is not read again from the copy.
     expect(intake.received.length).toBe(all.length);
     expect(await relay.metric('intake_relay_file_rotations_total', { kind: 'truncate' })).toBe(3);
-    expect(await relay.metric('intake_relay_file_rotations_total', { kind: 'copy' })).toBeGreaterThanOrEqual(2);
+    // Rounds 0 and 1 leave an unread end for the copy, unless a read the relay had already handed to
+    // libuv's thread pool ran during the synchronous appends and took those lines before the copy
+    // was made (seen on a busy CI machine): then that round needs no copy. At least one does.
+    expect(await relay.metric('intake_relay_file_rotations_total', { kind: 'copy' })).toBeGreaterThanOrEqual(1);
     await balanced(relay);
   });
 
