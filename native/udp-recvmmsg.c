@@ -93,20 +93,21 @@ static napi_value throw_errno(napi_env env, const char *syscall, int err) {
   return NULL;
 }
 
-/** The receiver behind a handle; NULL with an exception pending when `v` is not one, NULL alone when it is closed. */
-static receiver *unwrap(napi_env env, napi_value v) {
+/**
+ * Reads the call's first `n` arguments into argv (missing ones are undefined) and returns the
+ * receiver of the handle in argv[0]: NULL with a TypeError pending when it is not a handle, NULL
+ * alone when it is closed, or with an Error pending when `open` asks for an open one.
+ */
+static receiver *receiver_of(napi_env env, napi_callback_info info, size_t n, napi_value *argv, int open) {
+  size_t argc = n;
   void *p = NULL;
-  if (napi_get_value_external(env, v, &p) != napi_ok || p == NULL) {
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (napi_get_value_external(env, argv[0], &p) != napi_ok || p == NULL) {
     napi_throw_type_error(env, NULL, "not a UDP receiver");
     return NULL;
   }
-  return ((holder *)p)->r;
-}
-
-static receiver *unwrap_open(napi_env env, napi_value v) {
-  bool pending = false;
-  receiver *r = unwrap(env, v);
-  if (r == NULL && napi_is_exception_pending(env, &pending) == napi_ok && !pending) napi_throw_error(env, NULL, "UDP receiver closed");
+  receiver *r = ((holder *)p)->r;
+  if (r == NULL && open) napi_throw_error(env, NULL, "UDP receiver closed");
   return r;
 }
 
@@ -396,10 +397,8 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
 }
 
 static napi_value js_info(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  receiver *r = unwrap_open(env, argv[0]);
+  receiver *r = receiver_of(env, info, 1, argv, 1);
   if (r == NULL) return NULL;
   struct sockaddr_storage sa;
   socklen_t salen = sizeof sa;
@@ -418,10 +417,8 @@ static napi_value js_info(napi_env env, napi_callback_info info) {
 }
 
 static napi_value js_start(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
   napi_value argv[3];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  receiver *r = unwrap_open(env, argv[0]);
+  receiver *r = receiver_of(env, info, 3, argv, 1);
   if (r == NULL) return NULL;
   if (r->polling) {
     napi_throw_error(env, NULL, "UDP receiver already started");
@@ -446,10 +443,8 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
 }
 
 static napi_value js_drain(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  receiver *r = unwrap(env, argv[0]);
+  receiver *r = receiver_of(env, info, 1, argv, 0);
   if (r == NULL || r->on_batch == NULL) return NULL;
   /* Bounded (65,536 datagrams): a sender that keeps sending cannot hold a stop for long. Each
      batch in its own handle scope, so that what JavaScript is done with can be collected. */
@@ -467,10 +462,8 @@ static napi_value js_drain(napi_env env, napi_callback_info info) {
 }
 
 static napi_value js_close(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  receiver *r = unwrap(env, argv[0]);
+  receiver *r = receiver_of(env, info, 1, argv, 0);
   if (r != NULL) shut(r);
   return NULL;
 }

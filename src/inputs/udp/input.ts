@@ -49,7 +49,7 @@ export class UdpSyslogInput implements Source {
   }
 
   get port(): number {
-    return this.#threads?.port ?? this.#native?.port ?? this.#socket?.address().port ?? this.#o.port;
+    return this.#boundPort() ?? this.#o.port;
   }
 
   get where(): string {
@@ -59,22 +59,26 @@ export class UdpSyslogInput implements Source {
   async start(): Promise<void> {
     if (this.#socket || this.#threads || this.#native) return;
     const o = this.#o;
-    const t = this.#t;
-    const builder = new FrameBuilder(this.#sender, t, o.defaults);
+    const builder = new FrameBuilder(this.#sender, this.#t, o.defaults);
     const owner = this.#sender.owner;
     const what = owner ? `${owner}/${o.label}` : `listener ${o.label}`;
     if (o.receiveThreads > 0) return this.#startThreads(builder, what);
-    const type = isIPv6(o.address) ? 'udp6' : 'udp4';
     // With workers, each thread has a socket on the port (SO_REUSEPORT) and the kernel spreads senders over them.
     const reusePort = portsShared();
-    if (reusePort) await udpPortFree(type, o.address, o.port, what);
+    if (reusePort) await udpPortFree(isIPv6(o.address) ? 'udp6' : 'udp4', o.address, o.port, what);
     const native = nativeUdp();
     // The native receive binds a numeric address without a zone (a host name goes through dgram's lookup, fe80::1%eth0 through its scope).
     const numeric = isIP(o.address) !== 0 && !o.address.includes('%');
     if (native.udp && numeric) return this.#startNative(native.udp, builder, what, reusePort);
     const reason = native.udp ? `the address "${o.address}" is not a plain IP address` : native.reason;
-    t.log.logger.info({ reason }, 'UDP input receives with Node\'s dgram, one call per datagram (slower than recvmmsg).');
-    const socket = dgram.createSocket({ type, reuseAddr: false, reusePort });
+    this.#t.log.logger.info({ reason }, 'UDP input receives with Node\'s dgram, one call per datagram (slower than recvmmsg).');
+    return this.#startDgram(builder, what, reusePort);
+  }
+
+  /** Node's dgram: one callback per datagram, offered to the queue once per turn of the event loop. */
+  async #startDgram(builder: FrameBuilder, what: string, reusePort: boolean): Promise<void> {
+    const o = this.#o;
+    const socket = dgram.createSocket({ type: isIPv6(o.address) ? 'udp6' : 'udp4', reuseAddr: false, reusePort });
     // Datagrams arrive back to back within one turn of the event loop: offer them to the queue,
     // and count them, once per turn (or per 512), not once per datagram.
     let scheduled = false;
@@ -96,14 +100,10 @@ export class UdpSyslogInput implements Source {
       socket.once('error', (err: NodeJS.ErrnoException) => reject(listenError(what, `udp ${o.address}:${o.port}`, err.code, err.message, err)));
       socket.bind({ address: o.address, port: o.port }, () => resolve());
     });
-    socket.on('error', (err) => t.log.error('socket', err, {}, 'UDP socket error.'));
-    if (o.receiveBufferBytes) {
-      socket.setRecvBufferSize(o.receiveBufferBytes);
-      this.#checkBuffer(socket.getRecvBufferSize());
-    }
+    socket.on('error', (err) => this.#t.log.error('socket', err, {}, 'UDP socket error.'));
+    if (o.receiveBufferBytes) socket.setRecvBufferSize(o.receiveBufferBytes);
     this.#socket = socket;
-    // The kernel's count covers every socket on the port: with workers, the main thread reports it.
-    if (!inRelayWorker()) t.watchKernelDrops(() => this.#kernelDrops());
+    this.#listening(socket.getRecvBufferSize());
   }
 
   /**
@@ -139,9 +139,7 @@ export class UdpSyslogInput implements Source {
     }
     this.#native = { udp, h, port };
     this.#flush = () => builder.flush();
-    if (o.receiveBufferBytes) this.#checkBuffer(rcvbuf);
-    // The kernel's count covers every socket on the port: with workers, the main thread reports it.
-    if (!inRelayWorker()) t.watchKernelDrops(() => this.#kernelDrops());
+    this.#listening(rcvbuf);
   }
 
   /** Receive threads read the sockets; each batch they hand over is parsed and offered here, at once. */
@@ -169,9 +167,7 @@ export class UdpSyslogInput implements Source {
       this.#threads = undefined;
       throw err;
     }
-    if (o.receiveBufferBytes) this.#checkBuffer(threads.rcvbuf);
-    // The kernel's count covers every socket on the port: with workers, the main thread reports it.
-    if (!inRelayWorker()) t.watchKernelDrops(() => this.#kernelDrops());
+    this.#listening(threads.rcvbuf);
   }
 
   #batch(builder: FrameBuilder, b: ReceivedBatch): void {
@@ -191,12 +187,20 @@ export class UdpSyslogInput implements Source {
     builder.flush();
   }
 
-  #checkBuffer(got: number): void {
+  /** Bound, whichever way it receives: `rcvbuf` is the receive buffer the kernel granted. */
+  #listening(rcvbuf: number): void {
     const asked = this.#o.receiveBufferBytes;
     // Linux reports twice what it grants; less than asked means net.core.rmem_max capped it.
-    if (asked && got < asked) {
-      this.#t.log.logger.warn({ asked, granted: got }, 'UDP receive buffer capped by the kernel (raise net.core.rmem_max).');
+    if (asked && rcvbuf < asked) {
+      this.#t.log.logger.warn({ asked, granted: rcvbuf }, 'UDP receive buffer capped by the kernel (raise net.core.rmem_max).');
     }
+    // The kernel's count covers every socket on the port: with workers, the main thread reports it.
+    if (!inRelayWorker()) this.#t.watchKernelDrops(() => this.#kernelDrops());
+  }
+
+  /** The port it is bound to, undefined before it is. */
+  #boundPort(): number | undefined {
+    return this.#threads?.port ?? this.#native?.port ?? this.#socket?.address().port;
   }
 
   /**
@@ -205,7 +209,7 @@ export class UdpSyslogInput implements Source {
    */
   #kernelDrops(): number | undefined {
     // With receive threads, every socket of the port is theirs: their drops are summed.
-    const port = this.#threads?.port ?? this.#native?.port ?? this.#socket?.address().port;
+    const port = this.#boundPort();
     if (port === undefined) return undefined;
     return udpSocketDrops(isIPv6(this.#o.address) ? '/proc/net/udp6' : '/proc/net/udp', port);
   }
