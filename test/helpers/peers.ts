@@ -195,6 +195,25 @@ export function sendTcp(port: number, data: string | Buffer): Promise<void> {
 }
 
 /**
+ * Sends each datagram from the address `source` to 127.0.0.1:port, from `sockets` source ports in
+ * turn, paced (2 ms every 100) so that no socket buffer overflows.
+ */
+export async function sendUdp(source: string, port: number, datagrams: readonly (string | Buffer)[], sockets = 1): Promise<void> {
+  const socks = await Promise.all(
+    Array.from({ length: sockets }, async () => {
+      const s = dgram.createSocket('udp4');
+      await new Promise<void>((r) => s.bind(0, source, () => r()));
+      return s;
+    }),
+  );
+  for (let i = 0; i < datagrams.length; i++) {
+    await new Promise<void>((r) => (socks[i % sockets] as dgram.Socket).send(datagrams[i] as string | Buffer, port, '127.0.0.1', () => r()));
+    if (i % 100 === 99) await new Promise((r) => setTimeout(r, 2));
+  }
+  for (const s of socks) s.close();
+}
+
+/**
  * A connection (from `localAddress`, if given) that writes 50 lines every 5 ms, line(n) numbered
  * from 0, until stopped; `sent` is how many it wrote, `closedByPeer` whether the relay closed it.
  */

@@ -53,10 +53,12 @@ export interface CliOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** A wrapper command to run it under (e.g. setpriv). */
   readonly prefix?: readonly string[];
+  /** Node's own options, before the script (e.g. --import). */
+  readonly node?: readonly string[];
 }
 
 function spawnCli(args: readonly string[], o: CliOptions): CliProcess {
-  const [cmd, ...rest] = [...(o.prefix ?? []), process.execPath, MAIN, ...args];
+  const [cmd, ...rest] = [...(o.prefix ?? []), process.execPath, ...(o.node ?? []), MAIN, ...args];
   const proc = spawn(cmd as string, rest, { env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const out = { stdout: '', stderr: '' };
   let both = '';

@@ -3,12 +3,12 @@
 // (13 MB of RSS at rest). Checked on the real process: every module it loaded is recorded, and
 // neither zod nor the loader is among them after a start and a reload; a refused configuration
 // still names its file, line and key, from the child.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { closeSync, constants, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { freePort, sendTcp, startTestIntake } from '../helpers/peers.ts';
-import { MAIN, exited } from '../helpers/process.ts';
+import { runCli, startCli } from '../helpers/process.ts';
 import { tempDir, track } from '../helpers/cleanup.ts';
 import { TEST_KEY, TLS } from '../helpers/relay.ts';
 
@@ -32,27 +32,22 @@ describe('configuration loaded by a child process', () => {
     const file = join(dir, 'relay.yaml');
     const record = join(dir, 'modules.txt');
     writeFileSync(file, yaml(intake.port, [a], m));
-    const proc = spawn(process.execPath, ['--import', RECORDER, MAIN, 'run', '-c', file], { env: { ...process.env, RECORD_MODULES: record }, stdio: ['ignore', 'pipe', 'pipe'] });
-    track({ stop: async () => { if (proc.exitCode === null) proc.kill('SIGKILL'); await exited(proc); } });
-    let out = '';
-    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    await vi.waitFor(() => expect(out).toContain('intake-relay started'), { timeout: 20_000 });
+    const { proc, output, exited: exitCode } = startCli(['run', '-c', file], { node: ['--import', RECORDER], env: { RECORD_MODULES: record } });
+    await vi.waitFor(() => expect(output()).toContain('intake-relay started'), { timeout: 20_000 });
 
     writeFileSync(file, `${yaml(intake.port, [a], m)}bogus_key: 1\n`);
     proc.kill('SIGHUP');
-    await vi.waitFor(() => expect(out).toContain('Reload refused: the new configuration is invalid'), { timeout: 20_000 });
-    expect(out).toMatch(/relay\.yaml:\d+:\d+: bogus_key: unknown key/);
+    await vi.waitFor(() => expect(output()).toContain('Reload refused: the new configuration is invalid'), { timeout: 20_000 });
+    expect(output()).toMatch(/relay\.yaml:\d+:\d+: bogus_key: unknown key/);
 
     writeFileSync(file, yaml(intake.port, [a, b], m));
     proc.kill('SIGHUP');
-    await vi.waitFor(() => expect(out).toContain('Configuration reloaded'), { timeout: 20_000 });
+    await vi.waitFor(() => expect(output()).toContain('Configuration reloaded'), { timeout: 20_000 });
     await sendTcp(b, '<14>Nov 26 10:00:00 host app: after the reload\n');
     await vi.waitFor(() => expect(intake.received.map((m) => m.message)).toContain('after the reload'), { timeout: 10_000 });
 
     proc.kill('SIGTERM');
-    await exited(proc);
-    expect(proc.exitCode).toBe(0);
+    expect(await exitCode).toBe(0);
     const modules = readFileSync(record, 'utf8').split('\n').filter(Boolean);
     // The recorder works: the daemon's own modules are there.
     expect(modules.some((m) => m.endsWith('/src/pipeline/daemon.ts'))).toBe(true);
@@ -61,7 +56,7 @@ describe('configuration loaded by a child process', () => {
     // WebSocket getters (src/core/builtins.ts); the metrics endpoint served HTTP meanwhile.
     expect(modules).toContain('builtin:_http_server');
     expect(modules.filter((f) => f.includes('undici'))).toEqual([]);
-    expect(out).not.toContain(TEST_KEY);
+    expect(output()).not.toContain(TEST_KEY);
   }, 60_000);
 
   it('run -c /dev/stdin: the daemon reads the file and hands its bytes to the loader', async () => {
@@ -70,17 +65,12 @@ describe('configuration loaded by a child process', () => {
     const dir = tempDir('config-child-');
     writeFileSync(join(dir, 'relay.yaml'), yaml(intake.port, [a]));
     // A pipe from another program, as an operator writes it (Node's own 'pipe' is a socket, which /dev/stdin cannot open).
-    const proc = spawn('bash', ['-c', 'exec "$1" "$2" run -c /dev/stdin < <(cat "$0")', join(dir, 'relay.yaml'), process.execPath, MAIN], { stdio: ['ignore', 'pipe', 'pipe'] });
-    track({ stop: async () => { if (proc.exitCode === null) proc.kill('SIGKILL'); await exited(proc); } });
-    let out = '';
-    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    await vi.waitFor(() => expect(out).toContain('intake-relay started'), { timeout: 20_000 });
+    const { proc, output, exited: exitCode } = startCli(['run', '-c', '/dev/stdin'], { prefix: ['bash', '-c', 'exec "$@" < <(cat "$0")', join(dir, 'relay.yaml')] });
+    await vi.waitFor(() => expect(output()).toContain('intake-relay started'), { timeout: 20_000 });
     await sendTcp(a, '<14>Nov 26 10:00:00 host app: from a piped configuration\n');
     await vi.waitFor(() => expect(intake.received.map((m) => m.message)).toContain('from a piped configuration'), { timeout: 10_000 });
     proc.kill('SIGTERM');
-    await exited(proc);
-    expect(proc.exitCode).toBe(0);
+    expect(await exitCode).toBe(0);
   });
 
   it('a SIGHUP while the configuration is still being read at start is applied once the daemon runs, not fatal', async () => {
@@ -89,11 +79,7 @@ describe('configuration loaded by a child process', () => {
     const dir = tempDir('config-child-');
     const fifo = join(dir, 'relay.yaml');
     execFileSync('mkfifo', [fifo]);
-    const proc = spawn(process.execPath, [MAIN, 'run', '-c', fifo], { stdio: ['ignore', 'pipe', 'pipe'] });
-    track({ stop: async () => { if (proc.exitCode === null) proc.kill('SIGKILL'); await exited(proc); } });
-    let out = '';
-    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const { proc, output, exited: exitCode } = startCli(['run', '-c', fifo]);
     // Once the daemon waits in open() for a writer (its signal handler is installed by then), a
     // non-blocking open for writing succeeds; the daemon then waits in read() for the content.
     const writer = (): Promise<number> => vi.waitFor(() => openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK), { timeout: 20_000 });
@@ -101,16 +87,15 @@ describe('configuration loaded by a child process', () => {
     proc.kill('SIGHUP');
     writeSync(w1, yaml(intake.port, [a]));
     closeSync(w1);
-    await vi.waitFor(() => expect(out).toContain('intake-relay started'), { timeout: 20_000 });
+    await vi.waitFor(() => expect(output()).toContain('intake-relay started'), { timeout: 20_000 });
     // The reload the signal asked for reads the file again, in the loader child: it opens the FIFO.
     const w2 = await writer();
     writeSync(w2, yaml(intake.port, [a]));
     closeSync(w2);
-    await vi.waitFor(() => expect(out).toContain('"trigger":"SIGHUP"'), { timeout: 20_000 });
+    await vi.waitFor(() => expect(output()).toContain('"trigger":"SIGHUP"'), { timeout: 20_000 });
     expect(proc.exitCode).toBe(null);
     proc.kill('SIGTERM');
-    await exited(proc);
-    expect(proc.exitCode).toBe(0);
+    expect(await exitCode).toBe(0);
   }, 60_000);
 
   it('run: an invalid file exits 78 with the problem, from the child, before opening any port', async () => {
@@ -118,11 +103,8 @@ describe('configuration loaded by a child process', () => {
     const file = join(dir, 'relay.yaml');
     const port = await freePort();
     writeFileSync(file, `${yaml(1, [port])}bogus_key: 1\n`);
-    const proc = spawn(process.execPath, [MAIN, 'run', '-c', file], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let err = '';
-    proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    await exited(proc);
-    expect(proc.exitCode).toBe(78);
-    expect(err).toMatch(/^.*relay\.yaml:\d+:\d+: bogus_key: unknown key.*\n$/);
+    const r = await runCli(['run', '-c', file]);
+    expect(r.code).toBe(78);
+    expect(r.stderr).toMatch(/^.*relay\.yaml:\d+:\d+: bogus_key: unknown key.*\n$/);
   });
 });

@@ -6,27 +6,11 @@ import { spawn } from 'node:child_process';
 import dgram from 'node:dgram';
 import { describe, expect, it, vi } from 'vitest';
 import { books, startRelay } from '../helpers/relay.ts';
-import { startTestIntake } from '../helpers/peers.ts';
+import { sendUdp, startTestIntake } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
 import { track } from '../helpers/cleanup.ts';
 
 const input = (threads: number, port = 0): string => `      - { type: udp, address: 127.0.0.1, port: ${port}, receive_threads: ${threads} }`;
-
-/** Sends `lines` from `source`, each from one of `ports` source sockets in turn, paced so no socket buffer overflows. */
-async function sendFrom(source: string, port: number, lines: string[], sockets = 1): Promise<void> {
-  const socks = await Promise.all(
-    Array.from({ length: sockets }, async () => {
-      const s = dgram.createSocket('udp4');
-      await new Promise<void>((r) => s.bind(0, source, () => r()));
-      return s;
-    }),
-  );
-  for (let i = 0; i < lines.length; i++) {
-    await new Promise<void>((r) => (socks[i % sockets] as dgram.Socket).send(lines[i] as string, port, '127.0.0.1', () => r()));
-    if (i % 100 === 99) await new Promise((r) => setTimeout(r, 2));
-  }
-  for (const s of socks) s.close();
-}
 
 describe('UDP receive threads', () => {
   it('every datagram once, from its own sender, whichever thread read it', async () => {
@@ -36,7 +20,7 @@ describe('UDP receive threads', () => {
     const lines = (tag: string): string[] => Array.from({ length: 1_000 }, (_, i) => `<14>Nov 22 10:00:00 ${tag}-${i}: from ${tag} ${i}`);
     // Plain lines (no header) take the sender's address as HOSTNAME.
     const plain = Array.from({ length: 200 }, (_, i) => `plain ${i}`);
-    await Promise.all([sendFrom('127.0.0.2', port, lines('a'), 8), sendFrom('127.0.0.3', port, lines('b'), 8), sendFrom('127.0.0.4', port, plain, 4)]);
+    await Promise.all([sendUdp('127.0.0.2', port, lines('a'), 8), sendUdp('127.0.0.3', port, lines('b'), 8), sendUdp('127.0.0.4', port, plain, 4)]);
     await vi.waitFor(() => expect(intake.received).toHaveLength(2_200), { timeout: 20_000 });
     const messages = intake.received.map((m) => m.message);
     expect(new Set(messages).size).toBe(2_200);
@@ -72,7 +56,7 @@ describe('UDP receive threads', () => {
     const intake = track(await startTestIntake());
     const relay = await startRelay(relayYaml({ intakePort: intake.port, inputs: input(2), extra: 'shutdown_timeout_ms: 10000' }));
     const port = relay.port('t', 'udp/0');
-    await sendFrom('127.0.0.2', port, Array.from({ length: 500 }, (_, i) => `<14>stop ${i}`), 4);
+    await sendUdp('127.0.0.2', port, Array.from({ length: 500 }, (_, i) => `<14>stop ${i}`), 4);
     const { undelivered } = await relay.stop();
     expect(undelivered).toBe(0);
     // Everything the relay counted as received was delivered before the stop ended. (Datagrams

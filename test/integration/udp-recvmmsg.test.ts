@@ -10,22 +10,11 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { nativeUdp } from '../../src/inputs/udp/native.ts';
 import { books, startRelay } from '../helpers/relay.ts';
-import { startTestIntake } from '../helpers/peers.ts';
+import { sendUdp, startTestIntake } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
 import { tempDir, track } from '../helpers/cleanup.ts';
 
 const input = (port = 0, extra = ''): string => `      - { type: udp, address: 127.0.0.1, port: ${port}, max_message_bytes: 2048${extra} }`;
-
-/** Sends each datagram from `source`, paced so that no socket buffer overflows. */
-async function sendFrom(source: string, port: number, datagrams: (string | Buffer)[]): Promise<void> {
-  const s = dgram.createSocket('udp4');
-  await new Promise<void>((r) => s.bind(0, source, () => r()));
-  for (let i = 0; i < datagrams.length; i++) {
-    await new Promise<void>((r) => s.send(datagrams[i] as string | Buffer, port, '127.0.0.1', () => r()));
-    if (i % 100 === 99) await new Promise((r) => setTimeout(r, 2));
-  }
-  s.close();
-}
 
 afterEach(() => {
   delete process.env.INTAKE_RELAY_UDP_RECVMMSG;
@@ -153,7 +142,7 @@ describe('native UDP receive (recvmmsg)', () => {
       // Plain lines (no header) take the sender's address as HOSTNAME.
       const plain = Array.from({ length: 150 }, (_, i) => `plain ${i}`);
       const odd = [Buffer.alloc(3000, 0x61), Buffer.from([0x3c, 0x31, 0x34, 0x3e, 0x62, 0x61, 0x64, 0x20, 0xff, 0xfe]), Buffer.alloc(0), Buffer.from('\n')];
-      await Promise.all([sendFrom('127.0.0.2', port, lines('a')), sendFrom('127.0.0.3', port, lines('b')), sendFrom('127.0.0.4', port, [...plain, ...odd])]);
+      await Promise.all([sendUdp('127.0.0.2', port, lines('a')), sendUdp('127.0.0.3', port, lines('b')), sendUdp('127.0.0.4', port, [...plain, ...odd])]);
       const expected = 700 + 700 + 150 + 1; // the oversized, empty and LF-only datagrams are not events
       await vi.waitFor(async () => expect([intake.received.length, await relay.metric('intake_relay_udp_kernel_drops_total')]).toEqual([expected, 0]), { timeout: 20_000 });
       const messages = intake.received.map((m) => m.message);
