@@ -5,12 +5,13 @@
 
 // First: it exits with one line on a Node.js older than the floor, before any dependency loads.
 import { buildCommit, VERSION } from './version.ts';
-import { readFileSync, unwatchFile, watchFile } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { isSea } from 'node:sea';
 import { parseArgs } from 'node:util';
 import { ConfigError, EX_CONFIG } from './config/errors.ts';
 import { answerConfigLoad, LOAD_CONFIG_COMMAND, loadConfigInChild } from './config/load-child.ts';
 import { MAX_CONFIG_BYTES, readBounded } from './config/read-bounded.ts';
+import { markFile, watchConfigFile } from './config/watch.ts';
 import type { Config } from './config/resolve.ts';
 import { effectiveYaml, summarize } from './cli/summary.ts';
 import { Daemon } from './pipeline/daemon.ts';
@@ -226,6 +227,8 @@ async function run(file: string, watchConfig: boolean): Promise<number> {
     hupBeforeStart = true;
   };
   process.on('SIGHUP', early);
+  // Taken before the file is read: a change made while the daemon starts is seen by the watch.
+  const mark = watchConfig ? markFile(file) : undefined;
   const config = await loadOrReport(file, true);
   if (!config) return EX_CONFIG;
   const log = createLogger(config.log_level);
@@ -264,17 +267,12 @@ async function run(file: string, watchConfig: boolean): Promise<number> {
   process.on('SIGHUP', () => reload('SIGHUP'));
   process.off('SIGHUP', early);
   if (hupBeforeStart) reload('SIGHUP');
-  if (watchConfig) {
-    // Polling the file's status follows editors that replace it and Kubernetes' symlink swaps.
-    watchFile(file, { interval: 1000, persistent: false }, (cur, prev) => {
-      if (cur.mtimeMs !== prev.mtimeMs || cur.ino !== prev.ino || cur.size !== prev.size) reload('file changed');
-    });
-  }
+  const unwatch = mark ? watchConfigFile(file, mark, () => reload('file changed')) : undefined;
   const signalled = await new Promise<string>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));
   });
-  if (watchConfig) unwatchFile(file);
+  unwatch?.();
   // A second signal while draining exits at once.
   const force = (): void => {
     log.warn('Second signal: exiting without waiting for the queues to drain.');
