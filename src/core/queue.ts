@@ -29,6 +29,17 @@ export interface Offered {
 }
 
 const RESUME_FRACTION = 0.9;
+/**
+ * Readers that can wait (TCP, RELP, files) are paused well before the limits while the output is
+ * taking batches: a queue of a few batches keeps it busy, and a deeper one only holds memory (each
+ * queued event keeps its read alive, and events that wait long are promoted to the old generation
+ * and cost a full GC to free). The depth above this mark is for outages: once the output has
+ * released nothing for DRAINING_MS, readers fill the queue to its limits.
+ */
+const SOFT_FRACTION = 0.1;
+const SOFT_BATCHES = 4;
+const SOFT_RESUME_FRACTION = 0.5;
+const DRAINING_MS = 2_000;
 
 export interface SettledWaiter {
   readonly seq: number;
@@ -109,14 +120,25 @@ export class BoundedQueue implements EventQueue {
   #markAt = Date.now();
   #dataWaiter: (() => void) | undefined;
   #writableWaiters: (() => void)[] = [];
+  /** When the output last released a batch (ms), 0 before the first. */
+  #releasedAt = 0;
+  /** The soft mark (see SOFT_FRACTION), from the limits and the batches the runner takes. */
+  #softEvents: number;
+  #softBytes: number;
+  #batch: BatchLimits | undefined;
+  #softTimer: NodeJS.Timeout | undefined;
 
   constructor(limits: QueueLimits) {
     this.#limits = limits;
+    this.#softEvents = limits.maxEvents;
+    this.#softBytes = limits.maxBytes;
+    this.#setSoft();
   }
 
   /** New limits (a reload): queued events stay; waiting writers resume if there is room now. */
   setLimits(limits: QueueLimits): void {
     this.#limits = limits;
+    this.#setSoft();
     this.#maybeWakeWriters();
   }
 
@@ -176,6 +198,24 @@ export class BoundedQueue implements EventQueue {
     return this.pendingEvents >= this.#limits.maxEvents || this.pendingBytes >= this.#limits.maxBytes;
   }
 
+  #setSoft(): void {
+    const l = this.#limits;
+    const b = this.#batch;
+    this.#softEvents = Math.min(l.maxEvents, Math.max(Math.ceil(l.maxEvents * SOFT_FRACTION), b ? SOFT_BATCHES * b.maxEvents : 0));
+    this.#softBytes = Math.min(l.maxBytes, Math.max(Math.ceil(l.maxBytes * SOFT_FRACTION), b ? SOFT_BATCHES * b.maxBytes : 0));
+  }
+
+  /** The output released a batch within DRAINING_MS: it is taking what is queued. */
+  #draining(now: number): boolean {
+    return this.#releasedAt > 0 && now - this.#releasedAt < DRAINING_MS;
+  }
+
+  /** A reader that can wait should: the queue is full, or above its soft mark while the output drains it. */
+  #shouldWait(): boolean {
+    if (this.#full()) return true;
+    return (this.pendingEvents >= this.#softEvents || this.pendingBytes >= this.#softBytes) && this.#draining(Date.now());
+  }
+
   /**
    * Offer a chunk of events. `canPause` says whether the caller can stop reading (TCP) when told
    * `slow_down`; callers that cannot (UDP) get events refused instead of overfilling the queue.
@@ -187,7 +227,7 @@ export class BoundedQueue implements EventQueue {
     if (this.#closed) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
     if ((this.#limits.whenFull === 'block' || alwaysWait) && canPause) {
       this.#push(events, bytes);
-      return { result: this.#full() ? 'slow_down' : 'ok', dropped: 0, droppedBytes: 0 };
+      return { result: this.#shouldWait() ? 'slow_down' : 'ok', dropped: 0, droppedBytes: 0 };
     }
     // Take what fits, refuse the rest (drop_newest, or a caller that cannot wait). Refused events
     // get no number: they are settled (counted as dropped) by the caller.
@@ -215,7 +255,9 @@ export class BoundedQueue implements EventQueue {
     this.#inFlightEvents -= batch.events.length;
     this.#inFlightBytes -= batch.bytes;
     this.#drainedSinceMark += batch.events.length;
-    this.#measureDrain(Date.now());
+    const now = Date.now();
+    if (batch.events.length > 0) this.#releasedAt = now;
+    this.#measureDrain(now);
     this.#maybeWakeWriters();
   }
 
@@ -307,20 +349,46 @@ export class BoundedQueue implements EventQueue {
     w?.();
   }
 
-  /** Resolves once the queue has room again (below 90% of both limits), or is closed. */
+  /**
+   * Resolves once a reader told to slow down may go on: below 90% of both limits, and below half
+   * the soft mark or with an output that has stopped draining; or the queue is closed.
+   */
   writable(): Promise<void> {
-    if (!this.#full() || this.#closed) return Promise.resolve();
-    return new Promise((resolve) => this.#writableWaiters.push(resolve));
+    if (this.#closed || !this.#shouldWait()) return Promise.resolve();
+    const p = new Promise<void>((resolve) => this.#writableWaiters.push(resolve));
+    this.#armSoftTimer();
+    return p;
   }
 
   #maybeWakeWriters(): void {
     if (this.#writableWaiters.length === 0) return;
     const l = this.#limits;
-    if (this.#closed || (this.pendingEvents < l.maxEvents * RESUME_FRACTION && this.pendingBytes < l.maxBytes * RESUME_FRACTION)) {
+    const events = this.pendingEvents;
+    const bytes = this.pendingBytes;
+    const belowLimits = events < l.maxEvents * RESUME_FRACTION && bytes < l.maxBytes * RESUME_FRACTION;
+    const belowSoft = events < this.#softEvents * SOFT_RESUME_FRACTION && bytes < this.#softBytes * SOFT_RESUME_FRACTION;
+    if (this.#closed || (belowLimits && (belowSoft || !this.#draining(Date.now())))) {
       const ws = this.#writableWaiters;
       this.#writableWaiters = [];
+      if (this.#softTimer) clearTimeout(this.#softTimer);
+      this.#softTimer = undefined;
       for (const w of ws) w();
+    } else if (belowLimits) {
+      this.#armSoftTimer();
     }
+  }
+
+  /** Readers held by the soft mark go on once the output has released nothing for DRAINING_MS. */
+  #armSoftTimer(): void {
+    // Not draining: the soft mark holds no one (release() wakes those waiting for the limits).
+    if (this.#softTimer || !this.#draining(Date.now())) return;
+    const wait = Math.max(1, this.#releasedAt + DRAINING_MS - Date.now());
+    this.#softTimer = setTimeout(() => {
+      this.#softTimer = undefined;
+      this.#maybeWakeWriters();
+      if (this.#writableWaiters.length > 0) this.#armSoftTimer();
+    }, wait);
+    this.#softTimer.unref();
   }
 
   /**
@@ -329,6 +397,10 @@ export class BoundedQueue implements EventQueue {
    * is closed and empty, or `signal` aborted.
    */
   async take(limits: BatchLimits, signal: AbortSignal): Promise<Batch | undefined> {
+    if (this.#batch !== limits) {
+      this.#batch = limits;
+      this.#setSoft();
+    }
     let lingerUntil = 0;
     for (;;) {
       if (signal.aborted) return undefined;
@@ -398,6 +470,8 @@ export class BoundedQueue implements EventQueue {
   /** No more offers; `take` hands out what remains, then undefined. Wakes paused writers. */
   close(): void {
     this.#closed = true;
+    if (this.#softTimer) clearTimeout(this.#softTimer);
+    this.#softTimer = undefined;
     this.#wakeTaker();
     this.#maybeWakeWriters();
   }

@@ -102,7 +102,7 @@ export class Metrics {
   });
   readonly inputPaused = new Counter({
     name: 'intake_relay_input_pauses_total',
-    help: 'Times a stream input stopped reading because the queue was full (backpressure).',
+    help: 'Times a stream input stopped reading (backpressure): its queue was full, or held a tenth of its limits while the output was taking batches.',
     labelNames: ['intake', 'input'] as const,
     registers: [this.registry],
   });

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { BoundedQueue } from '../../src/core/queue.ts';
 import type { LogEvent } from '../../src/core/event.ts';
 import { backoffDelay } from '../../src/core/backoff.ts';
@@ -84,17 +84,76 @@ describe('BoundedQueue', () => {
     expect(q.offer(evs(2), 20, true)).toEqual({ result: 'dropped', dropped: 2, droppedBytes: 20 });
   });
 
-  it('writable() resolves once the queue is below 90% again', async () => {
-    const q = new BoundedQueue({ maxEvents: 10, maxBytes: 10_000, whenFull: 'block' });
-    q.offer(evs(10), 100, true);
+  it('writable() resolves below 90% of the limits, once the output has stopped draining (else below half the soft mark)', async () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    try {
+      const q = new BoundedQueue({ maxEvents: 10, maxBytes: 10_000, whenFull: 'block' });
+      q.offer(evs(10), 100, true);
+      let resumed = false;
+      const w = q.writable().then(() => (resumed = true));
+      const taken = [(await q.take({ ...now, maxEvents: 1 }, signal))!, (await q.take({ ...now, maxEvents: 1 }, signal))!];
+      q.release(taken[0]!);
+      await Promise.resolve();
+      expect(resumed).toBe(false);
+      q.release(taken[1]!);
+      // 8 of 10: below 90%, but the output is draining and 8 is above half the soft mark (4).
+      vi.advanceTimersByTime(1_900);
+      await Promise.resolve();
+      expect(resumed).toBe(false);
+      // It releases nothing more (an outage): the reader goes on and may fill the queue.
+      vi.advanceTimersByTime(200);
+      await w;
+      expect(resumed).toBe(true);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('while the output drains, a reader that can wait is slowed at the soft mark (a tenth of the limits, at least 4 batches) and goes on below half of it', async () => {
+    const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+    const batch = { ...now, maxEvents: 10 };
+    // Before the output has taken anything, nothing is draining: only the limits hold readers.
+    expect(q.offer(evs(150), 1500, true).result).toBe('ok');
+    q.release((await q.take(batch, signal))!);
+    // Draining now: 140 pending is above the soft mark (max(100, 4 x 10) = 100).
+    expect(q.offer(evs(1), 10, true).result).toBe('slow_down');
+    // A reader that cannot wait (UDP) is not held by it: it is not full.
+    expect(q.offer(evs(1), 10, false).result).toBe('ok');
+    expect(q.full).toBe(false);
     let resumed = false;
     const w = q.writable().then(() => (resumed = true));
-    q.release((await q.take({ ...now, maxEvents: 1 }, signal))!);
+    while (q.pendingEvents >= 60) q.release((await q.take(batch, signal))!);
     await Promise.resolve();
     expect(resumed).toBe(false);
-    q.release((await q.take({ ...now, maxEvents: 1 }, signal))!);
+    q.release((await q.take(batch, signal))!);
     await w;
+    expect(q.pendingEvents).toBeLessThan(50);
     expect(resumed).toBe(true);
+  });
+
+  it('an output that stops releasing (an outage) lets readers held by the soft mark go on after 2 s and fill the queue to its limits', async () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    try {
+      const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+      q.offer(evs(20), 200, true);
+      q.release((await q.take({ ...now, maxEvents: 10 }, signal))!);
+      expect(q.offer(evs(100), 1000, true).result).toBe('slow_down');
+      let resumed = false;
+      const w = q.writable().then(() => (resumed = true));
+      vi.advanceTimersByTime(1_900);
+      await Promise.resolve();
+      expect(resumed).toBe(false);
+      vi.advanceTimersByTime(200);
+      await w;
+      expect(resumed).toBe(true);
+      expect(q.offer(evs(800), 8000, true).result).toBe('ok');
+      expect(q.offer(evs(100), 1000, true).result).toBe('slow_down');
+      expect(q.full).toBe(true);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

@@ -1,34 +1,61 @@
-// Batch buffers for reuse, by power-of-two size. A syslog batch buffer lives until the intake has
-// confirmed it; allocating a fresh one per batch made V8 hold tens of MB of dead off-heap memory
-// between major collections.
+// Batch buffers carved from reused slabs. A syslog batch buffer lives until the intake has
+// confirmed it (the resend window: tens of MB under load). Allocating a fresh one per batch made V8
+// hold tens of MB of dead off-heap memory between major collections; rounding each to a
+// power-of-two size class wasted up to half of each (a 270 KB batch took 512 KiB). Batches are
+// cut from 4 MiB slabs one after another instead, and a slab is reused once every batch cut from
+// it has been given back, so the window costs what it holds plus at most a slab.
+
+const SLAB_BYTES = 4 * 1024 * 1024;
+
+interface Slab {
+  readonly buf: Buffer;
+  /** Bytes cut from it so far. */
+  used: number;
+  /** Batches cut from it and not given back. */
+  live: number;
+}
 
 export class BufferPool {
-  readonly #free = new Map<number, Buffer[]>();
-  #bytes = 0;
-  readonly #maxBytes: number;
+  /** Slabs with batches not given back, or the current one, by their memory. */
+  readonly #slabs = new Map<ArrayBufferLike, Slab>();
+  readonly #free: Slab[] = [];
+  readonly #maxFree: number;
+  #current: Slab | undefined;
 
-  constructor(maxBytes: number) {
-    this.#maxBytes = maxBytes;
+  /** `maxFreeBytes`: slabs kept for reuse when nothing is cut from them. */
+  constructor(maxFreeBytes: number) {
+    this.#maxFree = Math.max(1, Math.floor(maxFreeBytes / SLAB_BYTES));
   }
 
   take(size: number): Buffer {
-    const cls = sizeClass(size);
-    const b = this.#free.get(cls)?.pop();
-    if (b) this.#bytes -= b.length;
-    return (b ?? Buffer.allocUnsafeSlow(cls)).subarray(0, size);
+    // A batch larger than a quarter slab gets a buffer of its own (not pooled).
+    if (size > SLAB_BYTES / 4) return Buffer.allocUnsafeSlow(size);
+    let s = this.#current;
+    if (s && s.used + size > SLAB_BYTES) {
+      if (s.live === 0) s.used = 0;
+      else s = undefined;
+    }
+    if (!s) {
+      s = this.#free.pop() ?? { buf: Buffer.allocUnsafeSlow(SLAB_BYTES), used: 0, live: 0 };
+      this.#slabs.set(s.buf.buffer, s);
+      this.#current = s;
+    }
+    const out = s.buf.subarray(s.used, s.used + size);
+    s.used += size;
+    s.live++;
+    return out;
   }
 
-  /** Only for a buffer nothing refers to any more (the socket has handed it to the kernel). */
+  /** Only for a buffer from take() that nothing refers to any more (the kernel has taken it). */
   give(buf: Buffer): void {
-    const whole = Buffer.from(buf.buffer, buf.byteOffset, buf.buffer.byteLength - buf.byteOffset);
-    if (whole.length !== sizeClass(whole.length) || this.#bytes + whole.length > this.#maxBytes) return;
-    let list = this.#free.get(whole.length);
-    if (!list) this.#free.set(whole.length, (list = []));
-    list.push(whole);
-    this.#bytes += whole.length;
+    const s = this.#slabs.get(buf.buffer);
+    if (!s) return;
+    s.live--;
+    if (s.live > 0 || s === this.#current) return;
+    this.#slabs.delete(s.buf.buffer);
+    if (this.#free.length < this.#maxFree) {
+      s.used = 0;
+      this.#free.push(s);
+    }
   }
-}
-
-function sizeClass(n: number): number {
-  return Math.max(64 * 1024, 2 ** Math.ceil(Math.log2(n)));
 }

@@ -1,0 +1,68 @@
+// The syslog output's batch buffers (src/outputs/syslog/buffer-pool.ts): cut from reused slabs,
+// never handing out memory a batch not given back still holds.
+import { describe, expect, it } from 'vitest';
+import { BufferPool } from '../../src/outputs/syslog/buffer-pool.ts';
+
+const MiB = 1024 * 1024;
+
+describe('BufferPool', () => {
+  it('cuts batches one after another from a slab, and reuses the slab only once all of them are given back', () => {
+    const pool = new BufferPool(8 * MiB);
+    const a = pool.take(270_000);
+    const b = pool.take(270_000);
+    expect(b.buffer).toBe(a.buffer);
+    expect(b.byteOffset).toBe(a.byteOffset + 270_000);
+    // Fill the first slab; the next batch starts a second one.
+    const rest = Array.from({ length: 13 }, () => pool.take(270_000));
+    const next = pool.take(270_000);
+    expect(next.buffer).not.toBe(a.buffer);
+    for (const buf of [a, b, ...rest.slice(0, -1)]) pool.give(buf);
+    // One batch of the first slab is still held: a third slab, not the first.
+    for (let i = 0; i < 15; i++) pool.take(270_000);
+    const third = pool.take(270_000);
+    expect(third.buffer).not.toBe(a.buffer);
+    pool.give(rest.at(-1)!);
+    // The first slab is free now: taken again when the current one is full.
+    let again: Buffer | undefined;
+    for (let i = 0; i < 32 && !again; i++) {
+      const t = pool.take(270_000);
+      if (t.buffer === a.buffer) again = t;
+    }
+    expect(again?.byteOffset).toBe(a.byteOffset);
+  });
+
+  it('a batch over a quarter slab gets its own buffer; giving it back is harmless', () => {
+    const pool = new BufferPool(8 * MiB);
+    const big = pool.take(2 * MiB);
+    expect(big.length).toBe(2 * MiB);
+    pool.give(big);
+    const small = pool.take(100);
+    expect(small.buffer).not.toBe(big.buffer);
+  });
+
+  it('random takes and gives (out of order, as several connections give them): no live batch is ever overwritten', () => {
+    const pool = new BufferPool(8 * MiB);
+    let seed = 7;
+    const rand = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    // Each batch is filled with one of 16 values and compared with a reference of that value.
+    const refs = Array.from({ length: 16 }, (_, v) => Buffer.alloc(1_500_000, v));
+    const intact = (buf: Buffer, fill: number): boolean => buf.compare(refs[fill]!, 0, buf.length) === 0;
+    const live: Array<{ buf: Buffer; fill: number }> = [];
+    for (let step = 0; step < 4_000; step++) {
+      if (live.length > 60 || (live.length > 0 && rand(3) === 0)) {
+        const { buf, fill } = live.splice(rand(live.length), 1)[0]!;
+        expect(intact(buf, fill)).toBe(true);
+        pool.give(buf);
+      } else {
+        const buf = pool.take(rand(20) === 0 ? 1_000_000 + rand(500_000) : 1 + rand(400_000));
+        const fill = step & 15;
+        buf.fill(fill);
+        live.push({ buf, fill });
+      }
+    }
+    for (const { buf, fill } of live) expect(intact(buf, fill)).toBe(true);
+  });
+});
