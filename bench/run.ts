@@ -204,7 +204,7 @@ ${TEN_ROUTES}` : ''}${httpPort ? `listeners:
   );
   // Runs the build (npm run bench builds first) with the flags the shipped launchers use;
   // RELAY_NODE_FLAGS adds more (e.g. "--cpu-prof").
-  const flags = ['--max-semi-space-size=16', ...(process.env.RELAY_NODE_FLAGS ? process.env.RELAY_NODE_FLAGS.split(' ') : [])];
+  const flags = ['--max-semi-space-size=8', ...(process.env.RELAY_NODE_FLAGS ? process.env.RELAY_NODE_FLAGS.split(' ') : [])];
   const args = [...flags, join(root, process.env.RELAY_ENTRY ?? 'dist/main.js'), 'run', '-c', join(dir, 'relay.yaml')];
   const env = { ...process.env, ...Object.fromEntries((process.env.RELAY_ENV ?? '').split(' ').filter(Boolean).map((kv) => kv.split('=', 2) as [string, string])) };
   const proc = spawnPinned(relayCores, process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'], env });

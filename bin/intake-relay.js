@@ -1,9 +1,9 @@
-#!/usr/bin/env -S node --max-semi-space-size=16
+#!/usr/bin/env -S node --max-semi-space-size=8
 // The `intake-relay` command. Runs the compiled dist/main.js (`npm run build`); in a source checkout
 // without a build it falls back to src/main.ts through Node's type stripping.
-// --max-semi-space-size=16: a 16 MiB young generation measured 5-10% less CPU per event and a
-// smaller peak RSS than 4 or 8 MiB (fewer events promoted to the old generation while queued),
-// and less RSS than 32 MiB (README, "Performance").
+// --max-semi-space-size=8: an 8 MiB young generation measured less CPU per event and a smaller
+// peak RSS than 16 MiB since readers are held to a short queue (events die young either way), and
+// a smaller peak on TCP than 4 MiB (README, "Performance").
 //
 // Node.js first, before anything is imported: an older one crashes inside a dependency with a stack
 // trace (undici on 22.12), or cannot read the sources at all (Node 20). The floor is the oldest Node

@@ -21,7 +21,7 @@ const CACHE = join(ROOT, 'build', 'cache');
 const require = createRequire(import.meta.url);
 
 /** The launchers' V8 flag (bin/intake-relay.js, `npm start`): RSS and speed measured in README, "Performance". */
-const EXEC_ARGV = ['--max-semi-space-size=16'];
+const EXEC_ARGV = ['--max-semi-space-size=8'];
 /**
  * NODE_OPTIONS meant for some other Node program on the host (a --require, a heap limit) must not
  * reach the daemon; an operator who wants a Node flag says so on its command line instead:

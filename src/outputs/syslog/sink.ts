@@ -69,7 +69,7 @@ export class SyslogTlsSink implements Sink {
   #replacing = false;
   readonly #abort = new AbortController();
   #closingSettled: (() => void) | undefined;
-  readonly #pool = new BufferPool(8 * MiB);
+  readonly #pool = new BufferPool(4 * MiB);
   readonly #alloc = (n: number): Buffer => this.#pool.take(n);
 
   constructor(options: SyslogTlsOptions) {
