@@ -9,18 +9,20 @@ import { stat, statSync, type Stats } from 'node:fs';
 
 export interface FileMark {
   mtimeMs: number;
+  /** Changes also when a copy keeps the modification time (cp -p). */
+  ctimeMs: number;
   ino: number;
   size: number;
 }
 
-const MISSING: FileMark = { mtimeMs: 0, ino: 0, size: -1 };
+const MISSING: FileMark = { mtimeMs: 0, ctimeMs: 0, ino: 0, size: -1 };
 
 function markOf(s: Stats | undefined): FileMark {
-  return s ? { mtimeMs: s.mtimeMs, ino: s.ino, size: s.size } : MISSING;
+  return s ? { mtimeMs: s.mtimeMs, ctimeMs: s.ctimeMs, ino: s.ino, size: s.size } : MISSING;
 }
 
 function same(a: FileMark, b: FileMark): boolean {
-  return a.mtimeMs === b.mtimeMs && a.ino === b.ino && a.size === b.size;
+  return a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.ino === b.ino && a.size === b.size;
 }
 
 /** The file's status now (follows symlinks; a missing file has a mark of its own). */

@@ -33,8 +33,12 @@ const RESUME_FRACTION = 0.9;
  * Readers that can wait (TCP, RELP, files) are paused well before the limits while the output is
  * taking batches: a queue of a few batches keeps it busy, and a deeper one only holds memory (each
  * queued event keeps its read alive, and events that wait long are promoted to the old generation
- * and cost a full GC to free). The depth above this mark is for outages: once the output has
- * released nothing for DRAINING_MS, readers fill the queue to its limits.
+ * and cost a full GC to free). The mark counts events waiting to be taken, not batches in flight
+ * (an HTTP output keeps many requests open). The depth above it is for outages: once the output has
+ * released nothing for DRAINING_MS, readers fill the queue to its limits. A reader held by it goes
+ * on below half the mark, or once as many events as were pending when it paused have been
+ * released, so readers that cannot wait (UDP, HTTP) keeping the queue above the mark do not starve
+ * it.
  */
 const SOFT_FRACTION = 0.1;
 const SOFT_BATCHES = 4;
@@ -120,8 +124,11 @@ export class BoundedQueue implements EventQueue {
   #markAt = Date.now();
   #dataWaiter: (() => void) | undefined;
   #writableWaiters: (() => void)[] = [];
-  /** When the output last released a batch (ms), 0 before the first. */
-  #releasedAt = 0;
+  /** When the output last released a batch (performance.now(): monotonic), -1 before the first. */
+  #releasedAt = -1;
+  /** Events released so far, and the count at which readers held by the soft mark go on. */
+  #released = 0;
+  #softWakeAt = 0;
   /** The soft mark (see SOFT_FRACTION), from the limits and the batches the runner takes. */
   #softEvents: number;
   #softBytes: number;
@@ -207,13 +214,13 @@ export class BoundedQueue implements EventQueue {
 
   /** The output released a batch within DRAINING_MS: it is taking what is queued. */
   #draining(now: number): boolean {
-    return this.#releasedAt > 0 && now - this.#releasedAt < DRAINING_MS;
+    return this.#releasedAt >= 0 && now - this.#releasedAt < DRAINING_MS;
   }
 
   /** A reader that can wait should: the queue is full, or above its soft mark while the output drains it. */
-  #shouldWait(): boolean {
+  #shouldWait(now: number): boolean {
     if (this.#full()) return true;
-    return (this.pendingEvents >= this.#softEvents || this.pendingBytes >= this.#softBytes) && this.#draining(Date.now());
+    return (this.#events >= this.#softEvents || this.#bytes >= this.#softBytes) && this.#draining(now);
   }
 
   /**
@@ -227,7 +234,7 @@ export class BoundedQueue implements EventQueue {
     if (this.#closed) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
     if ((this.#limits.whenFull === 'block' || alwaysWait) && canPause) {
       this.#push(events, bytes);
-      return { result: this.#shouldWait() ? 'slow_down' : 'ok', dropped: 0, droppedBytes: 0 };
+      return { result: this.#shouldWait(performance.now()) ? 'slow_down' : 'ok', dropped: 0, droppedBytes: 0 };
     }
     // Take what fits, refuse the rest (drop_newest, or a caller that cannot wait). Refused events
     // get no number: they are settled (counted as dropped) by the caller.
@@ -255,9 +262,9 @@ export class BoundedQueue implements EventQueue {
     this.#inFlightEvents -= batch.events.length;
     this.#inFlightBytes -= batch.bytes;
     this.#drainedSinceMark += batch.events.length;
-    const now = Date.now();
-    if (batch.events.length > 0) this.#releasedAt = now;
-    this.#measureDrain(now);
+    if (batch.events.length > 0) this.#releasedAt = performance.now();
+    this.#released += batch.events.length;
+    this.#measureDrain(Date.now());
     this.#maybeWakeWriters();
   }
 
@@ -350,13 +357,16 @@ export class BoundedQueue implements EventQueue {
   }
 
   /**
-   * Resolves once a reader told to slow down may go on: below 90% of both limits, and below half
-   * the soft mark or with an output that has stopped draining; or the queue is closed.
+   * Resolves once a reader told to slow down may go on: below 90% of both limits, and (while the
+   * output drains) below half the soft mark or once what was pending when the first reader paused
+   * has been released; or the queue is closed.
    */
   writable(): Promise<void> {
-    if (this.#closed || !this.#shouldWait()) return Promise.resolve();
+    const now = performance.now();
+    if (this.#closed || !this.#shouldWait(now)) return Promise.resolve();
+    if (this.#writableWaiters.length === 0) this.#softWakeAt = this.#released + this.pendingEvents;
     const p = new Promise<void>((resolve) => this.#writableWaiters.push(resolve));
-    this.#armSoftTimer();
+    this.#armSoftTimer(now);
     return p;
   }
 
@@ -366,28 +376,27 @@ export class BoundedQueue implements EventQueue {
     const events = this.pendingEvents;
     const bytes = this.pendingBytes;
     const belowLimits = events < l.maxEvents * RESUME_FRACTION && bytes < l.maxBytes * RESUME_FRACTION;
-    const belowSoft = events < this.#softEvents * SOFT_RESUME_FRACTION && bytes < this.#softBytes * SOFT_RESUME_FRACTION;
-    if (this.#closed || (belowLimits && (belowSoft || !this.#draining(Date.now())))) {
+    const belowSoft = (this.#events < this.#softEvents * SOFT_RESUME_FRACTION && this.#bytes < this.#softBytes * SOFT_RESUME_FRACTION) || this.#released >= this.#softWakeAt;
+    const now = performance.now();
+    if (this.#closed || (belowLimits && (belowSoft || !this.#draining(now)))) {
       const ws = this.#writableWaiters;
       this.#writableWaiters = [];
       if (this.#softTimer) clearTimeout(this.#softTimer);
       this.#softTimer = undefined;
       for (const w of ws) w();
     } else if (belowLimits) {
-      this.#armSoftTimer();
+      this.#armSoftTimer(now);
     }
   }
 
   /** Readers held by the soft mark go on once the output has released nothing for DRAINING_MS. */
-  #armSoftTimer(): void {
-    // Not draining: the soft mark holds no one (release() wakes those waiting for the limits).
-    if (this.#softTimer || !this.#draining(Date.now())) return;
-    const wait = Math.max(1, this.#releasedAt + DRAINING_MS - Date.now());
+  #armSoftTimer(now: number): void {
+    if (this.#softTimer) return;
+    const wait = this.#releasedAt + DRAINING_MS - now;
     this.#softTimer = setTimeout(() => {
       this.#softTimer = undefined;
       this.#maybeWakeWriters();
-      if (this.#writableWaiters.length > 0) this.#armSoftTimer();
-    }, wait);
+    }, Math.max(1, Math.ceil(wait)));
     this.#softTimer.unref();
   }
 

@@ -85,7 +85,7 @@ describe('BoundedQueue', () => {
   });
 
   it('writable() resolves below 90% of the limits, once the output has stopped draining (else below half the soft mark)', async () => {
-    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    vi.useFakeTimers({ toFake: ['Date', 'performance', 'setTimeout', 'clearTimeout'] });
     try {
       const q = new BoundedQueue({ maxEvents: 10, maxBytes: 10_000, whenFull: 'block' });
       q.offer(evs(10), 100, true);
@@ -133,7 +133,7 @@ describe('BoundedQueue', () => {
   });
 
   it('an output that stops releasing (an outage) lets readers held by the soft mark go on after 2 s and fill the queue to its limits', async () => {
-    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    vi.useFakeTimers({ toFake: ['Date', 'performance', 'setTimeout', 'clearTimeout'] });
     try {
       const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
       q.offer(evs(20), 200, true);
@@ -154,6 +154,82 @@ describe('BoundedQueue', () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+describe('BoundedQueue soft mark (review cases)', () => {
+  const fake = () => vi.useFakeTimers({ toFake: ['Date', 'performance', 'setTimeout', 'clearTimeout'] });
+
+  it('a reader that pauses just before the 2 s without a release end goes on when they end', async () => {
+    fake();
+    try {
+      const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+      q.offer(evs(10), 100, true);
+      q.release((await q.take({ ...now, maxEvents: 10 }, signal))!);
+      vi.advanceTimersByTime(1_999);
+      expect(q.offer(evs(150), 1500, true).result).toBe('slow_down');
+      let resumed = false;
+      const w = q.writable().then(() => (resumed = true));
+      vi.advanceTimersByTime(2);
+      await w;
+      expect(resumed).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('a wall clock stepped back does not stretch the wait: it is measured on the monotonic clock', async () => {
+    fake();
+    try {
+      const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+      q.offer(evs(10), 100, true);
+      q.release((await q.take({ ...now, maxEvents: 10 }, signal))!);
+      expect(q.offer(evs(150), 1500, true).result).toBe('slow_down');
+      vi.setSystemTime(Date.now() - 3_600_000);
+      let resumed = false;
+      const w = q.writable().then(() => (resumed = true));
+      vi.advanceTimersByTime(2_100);
+      await w;
+      expect(resumed).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('readers that cannot wait (UDP) keeping the queue above the mark do not starve a held reader: it goes on once the backlog it waited behind is released', async () => {
+    const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+    const batch = { ...now, maxEvents: 50 };
+    q.offer(evs(300), 3000, false);
+    q.release((await q.take(batch, signal))!);
+    // 260 waiting, above the mark (max(100, 4 x 50) = 200): 260 pending to be released first.
+    expect(q.offer(evs(10), 100, true).result).toBe('slow_down');
+    let resumed = false;
+    const w = q.writable().then(() => (resumed = true));
+    // The output takes 50 at a time while UDP brings 50 more each time: the queue stays at 260.
+    for (let i = 0; i < 5; i++) {
+      q.release((await q.take(batch, signal))!);
+      q.offer(evs(50), 500, false);
+      await Promise.resolve();
+    }
+    expect(resumed).toBe(false);
+    // The 310 pending when it paused are released now: it goes on at once (not 2 s later).
+    q.release((await q.take(batch, signal))!);
+    await Promise.resolve();
+    expect(resumed).toBe(true);
+    await w;
+  });
+
+  it('batches in flight do not count toward the mark (an HTTP output keeps many requests open)', async () => {
+    const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+    const batch = { ...now, maxEvents: 10 };
+    q.offer(evs(300), 3000, true);
+    q.release((await q.take(batch, signal))!);
+    const inFlight = [];
+    for (let i = 0; i < 25; i++) inFlight.push((await q.take(batch, signal))!);
+    // 250 in flight, 40 waiting: below the mark of 100 waiting.
+    expect(q.pendingEvents).toBe(290);
+    expect(q.offer(evs(50), 500, true).result).toBe('ok');
+    expect(q.offer(evs(20), 200, true).result).toBe('slow_down');
   });
 });
 
