@@ -5,7 +5,7 @@
 
 import type { LogEvent } from '../core/event.ts';
 import { timestampText } from '../core/event.ts';
-import { bsdToRfc3339 } from './timestamps.ts';
+import { bsdConversion } from './timestamps.ts';
 
 export type TimestampMode = 'received' | 'source';
 
@@ -38,7 +38,9 @@ export class Rfc5424Formatter {
   #lastIso = '';
   #last: LastHeader = { pri: -1, ts: '', hostname: '', appName: '', procId: '', text: '', bytes: undefined };
   /** The last source timestamp converted: its bytes (timestamps longer than 64 bytes are not kept). */
-  readonly #lastSource: { bytes: Buffer; length: number; format: number; text: string | undefined } = { bytes: Buffer.alloc(64), length: -1, format: -1, text: undefined };
+  readonly #lastSource: { bytes: Buffer; length: number; format: number; text: string | undefined; validFrom: number; validUntil: number } = {
+    bytes: Buffer.alloc(64), length: -1, format: -1, text: undefined, validFrom: 0, validUntil: 0,
+  };
 
   constructor(intakeKey: string, mode: TimestampMode) {
     this.#sd = intakeKeyElement(intakeKey);
@@ -61,20 +63,35 @@ export class Rfc5424Formatter {
   /**
    * The source's TIMESTAMP as RFC 5424 (an ISO one checked, a BSD one converted), or undefined when
    * it is not a valid one. A stream repeats its timestamps (a second's worth of events share one):
-   * the last one's bytes and rendering are kept, so each distinct value is converted once.
+   * the last one's bytes and rendering are kept, so each distinct value is converted once (a BSD
+   * one again when the reception time would give it another year).
    */
   #source(e: LogEvent): string | undefined {
     const n = e.tsEnd - e.tsStart;
     const last = this.#lastSource;
-    if (n === last.length && e.format === last.format && e.buf.compare(last.bytes, 0, n, e.tsStart, e.tsEnd) === 0) return last.text;
+    const at = e.receivedAt;
+    if (n === last.length && e.format === last.format && at >= last.validFrom && at < last.validUntil && e.buf.compare(last.bytes, 0, n, e.tsStart, e.tsEnd) === 0) {
+      return last.text;
+    }
     const ts = timestampText(e);
-    // RFC 5424, or an ISO timestamp in a BSD line; a BSD one converted.
-    const text = rfc5424Timestamp(ts) ?? (e.format === 3164 ? bsdToRfc3339(ts, e.receivedAt) : undefined);
+    // RFC 5424, or an ISO timestamp in a BSD line (the same whenever it is read); a BSD one
+    // converted, with the year its reception time gives, so it holds only for reception times
+    // that give the same year.
+    let text = rfc5424Timestamp(ts);
+    let validFrom = -Infinity;
+    let validUntil = Infinity;
+    if (text === undefined && e.format === 3164) {
+      const c = bsdConversion(ts, at);
+      text = c?.text;
+      if (c) ({ validFrom, validUntil } = c);
+    }
     if (n <= last.bytes.length) {
       e.buf.copy(last.bytes, 0, e.tsStart, e.tsEnd);
       last.length = n;
       last.format = e.format;
       last.text = text;
+      last.validFrom = validFrom;
+      last.validUntil = validUntil;
     }
     return text;
   }

@@ -45,11 +45,26 @@ export function isoTimestampAt(buf: Uint8Array, at: number, end: number): number
  * local zone, and the year that puts it nearest to `now` (a December line read in January).
  */
 export function bsdToRfc3339(ts: string, now: number): string | undefined {
+  return bsdConversion(ts, now)?.text;
+}
+
+export interface BsdConversion {
+  readonly text: string;
+  /** The same text for any `now` in [validFrom, validUntil): the year inferred stays the same. */
+  readonly validFrom: number;
+  readonly validUntil: number;
+}
+
+const DAY = 86_400_000;
+
+/** bsdToRfc3339, with the reception times for which its answer holds (a cache's key). */
+export function bsdConversion(ts: string, now: number): BsdConversion | undefined {
   if (bsdTimestampAt(Buffer.from(ts, 'latin1'), 0, ts.length) === 0) return undefined;
   const month = MONTHS.indexOf(ts.slice(0, 3)) / 3;
   const day = Number(ts.slice(4, 6).trim());
   let rest = ts.slice(7);
-  let year = new Date(now).getFullYear();
+  const nowYear = new Date(now).getFullYear();
+  let year = nowYear;
   let explicitYear = false;
   if (rest.charCodeAt(4) === 0x20) {
     year = Number(rest.slice(0, 4));
@@ -59,12 +74,25 @@ export function bsdToRfc3339(ts: string, now: number): string | undefined {
   const [hh, mm, ssFrac] = rest.split(':') as [string, string, string];
   const sec = Number(ssFrac.slice(0, 2));
   const frac = ssFrac.length > 3 ? Number(`0${ssFrac.slice(2)}`) : 0;
-  let date = new Date(year, month, day, Number(hh), Number(mm), sec, Math.round(frac * 1000));
-  if (!explicitYear && date.getTime() - now > 31 * 86_400_000) {
-    date = new Date(year - 1, month, day, Number(hh), Number(mm), sec, Math.round(frac * 1000));
+  const at = (y: number): Date => new Date(y, month, day, Number(hh), Number(mm), sec, Math.round(frac * 1000));
+  let date = at(year);
+  let validFrom = -Infinity;
+  let validUntil = Infinity;
+  if (!explicitYear) {
+    // The year is now's, or the one before when that puts the line more than 31 days ahead: the
+    // answer holds while now stays in its year and on the same side of that 31-day line.
+    validFrom = new Date(nowYear, 0, 1).getTime();
+    validUntil = new Date(nowYear + 1, 0, 1).getTime();
+    const turn = date.getTime() - 31 * DAY;
+    if (now < turn) {
+      date = at(year - 1);
+      validUntil = Math.min(validUntil, turn);
+    } else {
+      validFrom = Math.max(validFrom, turn);
+    }
   }
   if (Number.isNaN(date.getTime())) return undefined;
-  return toRfc3339Local(date);
+  return { text: toRfc3339Local(date), validFrom, validUntil };
 }
 
 function toRfc3339Local(d: Date): string {

@@ -46,6 +46,23 @@ describe('RFC 5424 output', () => {
     expect(ts('<13>1 2003-10-11T22:14:15.004Z h a - - - m')).toBe('2003-10-11T22:14:15.004Z');
   });
 
+  it('a repeated BSD timestamp gets the year of each reception time, also across a new year', () => {
+    const s = new Rfc5424Formatter('K', 'source');
+    const line = Buffer.from('<13>Jan  1 00:00:00 h a: m');
+    const tsAt = (when: number) => s.message(parseSyslog(line, 0, line.length, when, '192.0.2.7', D)).split(' ')[1];
+    // A sender whose clock is stuck at Jan 1, read over two years: each year's line is that year's.
+    expect(tsAt(new Date(2026, 5, 1).getTime())).toMatch(/^2026-01-01T00:00:00\.000/);
+    expect(tsAt(new Date(2026, 5, 1, 0, 0, 1).getTime())).toMatch(/^2026-01-01T00:00:00\.000/);
+    expect(tsAt(new Date(2027, 5, 1).getTime())).toMatch(/^2027-01-01T00:00:00\.000/);
+    // A December line read early in January is last year's; the same line read later in December, this year's.
+    const dec = Buffer.from('<13>Dec 31 23:59:59 h a: m');
+    const decAt = (when: number) => s.message(parseSyslog(dec, 0, dec.length, when, '192.0.2.7', D)).split(' ')[1];
+    expect(decAt(new Date(2027, 0, 1, 0, 0, 5).getTime())).toMatch(/^2026-12-31T23:59:59/);
+    expect(decAt(new Date(2027, 11, 31, 23, 59, 58).getTime())).toMatch(/^2027-12-31T23:59:59/);
+    expect(decAt(new Date(2027, 11, 5).getTime())).toMatch(/^2027-12-31T23:59:59/);
+    expect(decAt(new Date(2027, 10, 29).getTime())).toMatch(/^2026-12-31T23:59:59/);
+  });
+
   it('frames with byte counts, so multi-byte characters keep the stream in sync', () => {
     const events = [ev('<13>1 - h a - - - héllo €'), ev('plain 日本語')];
     const buf = f.frames(events);
