@@ -55,10 +55,12 @@ export interface CliOptions {
   readonly prefix?: readonly string[];
   /** Node's own options, before the script (e.g. --import). */
   readonly node?: readonly string[];
+  /** Another copy of the program to run instead of this checkout's src/main.ts. */
+  readonly main?: string;
 }
 
 function spawnCli(args: readonly string[], o: CliOptions): CliProcess {
-  const [cmd, ...rest] = [...(o.prefix ?? []), process.execPath, ...(o.node ?? []), MAIN, ...args];
+  const [cmd, ...rest] = [...(o.prefix ?? []), process.execPath, ...(o.node ?? []), o.main ?? MAIN, ...args];
   const proc = spawn(cmd as string, rest, { env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const out = { stdout: '', stderr: '' };
   let both = '';

@@ -4,7 +4,7 @@
 // neither zod nor the loader is among them after a start and a reload; a refused configuration
 // still names its file, line and key, from the child.
 import { execFileSync } from 'node:child_process';
-import { closeSync, constants, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, constants, cpSync, openSync, readFileSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { freePort, sendTcp, startTestIntake } from '../helpers/peers.ts';
@@ -96,6 +96,32 @@ describe('configuration loaded by a child process', () => {
     expect(proc.exitCode).toBe(null);
     proc.kill('SIGTERM');
     expect(await exitCode).toBe(0);
+  }, 60_000);
+
+  it('after an upgrade on disk, a reload is refused (the new program\'s loader is another version) and the running configuration stays', async () => {
+    const intake = track(await startTestIntake());
+    const [a, b] = [await freePort(), await freePort()];
+    // A copy of the program, as an installed package: its own package.json, the same dependencies.
+    const root = tempDir('config-child-upgrade-');
+    cpSync(new URL('../../src', import.meta.url).pathname, join(root, 'src'), { recursive: true });
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    writeFileSync(join(root, 'package.json'), JSON.stringify(pkg));
+    symlinkSync(new URL('../../node_modules', import.meta.url).pathname, join(root, 'node_modules'));
+    const file = join(root, 'relay.yaml');
+    writeFileSync(file, yaml(intake.port, [a]));
+    const { proc, output } = startCli(['run', '-c', file], { main: join(root, 'src/main.ts') });
+    await vi.waitFor(() => expect(output()).toContain('intake-relay started'), { timeout: 20_000 });
+
+    // The package is upgraded under the running daemon, and the configuration changed.
+    writeFileSync(join(root, 'package.json'), JSON.stringify({ ...pkg, version: '99.0.0' }));
+    writeFileSync(file, yaml(intake.port, [a, b]));
+    proc.kill('SIGHUP');
+    await vi.waitFor(() => expect(output()).toContain('Reload refused: the configuration could not be loaded'), { timeout: 20_000 });
+    expect(output()).toMatch(/intake-relay on disk is now 99\.0\.0 \(commit [^)]+\) and this daemon [^:]+: restart it to apply a configuration/);
+    // Nothing of the new file applied; the old one runs on.
+    await expect(sendTcp(b, '<14>Nov 23 10:00:00 host app: b\n')).rejects.toThrow(/ECONNREFUSED/);
+    await sendTcp(a, '<14>Nov 23 10:00:00 host app: still a\n');
+    await vi.waitFor(() => expect(intake.received.map((m) => m.message)).toContain('still a'), { timeout: 10_000 });
   }, 60_000);
 
   it('run: an invalid file exits 78 with the problem, from the child, before opening any port', async () => {
