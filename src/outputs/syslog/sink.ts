@@ -69,11 +69,17 @@ export class SyslogTlsSink implements Sink {
   #replacing = false;
   readonly #abort = new AbortController();
   #closingSettled: (() => void) | undefined;
-  readonly #pool = new BufferPool(4 * MiB);
+  /**
+   * Slabs freed by confirmations are kept up to what the window may hold: a confirmation by close
+   * frees the whole window at once, and slabs dropped then were old-generation garbage until a full
+   * collection (tens of MB at peak) while new ones were allocated for the next window.
+   */
+  readonly #pool: BufferPool;
   readonly #alloc = (n: number): Buffer => this.#pool.take(n);
 
   constructor(options: SyslogTlsOptions) {
     this.#o = options;
+    this.#pool = new BufferPool(options.proofBytes + HEADROOM_BYTES);
   }
 
   get unacknowledged(): number {
