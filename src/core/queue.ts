@@ -357,14 +357,15 @@ export class BoundedQueue implements EventQueue {
   }
 
   /**
-   * Resolves once a reader told to slow down may go on: below 90% of both limits, and (while the
-   * output drains) below half the soft mark or once what was pending when the first reader paused
-   * has been released; or the queue is closed.
+   * Resolves once a reader told to slow down may go on. While the output drains: below 90% of both
+   * limits, and below half the soft mark or once a soft mark's worth of what was pending when the
+   * first reader paused has been released. Otherwise (an outage): as soon as the queue is not full.
+   * And when the queue is closed.
    */
   writable(): Promise<void> {
     const now = performance.now();
     if (this.#closed || !this.#shouldWait(now)) return Promise.resolve();
-    if (this.#writableWaiters.length === 0) this.#softWakeAt = this.#released + this.pendingEvents;
+    if (this.#writableWaiters.length === 0) this.#softWakeAt = this.#released + Math.min(this.pendingEvents, this.#softEvents);
     const p = new Promise<void>((resolve) => this.#writableWaiters.push(resolve));
     this.#armSoftTimer(now);
     return p;
@@ -378,13 +379,16 @@ export class BoundedQueue implements EventQueue {
     const belowLimits = events < l.maxEvents * RESUME_FRACTION && bytes < l.maxBytes * RESUME_FRACTION;
     const belowSoft = (this.#events < this.#softEvents * SOFT_RESUME_FRACTION && this.#bytes < this.#softBytes * SOFT_RESUME_FRACTION) || this.#released >= this.#softWakeAt;
     const now = performance.now();
-    if (this.#closed || (belowLimits && (belowSoft || !this.#draining(now)))) {
+    // Draining: below 90% of the limits and clear of the soft mark. Not draining (an outage, or
+    // nothing taken yet): whenever there is room, since no release will come to wake them.
+    const draining = this.#draining(now);
+    if (this.#closed || (draining ? belowLimits && belowSoft : !this.#full())) {
       const ws = this.#writableWaiters;
       this.#writableWaiters = [];
       if (this.#softTimer) clearTimeout(this.#softTimer);
       this.#softTimer = undefined;
       for (const w of ws) w();
-    } else if (belowLimits) {
+    } else if (draining) {
       this.#armSoftTimer(now);
     }
   }
@@ -409,6 +413,7 @@ export class BoundedQueue implements EventQueue {
     if (this.#batch !== limits) {
       this.#batch = limits;
       this.#setSoft();
+      this.#maybeWakeWriters();
     }
     let lingerUntil = 0;
     for (;;) {
@@ -473,6 +478,8 @@ export class BoundedQueue implements EventQueue {
     this.#bytes -= bytes;
     this.#inFlightEvents += out.length;
     this.#inFlightBytes += bytes;
+    // Fewer events wait now: readers held by the soft mark may go on (an HTTP output takes many).
+    this.#maybeWakeWriters();
     return { events: out, bytes, seq };
   }
 

@@ -31,6 +31,24 @@ describe('BufferPool', () => {
     expect(again?.byteOffset).toBe(a.byteOffset);
   });
 
+  it('keeps freed slabs up to its bound for the next burst, and trim() lets all but one go', () => {
+    const pool = new BufferPool(64 * MiB);
+    const burst = () => Array.from({ length: 4 * 15 }, () => pool.take(270_000));
+    const first = burst();
+    const slabs = new Set(first.map((b) => b.buffer));
+    expect(slabs.size).toBe(4);
+    for (const b of first) pool.give(b);
+    // The next burst reuses the freed slabs instead of allocating new ones.
+    const second = burst();
+    expect(second.every((b) => slabs.has(b.buffer))).toBe(true);
+    for (const b of second) pool.give(b);
+    pool.trim();
+    const third = burst();
+    const reused = new Set(third.filter((b) => slabs.has(b.buffer)).map((b) => b.buffer));
+    // The current slab and one free slab are kept; the others were let go.
+    expect(reused.size).toBe(2);
+  });
+
   it('a batch over a quarter slab gets its own buffer; giving it back is harmless', () => {
     const pool = new BufferPool(8 * MiB);
     const big = pool.take(2 * MiB);

@@ -89,14 +89,16 @@ describe('BoundedQueue', () => {
     try {
       const q = new BoundedQueue({ maxEvents: 10, maxBytes: 10_000, whenFull: 'block' });
       q.offer(evs(10), 100, true);
+      const batch = { ...now, maxEvents: 1 };
+      const taken = [(await q.take(batch, signal))!, (await q.take(batch, signal))!];
       let resumed = false;
       const w = q.writable().then(() => (resumed = true));
-      const taken = [(await q.take({ ...now, maxEvents: 1 }, signal))!, (await q.take({ ...now, maxEvents: 1 }, signal))!];
       q.release(taken[0]!);
       await Promise.resolve();
       expect(resumed).toBe(false);
       q.release(taken[1]!);
-      // 8 of 10: below 90%, but the output is draining and 8 is above half the soft mark (4).
+      // 8 of 10: below 90%, but the output is draining, 8 wait (above half the soft mark, 4), and
+      // fewer than a soft mark's worth (4) have been released since the reader paused.
       vi.advanceTimersByTime(1_900);
       await Promise.resolve();
       expect(resumed).toBe(false);
@@ -206,17 +208,54 @@ describe('BoundedQueue soft mark (review cases)', () => {
     let resumed = false;
     const w = q.writable().then(() => (resumed = true));
     // The output takes 50 at a time while UDP brings 50 more each time: the queue stays at 260.
-    for (let i = 0; i < 5; i++) {
+    // The reader goes on once a soft mark's worth (200) has been released since it paused.
+    for (let i = 0; i < 3; i++) {
       q.release((await q.take(batch, signal))!);
       q.offer(evs(50), 500, false);
       await Promise.resolve();
     }
     expect(resumed).toBe(false);
-    // The 310 pending when it paused are released now: it goes on at once (not 2 s later).
+    // 200 released since it paused: it goes on at once (not 2 s later).
     q.release((await q.take(batch, signal))!);
     await Promise.resolve();
     expect(resumed).toBe(true);
     await w;
+  });
+
+  it('readers held by the mark with the queue above 90% (UDP filled it) go on when the output stops, though the queue is not below 90%', async () => {
+    fake();
+    try {
+      const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+      q.offer(evs(20), 200, true);
+      q.release((await q.take({ ...now, maxEvents: 10 }, signal))!);
+      q.offer(evs(910), 9100, false);
+      expect(q.offer(evs(5), 50, true).result).toBe('slow_down');
+      expect(q.full).toBe(false);
+      let resumed = false;
+      const w = q.writable().then(() => (resumed = true));
+      vi.advanceTimersByTime(2_100);
+      await w;
+      expect(resumed).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('an output that takes what waits (an HTTP output opening requests) lets held readers go on before any answer', async () => {
+    const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+    const batch = { ...now, maxEvents: 10 };
+    q.offer(evs(20), 200, true);
+    q.release((await q.take(batch, signal))!);
+    expect(q.offer(evs(100), 1000, true).result).toBe('slow_down');
+    let resumed = false;
+    const w = q.writable().then(() => (resumed = true));
+    for (let i = 0; i < 6; i++) await q.take(batch, signal);
+    await Promise.resolve();
+    expect(resumed).toBe(false);
+    // 40 waiting, 70 in flight: below half the mark (50) without a release.
+    await q.take(batch, signal);
+    await w;
+    expect(resumed).toBe(true);
   });
 
   it('batches in flight do not count toward the mark (an HTTP output keeps many requests open)', async () => {

@@ -46,6 +46,11 @@ export class BufferPool {
     return out;
   }
 
+  /** Drops the free slabs but one (after a burst, when nothing has been written for a while). */
+  trim(): void {
+    this.#free.length = Math.min(this.#free.length, 1);
+  }
+
   /** Only for a buffer from take() that nothing refers to any more (the kernel has taken it). */
   give(buf: Buffer): void {
     const s = this.#slabs.get(buf.buffer);

@@ -47,6 +47,8 @@ const MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
 /** Unconfirmed bytes beyond the proof distance before new batches wait (a connection that keeps failing). */
 const HEADROOM_BYTES = 8 * 1024 * 1024;
 const MiB = 1024 * 1024;
+/** A lull after which the slabs kept for the next burst are let go (all but one). */
+const TRIM_AFTER_MS = 10_000;
 
 export class SyslogTlsSink implements Sink {
   readonly type = 'syslog';
@@ -72,14 +74,17 @@ export class SyslogTlsSink implements Sink {
   /**
    * Slabs freed by confirmations are kept up to what the window may hold: a confirmation by close
    * frees the whole window at once, and slabs dropped then were old-generation garbage until a full
-   * collection (tens of MB at peak) while new ones were allocated for the next window.
+   * collection (tens of MB at peak) while new ones were allocated for the next window. A quarter
+   * more: a slab's end may stay unused (a batch that does not fit). Trimmed to one after
+   * TRIM_AFTER_MS with nothing written and nothing unconfirmed.
    */
   readonly #pool: BufferPool;
+  #lastSendAt = 0;
   readonly #alloc = (n: number): Buffer => this.#pool.take(n);
 
   constructor(options: SyslogTlsOptions) {
     this.#o = options;
-    this.#pool = new BufferPool(options.proofBytes + HEADROOM_BYTES);
+    this.#pool = new BufferPool(Math.ceil((options.proofBytes + HEADROOM_BYTES) * 1.25));
   }
 
   get unacknowledged(): number {
@@ -97,6 +102,7 @@ export class SyslogTlsSink implements Sink {
   async send(batch: Batch, signal: AbortSignal): Promise<SendResult> {
     const o = this.#o;
     if (this.#stopped) return { status: 'retryable', error: new RelayError('ERELAY_SHUTDOWN', 'Output is stopping.') };
+    this.#lastSendAt = Date.now();
     let conn = this.#current;
     if (!conn) {
       try {
@@ -175,6 +181,7 @@ export class SyslogTlsSink implements Sink {
 
   #tick(now: number): void {
     const o = this.#o;
+    if (this.#unackedBytes === 0 && now - this.#lastSendAt >= TRIM_AFTER_MS) this.#pool.trim();
     const cur = this.#current;
     if (cur) {
       const head = cur.window.peek();
