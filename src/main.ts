@@ -13,7 +13,6 @@ import { answerConfigLoad, LOAD_CONFIG_COMMAND, loadConfigInChild } from './conf
 import { MAX_CONFIG_BYTES, readBounded } from './config/read-bounded.ts';
 import { markFile, watchConfigFile } from './config/watch.ts';
 import type { Config } from './config/resolve.ts';
-import { effectiveYaml, summarize } from './cli/summary.ts';
 import { Daemon } from './pipeline/daemon.ts';
 import { isRelayWorker, runWorker } from './pipeline/worker-thread.ts';
 // The commands' own modules (check, send, rules push, tap, the emulator) are imported when their
@@ -215,6 +214,8 @@ async function loadOrReport(file: string, inChild = false): Promise<Config | und
 async function validate(file: string, print: boolean): Promise<number> {
   const config = await loadOrReport(file);
   if (!config) return EX_CONFIG;
+  // Imported here: it loads the YAML library, which the daemon does not need.
+  const { effectiveYaml, summarize } = await import('./cli/summary.ts');
   process.stdout.write(print ? effectiveYaml(config) : `${summarize(config)}\n`);
   return 0;
 }
