@@ -4,16 +4,27 @@
 import { describe, expect, it, vi } from 'vitest';
 import { UdpReceiveThreads } from '../../src/inputs/udp/receive-threads.ts';
 import { udpSocketDrops } from '../../src/inputs/udp/input.ts';
+import { nativeUdpFile } from '../../src/inputs/udp/native.ts';
 import { track } from '../helpers/cleanup.ts';
 
-function threads(port: number, n: number, batches: number[] = []): UdpReceiveThreads {
-  return new UdpReceiveThreads({
-    threads: n, address: '127.0.0.1', port, type: 'udp4', receiveBufferBytes: undefined, maxBacklogBytes: 1 << 20,
-    onBatch: (b) => batches.push(b.ends.length), onFailure: () => {}, what: 'review/udp',
-  });
-}
+// Both ways a thread receives: the native receive (built here by npm ci) and dgram.
+const NATIVE = nativeUdpFile();
 
-describe('UDP receive threads', () => {
+it('the native receive is built here (npm ci), so the threads below use it', () => {
+  expect(NATIVE).toMatch(/udp-recvmmsg\.node$/);
+});
+
+describe.each([
+  ['recvmmsg', NATIVE],
+  ['dgram', undefined],
+])('UDP receive threads (%s)', (_name, native) => {
+  function threads(port: number, n: number, batches: number[] = []): UdpReceiveThreads {
+    return new UdpReceiveThreads({
+      threads: n, address: '127.0.0.1', port, type: 'udp4', receiveBufferBytes: undefined, maxBacklogBytes: 1 << 20,
+      onBatch: (b) => batches.push(b.ends.length), onFailure: () => {}, what: 'review/udp', native,
+    });
+  }
+
   it('a stop while start() is spawning leaves no thread and no socket on the port', async () => {
     const t = threads(0, 3);
     const starting = t.start().catch(() => {});

@@ -29,6 +29,25 @@ describe('UDP receive threads', () => {
     expect([...plainHosts]).toEqual(['127.0.0.4']);
     expect(await relay.metric('intake_relay_udp_kernel_drops_total')).toBe(0);
     await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: 2_200, sent: 2_200, dropped: 0, balanced: true }));
+    // The threads received with recvmmsg (built here by npm ci), not dgram.
+    expect(relay.logText()).not.toContain('receive with Node\'s dgram');
+  });
+
+  it('with the native receive turned off, the threads receive with dgram, say so, and every datagram still arrives once', async () => {
+    process.env.INTAKE_RELAY_UDP_RECVMMSG = '0';
+    try {
+      const intake = track(await startTestIntake());
+      const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs: input(2) })));
+      const port = relay.port('t', 'udp/0');
+      const lines = Array.from({ length: 500 }, (_, i) => `<14>Nov 22 10:00:00 h app: dgram ${i}`);
+      await sendUdp('127.0.0.2', port, lines, 4);
+      await vi.waitFor(() => expect(intake.received).toHaveLength(500), { timeout: 20_000 });
+      expect(new Set(intake.received.map((m) => m.message)).size).toBe(500);
+      expect(relay.logText()).toContain('UDP receive threads receive with Node\'s dgram');
+      await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: 500, sent: 500, dropped: 0, balanced: true }));
+    } finally {
+      delete process.env.INTAKE_RELAY_UDP_RECVMMSG;
+    }
   });
 
   it('a burst while the main thread is blocked is read by the threads, not dropped by the kernel', async () => {

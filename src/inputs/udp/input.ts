@@ -11,7 +11,7 @@ import type { SyslogInputTelemetry } from '../../core/telemetry.ts';
 import type { Oversize } from '../../syslog/framing.ts';
 import type { HeaderDefaults } from '../../syslog/parse.ts';
 import { FrameBuilder, senderAddress } from '../frame-builder.ts';
-import { nativeUdp, type NativeHandle, type NativeUdp } from './native.ts';
+import { nativeUdp, nativeUdpFile, type NativeHandle, type NativeUdp } from './native.ts';
 import { UdpReceiveThreads, type ReceivedBatch } from './receive-threads.ts';
 
 export interface UdpInputOptions {
@@ -146,7 +146,16 @@ export class UdpSyslogInput implements Source {
   async #startThreads(builder: FrameBuilder, what: string): Promise<void> {
     const o = this.#o;
     const t = this.#t;
+    // The threads receive natively where the main thread would (a plain IP address, the addon built
+    // as a file); otherwise with dgram, said once.
+    const numeric = isIP(o.address) !== 0 && !o.address.includes('%');
+    const native = numeric ? nativeUdpFile() : undefined;
+    if (!native) {
+      const reason = !numeric ? `the address "${o.address}" is not a plain IP address` : nativeUdp().udp ? 'the native receive is inside the single executable' : nativeUdp().reason;
+      t.log.logger.info({ reason }, 'UDP receive threads receive with Node\'s dgram, one call per datagram (slower than recvmmsg).');
+    }
     const threads = new UdpReceiveThreads({
+      native,
       threads: o.receiveThreads,
       address: o.address,
       port: o.port,

@@ -38,6 +38,15 @@ export function nativeUdp(): { readonly udp: NativeUdp | undefined; readonly rea
   return loaded;
 }
 
+/**
+ * The shared object a receive thread loads (receive-threads.ts), when the native receive works here
+ * and is a file: in the single executable it is an asset, and receive threads use dgram.
+ */
+export function nativeUdpFile(): string | undefined {
+  if (!nativeUdp().udp || typeof INTAKE_RELAY_BUILD !== 'undefined') return undefined;
+  return fileURLToPath(new URL(`../../../native/build/${NATIVE_UDP_FILE}`, import.meta.url));
+}
+
 function load(): { readonly udp: NativeUdp | undefined; readonly reason: string } {
   if (process.platform !== 'linux') return { udp: undefined, reason: `recvmmsg is Linux only (this is ${process.platform})` };
   try {

@@ -5,7 +5,9 @@
 // kernel no longer drops datagrams because one event loop did everything. What the main thread has
 // not taken yet is bounded (maxBacklogBytes per thread); past it a thread drops datagrams and
 // counts them. The thread's code is self-contained (Node's built-in modules only) and runs from
-// its source text, so it works the same from dist/, from src/ and in the single executable.
+// its source text, so it works the same from dist/, from src/ and in the single executable. Where
+// the native receive is built (native.ts), a thread loads it and hands over each recvmmsg batch as
+// it comes (one JavaScript call per batch); otherwise it uses dgram, one call per datagram.
 
 import type dgramModule from 'node:dgram';
 import { Worker, type MessagePort } from 'node:worker_threads';
@@ -38,6 +40,8 @@ export interface ReceiveThreadsOptions {
   readonly onFailure: (err: Error) => void;
   /** For errors: "<intake>/<input>" or "listener <name>". */
   readonly what: string;
+  /** The native receive's shared object for the threads to load (nativeUdpFile()), or undefined for dgram. */
+  readonly native: string | undefined;
 }
 
 interface ThreadData {
@@ -47,6 +51,8 @@ interface ThreadData {
   readonly receiveBufferBytes: number | undefined;
   readonly batchBytes: number;
   readonly maxBacklogBytes: number;
+  /** The native receive's shared object to load (native.ts), or undefined for dgram. */
+  readonly native: string | undefined;
 }
 
 type FromThread =
@@ -60,6 +66,73 @@ type FromThread =
  * uses nothing but its arguments: no imports, no names from this module.
  */
 function receiveThread(d: ThreadData, parent: MessagePort, dgram: typeof dgramModule): void {
+  if (d.native) {
+    // The native receive (the NativeUdp interface of native.ts, spelled out here: no imports).
+    type Handle = object;
+    const addon = { exports: {} as {
+      open(address: string, port: number, ipv6: boolean, reusePort: boolean, rcvbuf: number): Handle;
+      info(h: Handle): [number, number];
+      start(h: Handle, onBatch: (buf: Buffer, ends: Uint32Array, from: Uint32Array, addrs: string[]) => void, onError: (errno: number) => void): void;
+      drain(h: Handle): void;
+      close(h: Handle): void;
+    } };
+    let h: Handle;
+    try {
+      process.dlopen(addon, d.native);
+      h = addon.exports.open(d.address, d.port, d.type === 'udp6', true, d.receiveBufferBytes ?? 0);
+    } catch (err) {
+      parent.postMessage({ kind: 'error', code: (err as NodeJS.ErrnoException).code, message: (err as Error).message });
+      parent.close();
+      return;
+    }
+    const udp = addon.exports;
+    let backlog = 0;
+    let dropped = 0;
+    let reportDrops = false;
+    // Drops are reported with the next batch, or on their own at the end of this turn.
+    const report = (): void => {
+      reportDrops = false;
+      if (dropped === 0) return;
+      parent.postMessage({ kind: 'batch', buf: new ArrayBuffer(0), ends: new Uint32Array(0), from: new Uint32Array(0), addrs: [], dropped });
+      dropped = 0;
+    };
+    udp.start(
+      h,
+      (buf, ends, from, addrs) => {
+        if (backlog + buf.length > d.maxBacklogBytes) {
+          dropped += ends.length;
+          if (!reportDrops) {
+            reportDrops = true;
+            setImmediate(report);
+          }
+          return;
+        }
+        // The addon's Buffer owns its memory exactly; copy only if it is a view into more.
+        const whole = buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength;
+        const ab = whole ? (buf.buffer as ArrayBuffer) : new Uint8Array(buf).buffer;
+        parent.postMessage({ kind: 'batch', buf: ab, ends, from, addrs, dropped }, [ab, ends.buffer as ArrayBuffer, from.buffer as ArrayBuffer]);
+        backlog += ab.byteLength;
+        dropped = 0;
+      },
+      // A read that failed (not "nothing to read"): the addon polls again after 100 ms.
+      () => {},
+    );
+    parent.on('message', (m: { kind: 'ack'; bytes: number } | { kind: 'stop' }) => {
+      if (m.kind === 'ack') {
+        backlog -= m.bytes;
+        return;
+      }
+      // What the kernel holds is read and handed over before the socket closes.
+      udp.drain(h);
+      udp.close(h);
+      report();
+      parent.postMessage({ kind: 'stopped' });
+      parent.close();
+    });
+    const [port, rcvbuf] = udp.info(h);
+    parent.postMessage({ kind: 'bound', port, rcvbuf });
+    return;
+  }
   const socket = dgram.createSocket({ type: d.type, reusePort: true });
   let scratch = Buffer.allocUnsafe(d.batchBytes);
   let used = 0;
@@ -181,7 +254,7 @@ export class UdpReceiveThreads {
 
   #spawn(port: number): Promise<number> {
     const o = this.#o;
-    const data: ThreadData = { address: o.address, port, type: o.type, receiveBufferBytes: o.receiveBufferBytes, batchBytes: BATCH_BYTES, maxBacklogBytes: o.maxBacklogBytes };
+    const data: ThreadData = { address: o.address, port, type: o.type, receiveBufferBytes: o.receiveBufferBytes, batchBytes: BATCH_BYTES, maxBacklogBytes: o.maxBacklogBytes, native: o.native };
     const w = new Worker(SOURCE, { eval: true, workerData: data, name: 'udp-receive', resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 } });
     this.#workers.push(w);
     return new Promise<number>((resolve, reject) => {
