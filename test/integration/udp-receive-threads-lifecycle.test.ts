@@ -1,17 +1,45 @@
 // UDP receive threads at their edges: a stop that comes while start() is still spawning leaves no
 // thread and no socket behind; a second set of receive threads (a second relay) on a port the
 // first holds is ERELAY_LISTEN, not a silent share of its senders (SO_REUSEPORT would allow it).
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { UdpReceiveThreads } from '../../src/inputs/udp/receive-threads.ts';
 import { udpSocketDrops } from '../../src/inputs/udp/input.ts';
 import { nativeUdpFile } from '../../src/inputs/udp/native.ts';
-import { track } from '../helpers/cleanup.ts';
+import { tempDir, track } from '../helpers/cleanup.ts';
 
 // Both ways a thread receives: the native receive (built here by npm ci) and dgram.
 const NATIVE = nativeUdpFile();
 
 it('the native receive is built here (npm ci), so the threads below use it', () => {
   expect(NATIVE).toMatch(/udp-recvmmsg\.node$/);
+});
+
+it('a receive thread whose reads keep failing reports it (the first of every 1,000) and retries every 100 ms', () => {
+  // recvmmsg made to fail with ENOBUFS in the whole process (a preloaded shim built here), so in
+  // the receive thread too.
+  const dir = tempDir('recvmmsg-thread-shim-');
+  const shim = join(dir, 'shim.so');
+  writeFileSync(join(dir, 'shim.c'), '#define _GNU_SOURCE\n#include <errno.h>\n#include <sys/socket.h>\nint recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *t) { (void)fd; (void)v; (void)n; (void)flags; (void)t; errno = ENOBUFS; return -1; }\n');
+  execFileSync('cc', ['-shared', '-fPIC', '-o', shim, join(dir, 'shim.c')]);
+  const module = new URL('../../src/inputs/udp/receive-threads.ts', import.meta.url).pathname;
+  const script = join(dir, 'run.mjs');
+  writeFileSync(script, `
+    import { UdpReceiveThreads } from ${JSON.stringify(module)};
+    import dgram from 'node:dgram';
+    const errors = [];
+    const t = new UdpReceiveThreads({ threads: 1, address: '127.0.0.1', port: 0, type: 'udp4', receiveBufferBytes: undefined, maxBacklogBytes: 1 << 20,
+      onBatch: () => {}, onFailure: (e) => errors.push('failure ' + e.message), onReadError: (errno, count) => errors.push(errno + '/' + count), what: 'shim', native: ${JSON.stringify(NATIVE)} });
+    await t.start();
+    const s = dgram.createSocket('udp4');
+    s.send('x', t.port, '127.0.0.1', () => s.close());
+    setTimeout(async () => { await t.stop(); console.log(JSON.stringify(errors)); }, 1000);`);
+  const child = spawnSync(process.execPath, [script], { encoding: 'utf8', env: { ...process.env, LD_PRELOAD: shim } });
+  expect(child.stderr).toBe('');
+  // One report (the first failure), with ENOBUFS; retried about every 100 ms, not in a loop.
+  expect(JSON.parse(child.stdout)).toEqual(['105/1']);
 });
 
 describe.each([
@@ -21,9 +49,37 @@ describe.each([
   function threads(port: number, n: number, batches: number[] = []): UdpReceiveThreads {
     return new UdpReceiveThreads({
       threads: n, address: '127.0.0.1', port, type: 'udp4', receiveBufferBytes: undefined, maxBacklogBytes: 1 << 20,
-      onBatch: (b) => batches.push(b.ends.length), onFailure: () => {}, what: 'review/udp', native,
+      onBatch: (b) => batches.push(b.ends.length), onFailure: () => {}, onReadError: () => {}, what: 'review/udp', native,
     });
   }
+
+  it('what the main thread has not taken is bounded: past maxBacklogBytes the thread drops datagrams and says how many', async () => {
+    let delivered = 0;
+    let dropped = 0;
+    const t = new UdpReceiveThreads({
+      threads: 1, address: '127.0.0.1', port: 0, type: 'udp4', receiveBufferBytes: 4 << 20, maxBacklogBytes: 64 * 1024,
+      onBatch: (b) => {
+        delivered += b.ends.length;
+        dropped += b.dropped;
+      },
+      onFailure: () => {}, onReadError: () => {}, what: 'review/udp', native,
+    });
+    await t.start();
+    track(t);
+    // 400 datagrams of 1,000 bytes from another process while this (the main) thread is blocked:
+    // the thread may hand over 64 KiB, then drops.
+    const sent = 400;
+    const child = spawn(process.execPath, ['-e', `
+      const s = require('node:dgram').createSocket('udp4'); const p = Buffer.alloc(1000, 97);
+      let i = 0; const tick = () => { for (let k = 0; k < 20 && i < ${sent}; k++, i++) s.send(p, ${t.port}, '127.0.0.1'); if (i < ${sent}) setTimeout(tick, 5); else setTimeout(() => s.close(), 100); }; tick();`]);
+    const exited = new Promise((r) => child.once('exit', r));
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1_500);
+    await exited;
+    await vi.waitFor(() => expect(delivered + dropped).toBe(sent), { timeout: 10_000 });
+    expect(dropped).toBeGreaterThan(0);
+    expect(delivered).toBeLessThanOrEqual(64 + 64);
+    expect(udpSocketDrops('/proc/net/udp', t.port)).toBe(0);
+  });
 
   it('a stop while start() is spawning leaves no thread and no socket on the port', async () => {
     const t = threads(0, 3);

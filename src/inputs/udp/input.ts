@@ -165,6 +165,7 @@ export class UdpSyslogInput implements Source {
       what,
       onBatch: (b) => this.#batch(builder, b),
       onFailure: (err) => t.log.error('receive_thread', err, {}, 'A UDP receive thread failed: its senders now go to the other threads\' sockets.'),
+      onReadError: (errno, failures) => t.log.error('socket', new Error(`recvmmsg failed: errno ${errno}`), { failures }, 'UDP socket error.'),
     });
     this.#threads = threads;
     this.#flush = () => builder.flush();

@@ -38,6 +38,8 @@ export interface ReceiveThreadsOptions {
   readonly onBatch: (batch: ReceivedBatch) => void;
   /** A thread that failed after it started (its senders go to the other sockets). */
   readonly onFailure: (err: Error) => void;
+  /** A native read failed (the first of every 1,000 a thread sees; it retries after 100 ms). */
+  readonly onReadError: (errno: number, count: number) => void;
   /** For errors: "<intake>/<input>" or "listener <name>". */
   readonly what: string;
   /** The native receive's shared object for the threads to load (nativeUdpFile()), or undefined for dgram. */
@@ -59,6 +61,7 @@ type FromThread =
   | { readonly kind: 'bound'; readonly port: number; readonly rcvbuf: number }
   | { readonly kind: 'error'; readonly code: string | undefined; readonly message: string }
   | { readonly kind: 'batch'; readonly buf: ArrayBuffer; readonly ends: Uint32Array; readonly from: Uint32Array; readonly addrs: string[]; readonly dropped: number }
+  | { readonly kind: 'readError'; readonly errno: number; readonly count: number }
   | { readonly kind: 'stopped' };
 
 /**
@@ -88,6 +91,7 @@ function receiveThread(d: ThreadData, parent: MessagePort, dgram: typeof dgramMo
     const udp = addon.exports;
     let backlog = 0;
     let dropped = 0;
+    let readErrors = 0;
     let reportDrops = false;
     // Drops are reported with the next batch, or on their own at the end of this turn.
     const report = (): void => {
@@ -110,12 +114,16 @@ function receiveThread(d: ThreadData, parent: MessagePort, dgram: typeof dgramMo
         // The addon's Buffer owns its memory exactly; copy only if it is a view into more.
         const whole = buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength;
         const ab = whole ? (buf.buffer as ArrayBuffer) : new Uint8Array(buf).buffer;
-        parent.postMessage({ kind: 'batch', buf: ab, ends, from, addrs, dropped }, [ab, ends.buffer as ArrayBuffer, from.buffer as ArrayBuffer]);
+        // Counted before the transfer, which leaves ab empty.
         backlog += ab.byteLength;
+        parent.postMessage({ kind: 'batch', buf: ab, ends, from, addrs, dropped }, [ab, ends.buffer as ArrayBuffer, from.buffer as ArrayBuffer]);
         dropped = 0;
       },
-      // A read that failed (not "nothing to read"): the addon polls again after 100 ms.
-      () => {},
+      // A read that failed (not "nothing to read"): the addon polls again after 100 ms; the main
+      // thread logs the first of every 1,000.
+      (errno) => {
+        if (readErrors++ % 1000 === 0) parent.postMessage({ kind: 'readError', errno, count: readErrors });
+      },
     );
     parent.on('message', (m: { kind: 'ack'; bytes: number } | { kind: 'stop' }) => {
       if (m.kind === 'ack') {
@@ -276,6 +284,9 @@ export class UdpReceiveThreads {
             else o.onFailure(err);
             return;
           }
+          case 'readError':
+            o.onReadError(m.errno, m.count);
+            return;
           case 'stopped':
             return;
         }
