@@ -8,7 +8,7 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
 import { once } from 'node:events';
-import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -91,7 +91,7 @@ describe('single executable', () => {
   });
 
   it('runs workers (workers: 3) from its own bundle: every thread delivers, /metrics adds them up, SIGTERM stops them all', async () => {
-    const [syslogPort, metricsPort, udpPort] = [await freePort(), await freePort(), await freePort()];
+    const [syslogPort, metricsPort, udpPort, threadsPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
     const config = join(dir, 'workers.yaml');
     writeFileSync(config, `workers: 3
 metrics: { address: 127.0.0.1, port: ${metricsPort} }
@@ -99,9 +99,12 @@ emulator: { when: no_intake_key }
 intakes:
   - name: t
     intake_key: ""
-    inputs: [{ type: tcp, address: 127.0.0.1, port: ${syslogPort} }, { type: udp, address: 127.0.0.1, port: ${udpPort} }]
+    inputs: [{ type: tcp, address: 127.0.0.1, port: ${syslogPort} }, { type: udp, address: 127.0.0.1, port: ${udpPort} }, { type: udp, address: 127.0.0.1, port: ${threadsPort}, receive_threads: 1 }]
 `);
-    const { proc, out, exited } = runExe(['run', '-c', config]);
+    // A temporary directory of its own: the addon's copies are written there and removed.
+    const tmp = join(dir, 'workers-tmp');
+    mkdirSync(tmp);
+    const { proc, out, exited } = runExe(['run', '-c', config], { TMPDIR: tmp });
     await waitListening(syslogPort, 20_000);
     await vi.waitFor(() => expect(out()).toContain('"workers":3'), { timeout: 15_000 });
     await Promise.all(Array.from({ length: 24 }, (_, c) => sendTcp(syslogPort, Array.from({ length: 25 }, (_, i) => `<14>Nov 26 10:00:00 host app: c${c}-${i}\n`).join(''))));
@@ -109,14 +112,17 @@ intakes:
     // UDP through the native receive, loaded by every thread from the executable's asset.
     const udp = dgram.createSocket('udp4');
     for (let i = 0; i < 60; i++) await new Promise<void>((r) => udp.send(`<14>Nov 26 10:00:00 host app: udp-${i}`, udpPort, '127.0.0.1', () => r()));
+    // And through receive threads (one per worker), which load it from a copy written for them.
+    for (let i = 0; i < 60; i++) await new Promise<void>((r) => udp.send(`<14>Nov 26 10:00:00 host app: rt-${i}`, threadsPort, '127.0.0.1', () => r()));
     udp.close();
-    await vi.waitFor(async () => expect(await metrics()).toContain('intake_relay_events_sent_total{intake="t",output="syslog"} 660'), { timeout: 15_000 });
+    await vi.waitFor(async () => expect(await metrics()).toContain('intake_relay_events_sent_total{intake="t",output="syslog"} 720'), { timeout: 15_000 });
     expect(out()).not.toContain("Node's dgram");
     // One output connection per thread; connected (1) while every thread is; one build, not three.
     expect(out().match(/"msg":"Output connected\."/g)).toHaveLength(3);
     const text = await metrics();
     expect(text).toContain('intake_relay_output_connected{intake="t",output="syslog"} 1');
     expect(text).toMatch(/^intake_relay_build_info\{[^}]*\} 1$/m);
+    expect(readdirSync(tmp)).toEqual([]);
     proc.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(out().match(/Stopped: every queued event was delivered\./g)).toHaveLength(3);

@@ -7,11 +7,12 @@ import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { UdpReceiveThreads } from '../../src/inputs/udp/receive-threads.ts';
 import { udpSocketDrops } from '../../src/inputs/udp/input.ts';
-import { nativeUdpFile } from '../../src/inputs/udp/native.ts';
+import { nativeUdpForThreads } from '../../src/inputs/udp/native.ts';
 import { tempDir, track } from '../helpers/cleanup.ts';
 
 // Both ways a thread receives: the native receive (built here by npm ci) and dgram.
-const NATIVE = nativeUdpFile();
+const forThreads = nativeUdpForThreads();
+const NATIVE = 'file' in forThreads ? forThreads.file : undefined;
 
 it('the native receive is built here (npm ci), so the threads below use it', () => {
   expect(NATIVE).toMatch(/udp-recvmmsg\.node$/);

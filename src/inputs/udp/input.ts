@@ -11,7 +11,7 @@ import type { SyslogInputTelemetry } from '../../core/telemetry.ts';
 import type { Oversize } from '../../syslog/framing.ts';
 import type { HeaderDefaults } from '../../syslog/parse.ts';
 import { FrameBuilder, senderAddress } from '../frame-builder.ts';
-import { nativeUdp, nativeUdpFile, type NativeHandle, type NativeUdp } from './native.ts';
+import { nativeUdp, nativeUdpForThreads, type NativeHandle, type NativeUdp } from './native.ts';
 import { UdpReceiveThreads, type ReceivedBatch } from './receive-threads.ts';
 
 export interface UdpInputOptions {
@@ -149,13 +149,10 @@ export class UdpSyslogInput implements Source {
     // The threads receive natively where the main thread would (a plain IP address, the addon built
     // as a file); otherwise with dgram, said once.
     const numeric = isIP(o.address) !== 0 && !o.address.includes('%');
-    const native = numeric ? nativeUdpFile() : undefined;
-    if (!native) {
-      const reason = !numeric ? `the address "${o.address}" is not a plain IP address` : nativeUdp().udp ? 'the native receive is inside the single executable' : nativeUdp().reason;
-      t.log.logger.info({ reason }, 'UDP receive threads receive with Node\'s dgram, one call per datagram (slower than recvmmsg).');
-    }
+    const native = numeric ? nativeUdpForThreads() : { reason: `the address "${o.address}" is not a plain IP address` };
+    if ('reason' in native) t.log.logger.info({ reason: native.reason }, 'UDP receive threads receive with Node\'s dgram, one call per datagram (slower than recvmmsg).');
     const threads = new UdpReceiveThreads({
-      native,
+      native: 'file' in native ? native.file : undefined,
       threads: o.receiveThreads,
       address: o.address,
       port: o.port,
@@ -176,6 +173,9 @@ export class UdpSyslogInput implements Source {
     } catch (err) {
       this.#threads = undefined;
       throw err;
+    } finally {
+      // Every thread has loaded the addon (or failed): the executable's copy can go.
+      if ('done' in native) native.done();
     }
     this.#listening(threads.rcvbuf);
   }

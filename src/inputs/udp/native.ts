@@ -39,12 +39,24 @@ export function nativeUdp(): { readonly udp: NativeUdp | undefined; readonly rea
 }
 
 /**
- * The shared object a receive thread loads (receive-threads.ts), when the native receive works here
- * and is a file: in the single executable it is an asset, and receive threads use dgram.
+ * The addon as a file receive threads can load (receive-threads.ts), and `done` to call once they
+ * have: in a checkout or package the built file; in the single executable its asset written to a
+ * private temporary directory, removed by `done`. Or why not.
  */
-export function nativeUdpFile(): string | undefined {
-  if (!nativeUdp().udp || typeof INTAKE_RELAY_BUILD !== 'undefined') return undefined;
-  return fileURLToPath(new URL(`../../../native/build/${NATIVE_UDP_FILE}`, import.meta.url));
+export function nativeUdpForThreads(): { readonly file: string; done(): void } | { readonly reason: string } {
+  const native = nativeUdp();
+  if (!native.udp) return { reason: native.reason };
+  if (typeof INTAKE_RELAY_BUILD === 'undefined') return { file: fileURLToPath(new URL(`../../../native/build/${NATIVE_UDP_FILE}`, import.meta.url)), done: () => {} };
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const sea = require('node:sea') as typeof import('node:sea');
+    const dir = mkdtempSync(join(tmpdir(), 'intake-relay-'));
+    const file = join(dir, NATIVE_UDP_FILE);
+    writeFileSync(file, new Uint8Array(sea.getRawAsset(NATIVE_UDP_FILE)), { mode: 0o500 });
+    return { file, done: () => rmSync(dir, { recursive: true, force: true }) };
+  } catch (err) {
+    return { reason: `cannot write it to ${tmpdir()} for the receive threads: ${(err as Error).message}` };
+  }
 }
 
 function load(): { readonly udp: NativeUdp | undefined; readonly reason: string } {
