@@ -13,7 +13,8 @@ import { convertLegacy, legacySchema, looksLegacy } from './legacy.ts';
 import { legacyMetrics } from './legacy-env.ts';
 import { checkQueueDir, type LegacyEnv } from './legacy-env.ts';
 import { SecretScrubber, isSecretField } from './redact.ts';
-import { MAX_CONFIG_BYTES, readBounded, readYaml, yamlValue } from './yaml-source.ts';
+import { MAX_CONFIG_BYTES, readBounded } from './read-bounded.ts';
+import { readYaml, yamlValue } from './yaml-source.ts';
 
 import { ConfigError, EX_CONFIG } from './errors.ts';
 

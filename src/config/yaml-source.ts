@@ -8,7 +8,6 @@ import { LineCounter, isAlias, isMap, isNode, isScalar, isSeq, parseDocument, vi
 
 import { MAX_CONFIG_BYTES } from './read-bounded.ts';
 
-export { MAX_CONFIG_BYTES, readBounded } from './read-bounded.ts';
 /** Alias expansions allowed (the yaml library's default): a "billion laughs" document stops here. */
 const MAX_ALIAS_COUNT = 100;
 /** A broken bracket can make every later line an error: the first ones say where to look. */

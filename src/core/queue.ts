@@ -36,9 +36,8 @@ const RESUME_FRACTION = 0.9;
  * and cost a full GC to free). The mark counts events waiting to be taken, not batches in flight
  * (an HTTP output keeps many requests open). The depth above it is for outages: once the output has
  * released nothing for DRAINING_MS, readers fill the queue to its limits. A reader held by it goes
- * on below half the mark, or once as many events as were pending when it paused have been
- * released, so readers that cannot wait (UDP, HTTP) keeping the queue above the mark do not starve
- * it.
+ * on below half the mark, or once a mark's worth of events has been released since it paused, so
+ * readers that cannot wait (UDP, HTTP) keeping the queue above the mark do not starve it.
  */
 const SOFT_FRACTION = 0.1;
 const SOFT_BATCHES = 4;
@@ -130,15 +129,13 @@ export class BoundedQueue implements EventQueue {
   #released = 0;
   #softWakeAt = 0;
   /** The soft mark (see SOFT_FRACTION), from the limits and the batches the runner takes. */
-  #softEvents: number;
-  #softBytes: number;
+  #softEvents = 0;
+  #softBytes = 0;
   #batch: BatchLimits | undefined;
   #softTimer: NodeJS.Timeout | undefined;
 
   constructor(limits: QueueLimits) {
     this.#limits = limits;
-    this.#softEvents = limits.maxEvents;
-    this.#softBytes = limits.maxBytes;
     this.#setSoft();
   }
 
@@ -486,8 +483,6 @@ export class BoundedQueue implements EventQueue {
   /** No more offers; `take` hands out what remains, then undefined. Wakes paused writers. */
   close(): void {
     this.#closed = true;
-    if (this.#softTimer) clearTimeout(this.#softTimer);
-    this.#softTimer = undefined;
     this.#wakeTaker();
     this.#maybeWakeWriters();
   }

@@ -29,6 +29,14 @@ export interface UdpInputOptions {
 /** What a receive thread may hand over and the main thread not have taken yet, before it drops. */
 const MAX_BACKLOG_BYTES = 16 * 1024 * 1024;
 
+/**
+ * Why the native receive cannot bind `address`, or undefined: it takes a numeric address without a
+ * zone (a host name goes through dgram's lookup, fe80::1%eth0 through its scope).
+ */
+function notPlainIp(address: string): string | undefined {
+  return isIP(address) !== 0 && !address.includes('%') ? undefined : `the address "${address}" is not a plain IP address`;
+}
+
 export class UdpSyslogInput implements Source {
   readonly #o: UdpInputOptions;
   readonly #sender: Sender;
@@ -67,11 +75,9 @@ export class UdpSyslogInput implements Source {
     const reusePort = portsShared();
     if (reusePort) await udpPortFree(isIPv6(o.address) ? 'udp6' : 'udp4', o.address, o.port, what);
     const native = nativeUdp();
-    // The native receive binds a numeric address without a zone (a host name goes through dgram's lookup, fe80::1%eth0 through its scope).
-    const numeric = isIP(o.address) !== 0 && !o.address.includes('%');
-    if (native.udp && numeric) return this.#startNative(native.udp, builder, what, reusePort);
-    const reason = native.udp ? `the address "${o.address}" is not a plain IP address` : native.reason;
-    this.#t.log.logger.info({ reason }, 'UDP input receives with Node\'s dgram, one call per datagram (slower than recvmmsg).');
+    const unbindable = notPlainIp(o.address);
+    if (native.udp && !unbindable) return this.#startNative(native.udp, builder, what, reusePort);
+    this.#t.log.logger.info({ reason: unbindable ?? native.reason }, 'UDP input receives with Node\'s dgram, one call per datagram (slower than recvmmsg).');
     return this.#startDgram(builder, what, reusePort);
   }
 
@@ -112,7 +118,6 @@ export class UdpSyslogInput implements Source {
    */
   #startNative(udp: NativeUdp, builder: FrameBuilder, what: string, reusePort: boolean): void {
     const o = this.#o;
-    const t = this.#t;
     let h: NativeHandle;
     try {
       h = udp.open(o.address, o.port, isIPv6(o.address), reusePort, o.receiveBufferBytes ?? 0);
@@ -129,7 +134,7 @@ export class UdpSyslogInput implements Source {
         (buf, ends, from, addrs) => this.#batch(builder, { buf, ends, from, addrs, dropped: 0 }),
         // A read failed (not "nothing to read"): logged once per burst, the socket stays polled.
         (errno) => {
-          if (failures++ % 1000 === 0) t.log.error('socket', new Error(`recvmmsg failed: errno ${errno}`), { failures }, 'UDP socket error.');
+          if (failures++ % 1000 === 0) this.#readFailed(errno, failures);
         },
       );
       [port, rcvbuf] = udp.info(h);
@@ -146,10 +151,9 @@ export class UdpSyslogInput implements Source {
   async #startThreads(builder: FrameBuilder, what: string): Promise<void> {
     const o = this.#o;
     const t = this.#t;
-    // The threads receive natively where the main thread would (a plain IP address, the addon built
-    // as a file); otherwise with dgram, said once.
-    const numeric = isIP(o.address) !== 0 && !o.address.includes('%');
-    const native = numeric ? nativeUdpForThreads() : { reason: `the address "${o.address}" is not a plain IP address` };
+    // The threads receive natively where the main thread would; otherwise with dgram, said once.
+    const unbindable = notPlainIp(o.address);
+    const native = unbindable ? { reason: unbindable } : nativeUdpForThreads();
     if ('reason' in native) t.log.logger.info({ reason: native.reason }, 'UDP receive threads receive with Node\'s dgram, one call per datagram (slower than recvmmsg).');
     const threads = new UdpReceiveThreads({
       native: 'file' in native ? native.file : undefined,
@@ -162,7 +166,7 @@ export class UdpSyslogInput implements Source {
       what,
       onBatch: (b) => this.#batch(builder, b),
       onFailure: (err) => t.log.error('receive_thread', err, {}, 'A UDP receive thread failed: its senders now go to the other threads\' sockets.'),
-      onReadError: (errno, failures) => t.log.error('socket', new Error(`recvmmsg failed: errno ${errno}`), { failures }, 'UDP socket error.'),
+      onReadError: (errno, failures) => this.#readFailed(errno, failures),
     });
     this.#threads = threads;
     this.#flush = () => builder.flush();
@@ -195,6 +199,10 @@ export class UdpSyslogInput implements Source {
       start = end;
     }
     builder.flush();
+  }
+
+  #readFailed(errno: number, failures: number): void {
+    this.#t.log.error('socket', new Error(`recvmmsg failed: errno ${errno}`), { failures }, 'UDP socket error.');
   }
 
   /** Bound, whichever way it receives: `rcvbuf` is the receive buffer the kernel granted. */

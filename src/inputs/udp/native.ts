@@ -46,17 +46,18 @@ export function nativeUdp(): { readonly udp: NativeUdp | undefined; readonly rea
 export function nativeUdpForThreads(): { readonly file: string; done(): void } | { readonly reason: string } {
   const native = nativeUdp();
   if (!native.udp) return { reason: native.reason };
-  if (typeof INTAKE_RELAY_BUILD === 'undefined') return { file: fileURLToPath(new URL(`../../../native/build/${NATIVE_UDP_FILE}`, import.meta.url)), done: () => {} };
+  if (typeof INTAKE_RELAY_BUILD === 'undefined') return { file: builtFile(), done: () => {} };
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const sea = require('node:sea') as typeof import('node:sea');
-    const dir = mkdtempSync(join(tmpdir(), 'intake-relay-'));
-    const file = join(dir, NATIVE_UDP_FILE);
-    writeFileSync(file, new Uint8Array(sea.getRawAsset(NATIVE_UDP_FILE)), { mode: 0o500 });
-    return { file, done: () => rmSync(dir, { recursive: true, force: true }) };
+    const copy = assetCopy();
+    return { file: copy.file, done: copy.remove };
   } catch (err) {
-    return { reason: `cannot write it to ${tmpdir()} for the receive threads: ${(err as Error).message}` };
+    return { reason: (err as Error).message };
   }
+}
+
+/** Where `npm ci` / `npm run build` put the addon (native/compile.mjs). */
+function builtFile(): string {
+  return fileURLToPath(new URL(`../../../native/build/${NATIVE_UDP_FILE}`, import.meta.url));
 }
 
 function load(): { readonly udp: NativeUdp | undefined; readonly reason: string } {
@@ -66,7 +67,7 @@ function load(): { readonly udp: NativeUdp | undefined; readonly reason: string 
     if (typeof INTAKE_RELAY_BUILD !== 'undefined') {
       loadFromExecutable(module);
     } else {
-      process.dlopen(module, fileURLToPath(new URL(`../../../native/build/${NATIVE_UDP_FILE}`, import.meta.url)));
+      process.dlopen(module, builtFile());
     }
     return { udp: { ...module.exports }, reason: 'recvmmsg' };
   } catch (err) {
@@ -80,6 +81,21 @@ function load(): { readonly udp: NativeUdp | undefined; readonly reason: string 
  * it is written to a private temporary directory, loaded, and removed (the mapping stays).
  */
 function loadFromExecutable(module: { exports: NativeUdp }): void {
+  const copy = assetCopy();
+  try {
+    process.dlopen(module, copy.file);
+  } catch (err) {
+    if (/failed to map segment|operation not permitted/i.test((err as Error).message)) {
+      throw new Error(`${tmpdir()} does not let it be loaded (mounted noexec?): give the executable a temporary directory that allows it (TMPDIR, or a tmpfs on /tmp with exec)`, { cause: err });
+    }
+    throw err;
+  } finally {
+    copy.remove();
+  }
+}
+
+/** The executable's asset written to a private temporary directory, and how to remove it. */
+function assetCopy(): { readonly file: string; remove(): void } {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const sea = require('node:sea') as typeof import('node:sea');
   let bytes: ArrayBuffer;
@@ -94,18 +110,13 @@ function loadFromExecutable(module: { exports: NativeUdp }): void {
   } catch (err) {
     throw new Error(`cannot write it to ${tmpdir()} to load it (${(err as NodeJS.ErrnoException).code}): give the executable a writable temporary directory (TMPDIR, or a tmpfs or emptyDir on /tmp)`, { cause: err });
   }
+  const remove = (): void => rmSync(dir, { recursive: true, force: true });
+  const file = join(dir, NATIVE_UDP_FILE);
   try {
-    const file = join(dir, NATIVE_UDP_FILE);
     writeFileSync(file, new Uint8Array(bytes), { mode: 0o500 });
-    try {
-      process.dlopen(module, file);
-    } catch (err) {
-      if (/failed to map segment|operation not permitted/i.test((err as Error).message)) {
-        throw new Error(`${tmpdir()} does not let it be loaded (mounted noexec?): give the executable a temporary directory that allows it (TMPDIR, or a tmpfs on /tmp with exec)`, { cause: err });
-      }
-      throw err;
-    }
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+  } catch (err) {
+    remove();
+    throw err;
   }
+  return { file, remove };
 }

@@ -12,6 +12,7 @@
 import type dgramModule from 'node:dgram';
 import { Worker, type MessagePort } from 'node:worker_threads';
 import { RelayError } from '../../core/errors.ts';
+import type { NativeHandle, NativeUdp } from './native.ts';
 import { listenError, udpPortFree } from '../../core/net.ts';
 
 /** One turn's datagrams of one thread: their bytes back to back, where each ends, who sent it. */
@@ -42,7 +43,7 @@ export interface ReceiveThreadsOptions {
   readonly onReadError: (errno: number, count: number) => void;
   /** For errors: "<intake>/<input>" or "listener <name>". */
   readonly what: string;
-  /** The native receive's shared object for the threads to load (nativeUdpFile()), or undefined for dgram. */
+  /** The native receive's shared object for the threads to load (nativeUdpForThreads()), or undefined for dgram. */
   readonly native: string | undefined;
 }
 
@@ -70,16 +71,9 @@ type FromThread =
  */
 function receiveThread(d: ThreadData, parent: MessagePort, dgram: typeof dgramModule): void {
   if (d.native) {
-    // The native receive (the NativeUdp interface of native.ts, spelled out here: no imports).
-    type Handle = object;
-    const addon = { exports: {} as {
-      open(address: string, port: number, ipv6: boolean, reusePort: boolean, rcvbuf: number): Handle;
-      info(h: Handle): [number, number];
-      start(h: Handle, onBatch: (buf: Buffer, ends: Uint32Array, from: Uint32Array, addrs: string[]) => void, onError: (errno: number) => void): void;
-      drain(h: Handle): void;
-      close(h: Handle): void;
-    } };
-    let h: Handle;
+    // The native receive (native.ts; its types only, which leave nothing in the thread's source).
+    const addon = { exports: {} as NativeUdp };
+    let h: NativeHandle;
     try {
       process.dlopen(addon, d.native);
       h = addon.exports.open(d.address, d.port, d.type === 'udp6', true, d.receiveBufferBytes ?? 0);
