@@ -1,13 +1,14 @@
 // Real peers as local processes on loopback: the intake emulator, util-linux logger, rsyslog,
 // syslog-ng (unpacked by scripts/install-test-peers.sh) and haproxy.
 
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IntakeEmulator, type ReceivedMessage } from '../../src/emulator/intake-emulator.ts';
+import { tempDir, track as trackForTest } from './cleanup.ts';
 import { TLS } from './relay.ts';
 
 export const SYSLOG_NG_ROOT = process.env.SYSLOG_NG_ROOT ?? '/opt/intake-relay-test-peers/syslog-ng';
@@ -211,6 +212,40 @@ export async function sendUdp(source: string, port: number, datagrams: readonly 
     if (i % 100 === 99) await new Promise((r) => setTimeout(r, 2));
   }
   for (const s of socks) s.close();
+}
+
+/** A port another UDP socket holds (closed when the test ends). */
+export async function holdUdpPort(): Promise<number> {
+  const holder = dgram.createSocket('udp4');
+  await new Promise<void>((r) => holder.bind(0, '127.0.0.1', () => r()));
+  trackForTest({ stop: () => new Promise<void>((r) => holder.close(() => r())) });
+  return holder.address().port;
+}
+
+/**
+ * `count` datagrams of 1,000 bytes (starting with `prefix`) to 127.0.0.1:port from another
+ * process, `perTick` every `tickMs`, while this thread is blocked for `blockMs` (a relay running in
+ * this process reads nothing meanwhile); resolves once that process has sent them all and exited.
+ */
+export async function udpBurstWhileBlocked(port: number, o: { count: number; perTick: number; tickMs: number; blockMs: number; prefix?: string }): Promise<void> {
+  const child = spawn(process.execPath, ['-e', `
+    const s = require('node:dgram').createSocket('udp4'); const p = Buffer.alloc(1000, 97); p.write(${JSON.stringify(o.prefix ?? '')});
+    let i = 0; const tick = () => { for (let k = 0; k < ${o.perTick} && i < ${o.count}; k++, i++) s.send(p, ${port}, '127.0.0.1'); if (i < ${o.count}) setTimeout(tick, ${o.tickMs}); else setTimeout(() => s.close(), 100); }; tick();`]);
+  const exited = new Promise((r) => child.once('exit', r));
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, o.blockMs);
+  await exited;
+}
+
+/**
+ * A shared object that makes recvmmsg(2) fail with ENOBUFS, for LD_PRELOAD (built here with the
+ * compiler the addon was built with): the datagram stays readable, as with a read that keeps failing.
+ */
+export function recvmmsgFailingShim(): string {
+  const dir = tempDir('recvmmsg-shim-');
+  const shim = join(dir, 'shim.so');
+  writeFileSync(join(dir, 'shim.c'), '#define _GNU_SOURCE\n#include <errno.h>\n#include <sys/socket.h>\nint recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *t) { (void)fd; (void)v; (void)n; (void)flags; (void)t; errno = ENOBUFS; return -1; }\n');
+  execFileSync('cc', ['-shared', '-fPIC', '-o', shim, join(dir, 'shim.c')]);
+  return shim;
 }
 
 /**

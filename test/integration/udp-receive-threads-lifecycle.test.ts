@@ -1,7 +1,7 @@
 // UDP receive threads at their edges: a stop that comes while start() is still spawning leaves no
 // thread and no socket behind; a second set of receive threads (a second relay) on a port the
 // first holds is ERELAY_LISTEN, not a silent share of its senders (SO_REUSEPORT would allow it).
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
@@ -9,6 +9,7 @@ import { UdpReceiveThreads } from '../../src/inputs/udp/receive-threads.ts';
 import { udpSocketDrops } from '../../src/inputs/udp/input.ts';
 import { nativeUdpForThreads } from '../../src/inputs/udp/native.ts';
 import { tempDir, track } from '../helpers/cleanup.ts';
+import { recvmmsgFailingShim, udpBurstWhileBlocked } from '../helpers/peers.ts';
 
 // Both ways a thread receives: the native receive (built here by npm ci) and dgram.
 const forThreads = nativeUdpForThreads();
@@ -21,10 +22,8 @@ it('the native receive is built here (npm ci), so the threads below use it', () 
 it('a receive thread whose reads keep failing reports it (the first of every 1,000) and retries every 100 ms', () => {
   // recvmmsg made to fail with ENOBUFS in the whole process (a preloaded shim built here), so in
   // the receive thread too.
-  const dir = tempDir('recvmmsg-thread-shim-');
-  const shim = join(dir, 'shim.so');
-  writeFileSync(join(dir, 'shim.c'), '#define _GNU_SOURCE\n#include <errno.h>\n#include <sys/socket.h>\nint recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *t) { (void)fd; (void)v; (void)n; (void)flags; (void)t; errno = ENOBUFS; return -1; }\n');
-  execFileSync('cc', ['-shared', '-fPIC', '-o', shim, join(dir, 'shim.c')]);
+  const shim = recvmmsgFailingShim();
+  const dir = tempDir('recvmmsg-thread-');
   const module = new URL('../../src/inputs/udp/receive-threads.ts', import.meta.url).pathname;
   const script = join(dir, 'run.mjs');
   writeFileSync(script, `
@@ -70,12 +69,7 @@ describe.each([
     // 400 datagrams of 1,000 bytes from another process while this (the main) thread is blocked:
     // the thread may hand over 64 KiB, then drops.
     const sent = 400;
-    const child = spawn(process.execPath, ['-e', `
-      const s = require('node:dgram').createSocket('udp4'); const p = Buffer.alloc(1000, 97);
-      let i = 0; const tick = () => { for (let k = 0; k < 20 && i < ${sent}; k++, i++) s.send(p, ${t.port}, '127.0.0.1'); if (i < ${sent}) setTimeout(tick, 5); else setTimeout(() => s.close(), 100); }; tick();`]);
-    const exited = new Promise((r) => child.once('exit', r));
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1_500);
-    await exited;
+    await udpBurstWhileBlocked(t.port, { count: sent, perTick: 20, tickMs: 5, blockMs: 1_500 });
     await vi.waitFor(() => expect(delivered + dropped).toBe(sent), { timeout: 10_000 });
     expect(dropped).toBeGreaterThan(0);
     expect(delivered).toBeLessThanOrEqual(64 + 64);

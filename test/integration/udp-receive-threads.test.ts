@@ -2,11 +2,9 @@
 // threads, their datagrams parsed and queued by the main thread. Each datagram arrives once with
 // its sender's address; a burst while the main thread is blocked is not dropped by the kernel;
 // a stop hands over what the threads had read; a port in use is a clear error. Books balance.
-import { spawn } from 'node:child_process';
-import dgram from 'node:dgram';
 import { describe, expect, it, vi } from 'vitest';
 import { books, startRelay } from '../helpers/relay.ts';
-import { sendUdp, startTestIntake } from '../helpers/peers.ts';
+import { holdUdpPort, sendUdp, startTestIntake, udpBurstWhileBlocked } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
 import { track } from '../helpers/cleanup.ts';
 
@@ -58,12 +56,7 @@ describe('UDP receive threads', () => {
     // (the relay's main thread) sleeps for 2 s: about 3 MB, far more than a socket's default
     // receive buffer holds, so without the threads the kernel would drop most of them.
     const sent = 1_500;
-    const child = spawn(process.execPath, ['-e', `
-      const s = require('node:dgram').createSocket('udp4'); const p = Buffer.alloc(1000, 97); p.write('<14>burst ');
-      let i = 0; const tick = () => { for (let k = 0; k < 15 && i < ${sent}; k++, i++) s.send(p, ${port}, '127.0.0.1'); if (i < ${sent}) setTimeout(tick, 10); else setTimeout(() => s.close(), 100); }; tick();`]);
-    const exited = new Promise((r) => child.once('exit', r));
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2_000);
-    await exited;
+    await udpBurstWhileBlocked(port, { count: sent, perTick: 15, tickMs: 10, blockMs: 2_000, prefix: '<14>burst ' });
     await vi.waitFor(async () => expect(await relay.metric('intake_relay_events_received_total')).toBe(sent), { timeout: 15_000 });
     expect(await relay.metric('intake_relay_udp_kernel_drops_total')).toBe(0);
     expect(await relay.metric('intake_relay_udp_receive_drops_total')).toBe(0);
@@ -89,10 +82,7 @@ describe('UDP receive threads', () => {
   });
 
   it('a port another socket holds is a clear error naming the input, and no thread is left', async () => {
-    const holder = dgram.createSocket('udp4');
-    await new Promise<void>((r) => holder.bind(0, '127.0.0.1', () => r()));
-    track({ stop: () => new Promise<void>((r) => holder.close(() => r())) });
-    const taken = holder.address().port;
+    const taken = await holdUdpPort();
     const intake = track(await startTestIntake());
     await expect(startRelay(relayYaml({ intakePort: intake.port, inputs: input(2, taken) }))).rejects.toThrow(new RegExp(`t/udp/${taken}: cannot listen on udp 127\\.0\\.0\\.1:${taken}: another process already listens there`));
   });

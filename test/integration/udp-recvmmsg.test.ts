@@ -3,16 +3,14 @@
 // datagram once, from its own sender, oversized ones counted, invalid UTF-8 repaired); a stop reads
 // what the kernel holds, so every datagram sent is received or counted as a kernel drop; a port in
 // use is a clear error. The tests peers' script installs gcc, so the addon is built at `npm ci`.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { nativeUdp } from '../../src/inputs/udp/native.ts';
 import { books, startRelay } from '../helpers/relay.ts';
-import { sendUdp, startTestIntake } from '../helpers/peers.ts';
+import { holdUdpPort, recvmmsgFailingShim, sendUdp, startTestIntake } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
-import { tempDir, track } from '../helpers/cleanup.ts';
+import { track } from '../helpers/cleanup.ts';
 
 const input = (port = 0, extra = ''): string => `      - { type: udp, address: 127.0.0.1, port: ${port}, max_message_bytes: 2048${extra} }`;
 
@@ -97,10 +95,7 @@ describe('native UDP receive (recvmmsg)', () => {
   it('the addon: a read that keeps failing is retried every 100 ms, not in a loop that takes the whole core', () => {
     // recvmmsg made to fail with ENOBUFS (a preloaded shim, built here with the same compiler):
     // the datagram stays readable, so without a pause the poll would call again at once, forever.
-    const dir = tempDir('recvmmsg-shim-');
-    const shim = join(dir, 'shim.so');
-    writeFileSync(join(dir, 'shim.c'), '#define _GNU_SOURCE\n#include <errno.h>\n#include <sys/socket.h>\nint recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *t) { (void)fd; (void)v; (void)n; (void)flags; (void)t; errno = ENOBUFS; return -1; }\n');
-    execFileSync('cc', ['-shared', '-fPIC', '-o', shim, join(dir, 'shim.c')]);
+    const shim = recvmmsgFailingShim();
     const addon = new URL('../../native/build/udp-recvmmsg.node', import.meta.url).pathname;
     const child = spawnSync(process.execPath, ['-e', `
       const m = { exports: {} }; process.dlopen(m, ${JSON.stringify(addon)});
@@ -207,10 +202,7 @@ describe('native UDP receive (recvmmsg)', () => {
   });
 
   it('a port another socket holds is a clear error naming the input', async () => {
-    const holder = dgram.createSocket('udp4');
-    await new Promise<void>((r) => holder.bind(0, '127.0.0.1', () => r()));
-    track({ stop: () => new Promise<void>((r) => holder.close(() => r())) });
-    const taken = holder.address().port;
+    const taken = await holdUdpPort();
     const intake = track(await startTestIntake());
     await expect(startRelay(relayYaml({ intakePort: intake.port, inputs: input(taken) }))).rejects.toThrow(new RegExp(`t/udp/${taken}: cannot listen on udp 127\\.0\\.0\\.1:${taken}: another process already listens there`));
   });

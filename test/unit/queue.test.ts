@@ -12,6 +12,38 @@ const evs = (n: number, prefix = 'e', size = 10) => Array.from({ length: n }, (_
 const now = { maxEvents: 1000, maxBytes: 1 << 20, lingerMs: 0 };
 const signal = new AbortController().signal;
 
+/** Runs `fn` with Date, performance.now() (the soft mark's clock) and timers faked. */
+async function withFakeClock(fn: () => Promise<void>): Promise<void> {
+  vi.useFakeTimers({ toFake: ['Date', 'performance', 'setTimeout', 'clearTimeout'] });
+  try {
+    await fn();
+  } finally {
+    vi.useRealTimers();
+  }
+}
+
+/** A reader's wait for room: writable(), and whether it has resolved yet. */
+function waitWritable(q: BoundedQueue): { readonly done: Promise<void>; readonly resumed: boolean } {
+  let resumed = false;
+  const done = q.writable().then(() => {
+    resumed = true;
+  });
+  return {
+    done,
+    get resumed() {
+      return resumed;
+    },
+  };
+}
+
+/** The output takes a batch and releases it (from then on the queue counts as draining). */
+async function drainOne(q: BoundedQueue, limits: typeof now): Promise<void> {
+  q.release((await q.take(limits, signal))!);
+}
+
+/** 1,000 events or 1 MiB: a soft mark of 100 events unless the batches make it larger. */
+const softQueue = (): BoundedQueue => new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+
 describe('BoundedQueue', () => {
   it('block: a pausable input is told to slow down at the limit, never refused', () => {
     const q = new BoundedQueue({ maxEvents: 5, maxBytes: 1000, whenFull: 'block' });
@@ -85,184 +117,159 @@ describe('BoundedQueue', () => {
   });
 
   it('writable() resolves below 90% of the limits, once the output has stopped draining (else below half the soft mark)', async () => {
-    vi.useFakeTimers({ toFake: ['Date', 'performance', 'setTimeout', 'clearTimeout'] });
-    try {
+    await withFakeClock(async () => {
       const q = new BoundedQueue({ maxEvents: 10, maxBytes: 10_000, whenFull: 'block' });
       q.offer(evs(10), 100, true);
       const batch = { ...now, maxEvents: 1 };
       const taken = [(await q.take(batch, signal))!, (await q.take(batch, signal))!];
-      let resumed = false;
-      const w = q.writable().then(() => (resumed = true));
+      const w = waitWritable(q);
       q.release(taken[0]!);
       await Promise.resolve();
-      expect(resumed).toBe(false);
+      expect(w.resumed).toBe(false);
       q.release(taken[1]!);
       // 8 of 10: below 90%, but the output is draining, 8 wait (above half the soft mark, 4), and
       // fewer than a soft mark's worth (4) have been released since the reader paused.
       vi.advanceTimersByTime(1_900);
       await Promise.resolve();
-      expect(resumed).toBe(false);
+      expect(w.resumed).toBe(false);
       // It releases nothing more (an outage): the reader goes on and may fill the queue.
       vi.advanceTimersByTime(200);
-      await w;
-      expect(resumed).toBe(true);
+      await w.done;
+      expect(w.resumed).toBe(true);
       expect(vi.getTimerCount()).toBe(0);
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 
   it('while the output drains, a reader that can wait is slowed at the soft mark (a tenth of the limits, at least 4 batches) and goes on below half of it', async () => {
-    const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+    const q = softQueue();
     const batch = { ...now, maxEvents: 10 };
     // Before the output has taken anything, nothing is draining: only the limits hold readers.
     expect(q.offer(evs(150), 1500, true).result).toBe('ok');
-    q.release((await q.take(batch, signal))!);
+    await drainOne(q, batch);
     // Draining now: 140 pending is above the soft mark (max(100, 4 x 10) = 100).
     expect(q.offer(evs(1), 10, true).result).toBe('slow_down');
     // A reader that cannot wait (UDP) is not held by it: it is not full.
     expect(q.offer(evs(1), 10, false).result).toBe('ok');
     expect(q.full).toBe(false);
-    let resumed = false;
-    const w = q.writable().then(() => (resumed = true));
-    while (q.pendingEvents >= 60) q.release((await q.take(batch, signal))!);
+    const w = waitWritable(q);
+    while (q.pendingEvents >= 60) await drainOne(q, batch);
     await Promise.resolve();
-    expect(resumed).toBe(false);
-    q.release((await q.take(batch, signal))!);
-    await w;
+    expect(w.resumed).toBe(false);
+    await drainOne(q, batch);
+    await w.done;
     expect(q.pendingEvents).toBeLessThan(50);
-    expect(resumed).toBe(true);
+    expect(w.resumed).toBe(true);
   });
 
   it('an output that stops releasing (an outage) lets readers held by the soft mark go on after 2 s and fill the queue to its limits', async () => {
-    vi.useFakeTimers({ toFake: ['Date', 'performance', 'setTimeout', 'clearTimeout'] });
-    try {
-      const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+    await withFakeClock(async () => {
+      const q = softQueue();
       q.offer(evs(20), 200, true);
-      q.release((await q.take({ ...now, maxEvents: 10 }, signal))!);
+      await drainOne(q, { ...now, maxEvents: 10 });
       expect(q.offer(evs(100), 1000, true).result).toBe('slow_down');
-      let resumed = false;
-      const w = q.writable().then(() => (resumed = true));
+      const w = waitWritable(q);
       vi.advanceTimersByTime(1_900);
       await Promise.resolve();
-      expect(resumed).toBe(false);
+      expect(w.resumed).toBe(false);
       vi.advanceTimersByTime(200);
-      await w;
-      expect(resumed).toBe(true);
+      await w.done;
+      expect(w.resumed).toBe(true);
       expect(q.offer(evs(800), 8000, true).result).toBe('ok');
       expect(q.offer(evs(100), 1000, true).result).toBe('slow_down');
       expect(q.full).toBe(true);
       expect(vi.getTimerCount()).toBe(0);
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 });
 
 describe('BoundedQueue soft mark (review cases)', () => {
-  const fake = () => vi.useFakeTimers({ toFake: ['Date', 'performance', 'setTimeout', 'clearTimeout'] });
-
   it('a reader that pauses just before the 2 s without a release end goes on when they end', async () => {
-    fake();
-    try {
-      const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+    await withFakeClock(async () => {
+      const q = softQueue();
       q.offer(evs(10), 100, true);
-      q.release((await q.take({ ...now, maxEvents: 10 }, signal))!);
+      await drainOne(q, { ...now, maxEvents: 10 });
       vi.advanceTimersByTime(1_999);
       expect(q.offer(evs(150), 1500, true).result).toBe('slow_down');
-      let resumed = false;
-      const w = q.writable().then(() => (resumed = true));
+      const w = waitWritable(q);
       vi.advanceTimersByTime(2);
-      await w;
-      expect(resumed).toBe(true);
-    } finally {
-      vi.useRealTimers();
-    }
+      await w.done;
+      expect(w.resumed).toBe(true);
+    });
   });
 
   it('a wall clock stepped back does not stretch the wait: it is measured on the monotonic clock', async () => {
-    fake();
-    try {
-      const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+    await withFakeClock(async () => {
+      const q = softQueue();
       q.offer(evs(10), 100, true);
-      q.release((await q.take({ ...now, maxEvents: 10 }, signal))!);
+      await drainOne(q, { ...now, maxEvents: 10 });
       expect(q.offer(evs(150), 1500, true).result).toBe('slow_down');
       vi.setSystemTime(Date.now() - 3_600_000);
-      let resumed = false;
-      const w = q.writable().then(() => (resumed = true));
+      const w = waitWritable(q);
       vi.advanceTimersByTime(2_100);
-      await w;
-      expect(resumed).toBe(true);
-    } finally {
-      vi.useRealTimers();
-    }
+      await w.done;
+      expect(w.resumed).toBe(true);
+    });
   });
 
   it('readers that cannot wait (UDP) keeping the queue above the mark do not starve a held reader: it goes on once the backlog it waited behind is released', async () => {
-    const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+    const q = softQueue();
     const batch = { ...now, maxEvents: 50 };
     q.offer(evs(300), 3000, false);
-    q.release((await q.take(batch, signal))!);
+    await drainOne(q, batch);
     // 260 waiting, above the mark (max(100, 4 x 50) = 200): 260 pending to be released first.
     expect(q.offer(evs(10), 100, true).result).toBe('slow_down');
-    let resumed = false;
-    const w = q.writable().then(() => (resumed = true));
+    const w = waitWritable(q);
     // The output takes 50 at a time while UDP brings 50 more each time: the queue stays at 260.
     // The reader goes on once a soft mark's worth (200) has been released since it paused.
     for (let i = 0; i < 3; i++) {
-      q.release((await q.take(batch, signal))!);
+      await drainOne(q, batch);
       q.offer(evs(50), 500, false);
       await Promise.resolve();
     }
-    expect(resumed).toBe(false);
+    expect(w.resumed).toBe(false);
     // 200 released since it paused: it goes on at once (not 2 s later).
-    q.release((await q.take(batch, signal))!);
+    await drainOne(q, batch);
     await Promise.resolve();
-    expect(resumed).toBe(true);
-    await w;
+    expect(w.resumed).toBe(true);
+    await w.done;
   });
 
   it('readers held by the mark with the queue above 90% (UDP filled it) go on when the output stops, though the queue is not below 90%', async () => {
-    fake();
-    try {
-      const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+    await withFakeClock(async () => {
+      const q = softQueue();
       q.offer(evs(20), 200, true);
-      q.release((await q.take({ ...now, maxEvents: 10 }, signal))!);
+      await drainOne(q, { ...now, maxEvents: 10 });
       q.offer(evs(910), 9100, false);
       expect(q.offer(evs(5), 50, true).result).toBe('slow_down');
       expect(q.full).toBe(false);
-      let resumed = false;
-      const w = q.writable().then(() => (resumed = true));
+      const w = waitWritable(q);
       vi.advanceTimersByTime(2_100);
-      await w;
-      expect(resumed).toBe(true);
-    } finally {
-      vi.useRealTimers();
-    }
+      await w.done;
+      expect(w.resumed).toBe(true);
+    });
   });
 
   it('an output that takes what waits (an HTTP output opening requests) lets held readers go on before any answer', async () => {
-    const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+    const q = softQueue();
     const batch = { ...now, maxEvents: 10 };
     q.offer(evs(20), 200, true);
-    q.release((await q.take(batch, signal))!);
+    await drainOne(q, batch);
     expect(q.offer(evs(100), 1000, true).result).toBe('slow_down');
-    let resumed = false;
-    const w = q.writable().then(() => (resumed = true));
+    const w = waitWritable(q);
     for (let i = 0; i < 6; i++) await q.take(batch, signal);
     await Promise.resolve();
-    expect(resumed).toBe(false);
+    expect(w.resumed).toBe(false);
     // 40 waiting, 70 in flight: below half the mark (50) without a release.
     await q.take(batch, signal);
-    await w;
-    expect(resumed).toBe(true);
+    await w.done;
+    expect(w.resumed).toBe(true);
   });
 
   it('batches in flight do not count toward the mark (an HTTP output keeps many requests open)', async () => {
-    const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+    const q = softQueue();
     const batch = { ...now, maxEvents: 10 };
     q.offer(evs(300), 3000, true);
-    q.release((await q.take(batch, signal))!);
+    await drainOne(q, batch);
     const inFlight = [];
     for (let i = 0; i < 25; i++) inFlight.push((await q.take(batch, signal))!);
     // 250 in flight, 40 waiting: below the mark of 100 waiting.
