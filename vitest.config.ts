@@ -7,6 +7,8 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Integration tests run real peers on loopback with their own ports; files may run in parallel.
     pool: 'forks',
+    // Everything under one temporary directory, removed at the end of the run.
+    globalSetup: ['test/global-setup.ts'],
     reporters: ['default'],
   },
 });

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFaultyIntake, type Behaviour, type FaultyIntake } from '../test/helpers/faulty-intake.ts';
 import { freePort } from './ports.ts';
+import { useRunTempDir } from './temp-dir.ts';
 
 const root = process.env.RELAY_ROOT ?? new URL('..', import.meta.url).pathname;
 const TLS = new URL('../test/fixtures/tls/', import.meta.url).pathname;
@@ -19,6 +20,7 @@ const children = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const c of children) c.kill('SIGKILL');
 });
+useRunTempDir('faults-run-');
 
 interface Relay {
   readonly proc: ChildProcess;

@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { udpSocketDrops } from '../src/inputs/udp/input.ts';
 import { freePort } from './ports.ts';
+import { useRunTempDir } from './temp-dir.ts';
 import { imrelpConfig, TEST_CA, WrittenLines } from './imrelp.ts';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -294,7 +295,7 @@ function sampleMemory(relay: Relay): { stop(): Promise<string> } {
     async stop() {
       running = false;
       await loop;
-      return `peak heap used ${(peak.heap / 2 ** 20).toFixed(0)} MB, peak external ${(peak.external / 2 ** 20).toFixed(0)} MB`;
+      return `peak heap used ${(peak.heap / 2 ** 20).toFixed(0)} MiB, peak external ${(peak.external / 2 ** 20).toFixed(0)} MiB`;
     },
   };
 }
@@ -318,7 +319,7 @@ async function repeat(name: string, runs: number, once: () => Promise<RunFigures
   const fmt = (n: number): string => Math.round(n).toLocaleString('en');
   console.log(
     `${name}: median ${fmt(rates[Math.floor(rates.length / 2)] as number)} events/s (range ${fmt(rates[0] as number)}-${fmt(rates[rates.length - 1] as number)}), ` +
-      `CPU ${Math.round(Math.max(...all.map((f) => f.cpuShare)))}% of a core at most, peak RSS ${Math.round(Math.max(...all.map((f) => f.rssMb)))} MB at most`,
+      `CPU ${Math.round(Math.max(...all.map((f) => f.cpuShare)))}% of a core at most, peak RSS ${Math.round(Math.max(...all.map((f) => f.rssMb)))} MiB at most`,
   );
 }
 
@@ -348,17 +349,17 @@ async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputY
   const resent = await metric(relay, 'intake_relay_events_resent_total');
   const wire = await metric(relay, 'intake_relay_bytes_sent_total');
   const json = await metric(relay, 'intake_relay_http_body_bytes_total');
-  const compression = json > 0 ? `; ${(json / 2 ** 20).toFixed(0)} MB of JSON sent as ${(wire / 2 ** 20).toFixed(0)} MB` : '';
+  const compression = json > 0 ? `; ${(json / 2 ** 20).toFixed(0)} MiB of JSON sent as ${(wire / 2 ** 20).toFixed(0)} MiB` : '';
   const mem = await memory.stop();
   if (process.env.BENCH_MEMORY_DETAIL) {
     for (const m of ['nodejs_heap_size_total_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_external_memory_bytes', 'process_resident_memory_bytes']) {
-      console.log(`  ${m}: ${((await metric(relay, `intake_relay_${m}`)) / 2 ** 20).toFixed(0)} MB`);
+      console.log(`  ${m}: ${((await metric(relay, `intake_relay_${m}`)) / 2 ** 20).toFixed(0)} MiB`);
     }
     console.log(readFileSync(`/proc/${relay.proc.pid}/smaps_rollup`, 'latin1').split('\n').filter((l) => /^(Rss|Anonymous|Private_Dirty|Shared_Clean)/.test(l)).join('\n'));
   }
   return finish(relay, receiver, done, n, secs, cpu, rss,
       `${n} events of 200 bytes in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; ` +
-      `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per event); idle RSS ${relay.idleRssMb.toFixed(0)} MB, peak RSS ${rss.toFixed(0)} MB (${mem}); ` +
+      `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per event); idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB (${mem}); ` +
       `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}, resent ${resent}; ` +
       `load + receiver CPU ${other.toFixed(2)} s on the other core${compression}`,
   );
@@ -429,7 +430,7 @@ async function udpScenario(rate = 100_000, sources = 1): Promise<RunFigures> {
     rssMb: rss,
     line:
       `${n} datagrams offered at ${Math.round(n / offeredSecs).toLocaleString('en')}/s for ${offeredSecs.toFixed(1)} s; ` +
-      `received ${done.frames}/${n}, kernel drops ${kernelDrops}, relay drops ${dropped}; relay CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per datagram (${Math.round((100 * sys) / cpu)}% of it in the kernel); idle RSS ${relay.idleRssMb.toFixed(0)} MB, peak RSS ${rss.toFixed(0)} MB`,
+      `received ${done.frames}/${n}, kernel drops ${kernelDrops}, relay drops ${dropped}; relay CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per datagram (${Math.round((100 * sys) / cpu)}% of it in the kernel); idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB`,
   };
 }
 
@@ -475,7 +476,7 @@ async function httpInScenario(queue = ''): Promise<RunFigures> {
   await pool.close();
   return finish(relay, receiver, done, n, secs, cpu, rss,
       `${requests} requests x ${perRequest} events in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; relay CPU ${cpu.toFixed(2)} s; ` +
-      `peak RSS ${rss.toFixed(0)} MB; received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}; 429 answers ${throttled}`,
+      `peak RSS ${rss.toFixed(0)} MiB; received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}; 429 answers ${throttled}`,
   );
 }
 
@@ -501,7 +502,7 @@ async function fileScenario(): Promise<RunFigures> {
   const mem = await memory.stop();
   const figures = await finish(relay, receiver, done, n, secs, cpu, rss,
     `${n} lines of 200 bytes appended in ${written.toFixed(2)} s, all forwarded in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} lines/s; ` +
-      `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core); peak RSS ${rss.toFixed(0)} MB (${mem}); ` +
+      `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core); peak RSS ${rss.toFixed(0)} MiB (${mem}); ` +
       `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}`,
   );
   rmSync(dir, { recursive: true, force: true });
@@ -548,8 +549,8 @@ async function outageScenario(n = 5_000_000): Promise<RunFigures> {
   const rss = relay.peakRssMb();
   return finish(relay, receiver, done, n, outSecs, cpu, rss,
     `${n.toLocaleString('en')} events (200 B) taken in during the outage in ${inSecs.toFixed(1)} s (${Math.round(n / inSecs).toLocaleString('en')}/s), ` +
-      `${(onDisk / 2 ** 30).toFixed(2)} GiB on disk, peak RSS ${rssIn.toFixed(0)} MB; backlog delivered after the intake came back in ${outSecs.toFixed(1)} s = ` +
-      `${Math.round(n / outSecs).toLocaleString('en')} events/s; peak RSS over the whole run ${rss.toFixed(0)} MB; relay CPU ${cpuIn.toFixed(1)} s taking in, ${cpu.toFixed(1)} s draining; ` +
+      `${(onDisk / 2 ** 30).toFixed(2)} GiB on disk, peak RSS ${rssIn.toFixed(0)} MiB; backlog delivered after the intake came back in ${outSecs.toFixed(1)} s = ` +
+      `${Math.round(n / outSecs).toLocaleString('en')} events/s; peak RSS over the whole run ${rss.toFixed(0)} MiB; relay CPU ${cpuIn.toFixed(1)} s taking in, ${cpu.toFixed(1)} s draining; ` +
       `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}`,
   );
 }
@@ -632,7 +633,7 @@ action(type="omrelp" target="127.0.0.1" port="${relpPort}" tls="on" tls.caCert="
     line:
       `${frames} events of 200 bytes in ${secs.toFixed(2)} s = ${Math.round(frames / secs).toLocaleString('en')} events/s${partial ? ` (stopped after ${limitS} s with ${frames} of ${n} delivered)` : ''}; ` +
       `rsyslogd CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / Math.max(1, frames)).toFixed(1)} µs per event); ` +
-      `peak RSS ${rss.toFixed(0)} MB; without the key element ${keyless}`,
+      `peak RSS ${rss.toFixed(0)} MiB; without the key element ${keyless}`,
   };
 }
 
@@ -713,7 +714,7 @@ async function rsyslogTcpScenario(connections = 1, threads = 1): Promise<RunFigu
     rssMb: rss,
     line:
       `${n} events of 200 bytes in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; ` +
-      `rsyslogd CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per event); idle RSS ${rsyslog.idleRssMb.toFixed(0)} MB, peak RSS ${rss.toFixed(0)} MB; ` +
+      `rsyslogd CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per event); idle RSS ${rsyslog.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB; ` +
       `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}`,
   };
 }
@@ -738,7 +739,7 @@ async function rsyslogUdpScenario(rate = 100_000, sources = 1, threads = 1): Pro
     rssMb: rss,
     line:
       `${n} datagrams offered at ${Math.round(n / offeredSecs).toLocaleString('en')}/s for ${offeredSecs.toFixed(1)} s; received ${done.frames}/${n}, kernel drops ${drops}; ` +
-      `rsyslogd CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per datagram; idle RSS ${rsyslog.idleRssMb.toFixed(0)} MB, peak RSS ${rss.toFixed(0)} MB`,
+      `rsyslogd CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per datagram; idle RSS ${rsyslog.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB`,
   };
 }
 
@@ -748,6 +749,7 @@ const children = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const c of children) c.kill('SIGKILL');
 });
+useRunTempDir('bench-run-');
 
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 if (want('scale')) {
