@@ -1,7 +1,8 @@
 // `npm run bench [-- tcp|udp|scale|file|disk|disk-outage|http|http-gzip|http-in|http-in-disk|routing|relp]`: the relay as a separate process pinned to core 1 (taskset), the load
 // and the receiver on core 0, all on loopback. Prints events/s, relay CPU seconds and peak RSS, and
 // checks that every event arrived. Figures are for reading, never asserted by tests. Knobs:
-// BENCH_RUNS (3), RELAY_NODE_FLAGS (added to the relay's node flags), RELAY_ENV (VAR=value ...
+// BENCH_RUNS (3), RELAY_NODE_FLAGS (added to the relay's node flags), RELAY_BIN (a single executable
+// to run instead of dist/main.js), RELAY_ENV (VAR=value ...
 // added to its environment), BENCH_QUEUE (the intake's queue, e.g. "{ max_bytes: 16777216 }"),
 // BENCH_OUTPUT_EXTRA (one more line of the syslog output, e.g. "resend_window_bytes: 2097152"),
 // BENCH_UDP_THREADS (the UDP input's receive_threads), BENCH_NO_PEER (skip rsyslog's runs);
@@ -204,11 +205,17 @@ ${TEN_ROUTES}` : ''}${httpPort ? `listeners:
 ` : ''}`,
   );
   // Runs the build (npm run bench builds first) with the flags the shipped launchers use;
-  // RELAY_NODE_FLAGS adds more (e.g. "--cpu-prof").
-  const flags = ['--max-semi-space-size=8', ...(process.env.RELAY_NODE_FLAGS ? process.env.RELAY_NODE_FLAGS.split(' ') : [])];
-  const args = [...flags, join(root, process.env.RELAY_ENTRY ?? 'dist/main.js'), 'run', '-c', join(dir, 'relay.yaml')];
+  // RELAY_NODE_FLAGS adds more (e.g. "--cpu-prof"). RELAY_BIN runs a single executable instead
+  // (`npm run package`: what the Debian package and the image install), which has that flag built
+  // in and takes more through --node-options.
+  const more = (process.env.RELAY_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const run = ['run', '-c', join(dir, 'relay.yaml')];
+  const bin = process.env.RELAY_BIN;
+  const [exe, args] = bin
+    ? [bin, [...(more.length > 0 ? [`--node-options=${more.join(' ')}`] : []), ...run]]
+    : [process.execPath, ['--max-semi-space-size=8', ...more, join(root, process.env.RELAY_ENTRY ?? 'dist/main.js'), ...run]];
   const env = { ...process.env, ...Object.fromEntries((process.env.RELAY_ENV ?? '').split(' ').filter(Boolean).map((kv) => kv.split('=', 2) as [string, string])) };
-  const proc = spawnPinned(relayCores, process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'], env });
+  const proc = spawnPinned(relayCores, exe, args, { stdio: ['ignore', 'inherit', 'inherit'], env });
   const { pid, idleRssMb } = await settled(proc, tcpPort);
   return {
     proc,
@@ -304,6 +311,8 @@ interface RunFigures {
   readonly rate: number;
   readonly cpuShare: number;
   readonly rssMb: number;
+  /** RSS once started and settled, before the load (undefined where not measured). */
+  readonly idleRssMb: number | undefined;
   readonly line: string;
 }
 
@@ -317,9 +326,10 @@ async function repeat(name: string, runs: number, once: () => Promise<RunFigures
   }
   const rates = all.map((f) => f.rate).sort((a, b) => a - b);
   const fmt = (n: number): string => Math.round(n).toLocaleString('en');
+  const idle = all.flatMap((f) => (f.idleRssMb === undefined ? [] : [f.idleRssMb]));
   console.log(
     `${name}: median ${fmt(rates[Math.floor(rates.length / 2)] as number)} events/s (range ${fmt(rates[0] as number)}-${fmt(rates[rates.length - 1] as number)}), ` +
-      `CPU ${Math.round(Math.max(...all.map((f) => f.cpuShare)))}% of a core at most, peak RSS ${Math.round(Math.max(...all.map((f) => f.rssMb)))} MiB at most`,
+      `CPU ${Math.round(Math.max(...all.map((f) => f.cpuShare)))}% of a core at most, ${idle.length > 0 ? `idle RSS ${Math.round(Math.max(...idle))} MiB at most, ` : ''}peak RSS ${Math.round(Math.max(...all.map((f) => f.rssMb)))} MiB at most`,
   );
 }
 
@@ -328,7 +338,7 @@ async function finish(relay: Relay, receiver: Receiver, done: { frames: number; 
   await relay.stop();
   receiver.proc.send('stop');
   if (done.frames < n || done.refused > 0) process.exitCode = 1;
-  return { rate: n / secs, cpuShare: (100 * cpu) / secs, rssMb: rss, line };
+  return { rate: n / secs, cpuShare: (100 * cpu) / secs, rssMb: rss, idleRssMb: relay.idleRssMb, line };
 }
 
 async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputYaml = syslogOutput, routed = false, apps = 1, queue = '', connections = 1): Promise<RunFigures> {
@@ -428,6 +438,7 @@ async function udpScenario(rate = 100_000, sources = 1): Promise<RunFigures> {
     rate: done.frames / offeredSecs,
     cpuShare: (100 * cpu) / offeredSecs,
     rssMb: rss,
+    idleRssMb: relay.idleRssMb,
     line:
       `${n} datagrams offered at ${Math.round(n / offeredSecs).toLocaleString('en')}/s for ${offeredSecs.toFixed(1)} s; ` +
       `received ${done.frames}/${n}, kernel drops ${kernelDrops}, relay drops ${dropped}; relay CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per datagram (${Math.round((100 * sys) / cpu)}% of it in the kernel); idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB`,
@@ -476,7 +487,7 @@ async function httpInScenario(queue = ''): Promise<RunFigures> {
   await pool.close();
   return finish(relay, receiver, done, n, secs, cpu, rss,
       `${requests} requests x ${perRequest} events in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; relay CPU ${cpu.toFixed(2)} s; ` +
-      `peak RSS ${rss.toFixed(0)} MiB; received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}; 429 answers ${throttled}`,
+      `idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB; received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}; 429 answers ${throttled}`,
   );
 }
 
@@ -502,7 +513,7 @@ async function fileScenario(): Promise<RunFigures> {
   const mem = await memory.stop();
   const figures = await finish(relay, receiver, done, n, secs, cpu, rss,
     `${n} lines of 200 bytes appended in ${written.toFixed(2)} s, all forwarded in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} lines/s; ` +
-      `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core); peak RSS ${rss.toFixed(0)} MiB (${mem}); ` +
+      `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core); idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB (${mem}); ` +
       `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}`,
   );
   rmSync(dir, { recursive: true, force: true });
@@ -549,7 +560,7 @@ async function outageScenario(n = 5_000_000): Promise<RunFigures> {
   const rss = relay.peakRssMb();
   return finish(relay, receiver, done, n, outSecs, cpu, rss,
     `${n.toLocaleString('en')} events (200 B) taken in during the outage in ${inSecs.toFixed(1)} s (${Math.round(n / inSecs).toLocaleString('en')}/s), ` +
-      `${(onDisk / 2 ** 30).toFixed(2)} GiB on disk, peak RSS ${rssIn.toFixed(0)} MiB; backlog delivered after the intake came back in ${outSecs.toFixed(1)} s = ` +
+      `${(onDisk / 2 ** 30).toFixed(2)} GiB on disk, idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rssIn.toFixed(0)} MiB; backlog delivered after the intake came back in ${outSecs.toFixed(1)} s = ` +
       `${Math.round(n / outSecs).toLocaleString('en')} events/s; peak RSS over the whole run ${rss.toFixed(0)} MiB; relay CPU ${cpuIn.toFixed(1)} s taking in, ${cpu.toFixed(1)} s draining; ` +
       `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}`,
   );
@@ -595,6 +606,7 @@ action(type="omrelp" target="127.0.0.1" port="${relpPort}" tls="on" tls.caCert="
     s.on('close', () => resolve());
   });
   for (let i = 0; count() < 1 && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
+  const idle = rssMb(pid, 'VmRSS');
   const data = lines(n);
   const cpu0 = cpuOf(pid);
   const t0 = performance.now();
@@ -630,10 +642,11 @@ action(type="omrelp" target="127.0.0.1" port="${relpPort}" tls="on" tls.caCert="
     rate: frames / secs,
     cpuShare: (100 * cpu) / secs,
     rssMb: rss,
+    idleRssMb: idle,
     line:
       `${frames} events of 200 bytes in ${secs.toFixed(2)} s = ${Math.round(frames / secs).toLocaleString('en')} events/s${partial ? ` (stopped after ${limitS} s with ${frames} of ${n} delivered)` : ''}; ` +
       `rsyslogd CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / Math.max(1, frames)).toFixed(1)} µs per event); ` +
-      `peak RSS ${rss.toFixed(0)} MiB; without the key element ${keyless}`,
+      `idle RSS ${idle.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB; without the key element ${keyless}`,
   };
 }
 
@@ -712,6 +725,7 @@ async function rsyslogTcpScenario(connections = 1, threads = 1): Promise<RunFigu
     rate: n / secs,
     cpuShare: (100 * cpu) / secs,
     rssMb: rss,
+    idleRssMb: rsyslog.idleRssMb,
     line:
       `${n} events of 200 bytes in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; ` +
       `rsyslogd CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per event); idle RSS ${rsyslog.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB; ` +
@@ -737,6 +751,7 @@ async function rsyslogUdpScenario(rate = 100_000, sources = 1, threads = 1): Pro
     rate: done.frames / offeredSecs,
     cpuShare: (100 * cpu) / offeredSecs,
     rssMb: rss,
+    idleRssMb: rsyslog.idleRssMb,
     line:
       `${n} datagrams offered at ${Math.round(n / offeredSecs).toLocaleString('en')}/s for ${offeredSecs.toFixed(1)} s; received ${done.frames}/${n}, kernel drops ${drops}; ` +
       `rsyslogd CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per datagram; idle RSS ${rsyslog.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB`,
