@@ -1,11 +1,13 @@
 // Where a relay's memory goes under load: preloaded into the relay by the bench
-//   RELAY_NODE_FLAGS=--import=$PWD/bench/memory-sampler.mjs MEMORY_SAMPLES=/tmp/mem npm run bench -- tcp
+//   RELAY_NODE_FLAGS=--require=$PWD/bench/memory-sampler.cjs MEMORY_SAMPLES=/tmp/mem npm run bench -- tcp
+// (CommonJS and --require: a single executable, RELAY_BIN, preloads with --require only)
 // it samples process.memoryUsage(), the resident split of /proc/self/status (anonymous, file) and
 // V8's heap spaces every 50 ms and writes, to $MEMORY_SAMPLES/mem-<pid>.json, the maximum of each
 // field and the whole sample taken at the highest RSS (MiB), once a second and at exit.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import v8 from 'node:v8';
+'use strict';
+const { mkdirSync, readFileSync, writeFileSync } = require('node:fs');
+const { join } = require('node:path');
+const v8 = require('node:v8');
 
 const dir = process.env.MEMORY_SAMPLES ?? '/tmp';
 mkdirSync(dir, { recursive: true });
