@@ -67,6 +67,7 @@ class Session {
   lastAnswerAt = Date.now();
   done = false;
   closing = false;
+  pumpSoon = false;
   /** Resolves once the server answered our "close" (or the session ended). */
   closed: (() => void) | undefined;
   closeTxnr = -1;
@@ -197,10 +198,19 @@ export class RelpSink implements Sink {
           this.#lost(session, new RelayError('ERELAY_RELP_PROTOCOL', `RELP intake ${this.#where} sent a ${datalen}-byte "${command}" frame (transaction ${txnr}).`)),
       },
       (err) => this.#lost(session, err),
-      // Answers free the window: what it lets out goes in one write per read of answers. (Waiting
-      // for more room to write more at once stalls: a RELP server's small answers then wait on
-      // Nagle and delayed ACKs, 40 ms each.)
-      () => this.#pump(session),
+      // Answers free the window: what it lets out goes in one write per turn of the event loop,
+      // after every read of answers in it (each TLS record is a read of its own, and imrelp sends
+      // a few answers per record: a write per read cost a TLS record and a system call per 2-3
+      // messages). Waiting longer for more room stalls: a RELP server's small answers then wait
+      // on Nagle and delayed ACKs, 40 ms each.
+      () => {
+        if (session.pumpSoon) return;
+        session.pumpSoon = true;
+        setImmediate(() => {
+          session.pumpSoon = false;
+          this.#pump(session);
+        });
+      },
     );
     return session;
   }
