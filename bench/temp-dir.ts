@@ -1,6 +1,7 @@
 // One temporary directory per bench run: the relays' configurations and state, the peers' work
 // directories and the files written for the file scenario go under it (TMPDIR, which os.tmpdir()
-// and the forked receivers read), and it is removed when the run ends, however it ends.
+// and the forked receivers read), and it is removed when the run ends: normally, on an error, on
+// Ctrl-C or on TERM (not on KILL).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

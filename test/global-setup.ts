@@ -1,8 +1,9 @@
 // One temporary directory for the whole run: every file a test, a peer or a relay under test
 // creates through the system's temporary directory (os.tmpdir(), mkdtemp, $TMPDIR in child
-// processes) goes under it, and it is removed when the run ends, passed or failed. Tests still
-// remove what they create (test/helpers/cleanup.ts); this catches what a test that failed, timed
-// out or kept a directory for a later read left, so that runs do not fill the machine's /tmp.
+// processes) goes under it, and it is removed when the run ends, passed or failed. Directories
+// from tempDir() (test/helpers/cleanup.ts) go when their test ends; this catches the rest (a
+// suite's directory, a relay's or a peer's kept for reading after it stopped, what a failed or
+// timed-out test left), so that runs do not fill the machine's /tmp.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
