@@ -361,7 +361,9 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
   }
   if (rcvbuf > 0) {
     int v = (int)rcvbuf;
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v); /* capped by net.core.rmem_max: reported by info() */
+    /* As rsyslog's imudp: beyond net.core.rmem_max where the process may (CAP_NET_ADMIN), else
+       capped by it. What was granted is reported by info(). */
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof v) < 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
   }
   if (bind(fd, (struct sockaddr *)&sa, salen) < 0) {
     int e = errno;

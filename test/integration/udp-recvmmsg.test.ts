@@ -5,6 +5,7 @@
 // use is a clear error. The tests peers' script installs gcc, so the addon is built at `npm ci`.
 import { spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { nativeUdp } from '../../src/inputs/udp/native.ts';
 import { books, startRelay } from '../helpers/relay.ts';
@@ -110,6 +111,27 @@ describe('native UDP receive (recvmmsg)', () => {
     expect(r.code).toBe(105); // ENOBUFS
     expect(r.errors).toBeGreaterThanOrEqual(3);
     expect(r.errors).toBeLessThanOrEqual(20);
+  });
+
+  it('the addon: a receive buffer beyond net.core.rmem_max where the process has CAP_NET_ADMIN (as rsyslog\'s imudp), capped by it without', () => {
+    // Linux reports twice what it grants. Asked: twice the host's limit and a page.
+    const rmemMax = Number(readFileSync('/proc/sys/net/core/rmem_max', 'utf8'));
+    const asked = 2 * rmemMax + 4096;
+    const addon = new URL('../../native/build/udp-recvmmsg.node', import.meta.url).pathname;
+    const script = `
+      const m = { exports: {} }; process.dlopen(m, ${JSON.stringify(addon)});
+      const h = m.exports.open('127.0.0.1', 0, false, false, ${asked});
+      console.log(m.exports.info(h)[1]); m.exports.close(h);`;
+    const granted = (prefix: string[]): number => {
+      const [cmd, ...args] = [...prefix, process.execPath, '-e', script] as [string, ...string[]];
+      const r = spawnSync(cmd, args, { encoding: 'utf8' });
+      expect(r.stderr).toBe('');
+      return Number(r.stdout);
+    };
+    // Without the capability (setpriv takes it out of the bounding set, so not even root has it).
+    expect(granted(['setpriv', '--bounding-set=-net_admin'])).toBe(2 * rmemMax);
+    // With it (the suite runs as root in CI; elsewhere only the capped case can be checked).
+    if (process.getuid?.() === 0) expect(granted([])).toBe(2 * asked);
   });
 
   it('the addon: a closed handle stays closed (close twice, drain, info, start)', () => {
