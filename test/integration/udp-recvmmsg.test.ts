@@ -123,8 +123,8 @@ describe('native UDP receive (recvmmsg)', () => {
       const h = m.exports.open('127.0.0.1', 0, false, false, ${asked});
       console.log(m.exports.info(h)[1]); m.exports.close(h);`;
     const granted = (prefix: string[]): number => {
-      const [cmd, ...args] = [...prefix, process.execPath, '-e', script] as [string, ...string[]];
-      const r = spawnSync(cmd, args, { encoding: 'utf8' });
+      const argv = [...prefix, process.execPath, '-e', script];
+      const r = spawnSync(argv[0] as string, argv.slice(1), { encoding: 'utf8' });
       expect(r.stderr).toBe('');
       return Number(r.stdout);
     };
