@@ -44,6 +44,28 @@ async function drainOne(q: BoundedQueue, limits: typeof now): Promise<void> {
 /** 1,000 events or 1 MiB: a soft mark of 100 events unless the batches make it larger. */
 const softQueue = (): BoundedQueue => new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
 
+/** A soft queue offered `queued` events by a reader that can wait, whose output has taken and released 10 of them. */
+async function drainingQueue(queued: number): Promise<BoundedQueue> {
+  const q = softQueue();
+  q.offer(evs(queued), queued * 10, true);
+  await drainOne(q, { ...now, maxEvents: 10 });
+  return q;
+}
+
+/** `ms` pass (fake clock): the reader is still held. */
+async function expectHeldAfter(w: ReturnType<typeof waitWritable>, ms: number): Promise<void> {
+  vi.advanceTimersByTime(ms);
+  await Promise.resolve();
+  expect(w.resumed).toBe(false);
+}
+
+/** `ms` pass (fake clock): the reader has gone on. */
+async function expectGoneOnAfter(w: ReturnType<typeof waitWritable>, ms: number): Promise<void> {
+  vi.advanceTimersByTime(ms);
+  await w.done;
+  expect(w.resumed).toBe(true);
+}
+
 describe('BoundedQueue', () => {
   it('block: a pausable input is told to slow down at the limit, never refused', () => {
     const q = new BoundedQueue({ maxEvents: 5, maxBytes: 1000, whenFull: 'block' });
@@ -129,13 +151,9 @@ describe('BoundedQueue', () => {
       q.release(taken[1]!);
       // 8 of 10: below 90%, but the output is draining, 8 wait (above half the soft mark, 4), and
       // fewer than a soft mark's worth (4) have been released since the reader paused.
-      vi.advanceTimersByTime(1_900);
-      await Promise.resolve();
-      expect(w.resumed).toBe(false);
+      await expectHeldAfter(w, 1_900);
       // It releases nothing more (an outage): the reader goes on and may fill the queue.
-      vi.advanceTimersByTime(200);
-      await w.done;
-      expect(w.resumed).toBe(true);
+      await expectGoneOnAfter(w, 200);
       expect(vi.getTimerCount()).toBe(0);
     });
   });
@@ -163,17 +181,11 @@ describe('BoundedQueue', () => {
 
   it('an output that stops releasing (an outage) lets readers held by the soft mark go on after 2 s and fill the queue to its limits', async () => {
     await withFakeClock(async () => {
-      const q = softQueue();
-      q.offer(evs(20), 200, true);
-      await drainOne(q, { ...now, maxEvents: 10 });
+      const q = await drainingQueue(20);
       expect(q.offer(evs(100), 1000, true).result).toBe('slow_down');
       const w = waitWritable(q);
-      vi.advanceTimersByTime(1_900);
-      await Promise.resolve();
-      expect(w.resumed).toBe(false);
-      vi.advanceTimersByTime(200);
-      await w.done;
-      expect(w.resumed).toBe(true);
+      await expectHeldAfter(w, 1_900);
+      await expectGoneOnAfter(w, 200);
       expect(q.offer(evs(800), 8000, true).result).toBe('ok');
       expect(q.offer(evs(100), 1000, true).result).toBe('slow_down');
       expect(q.full).toBe(true);
@@ -185,29 +197,19 @@ describe('BoundedQueue', () => {
 describe('BoundedQueue soft mark (review cases)', () => {
   it('a reader that pauses just before the 2 s without a release end goes on when they end', async () => {
     await withFakeClock(async () => {
-      const q = softQueue();
-      q.offer(evs(10), 100, true);
-      await drainOne(q, { ...now, maxEvents: 10 });
+      const q = await drainingQueue(10);
       vi.advanceTimersByTime(1_999);
       expect(q.offer(evs(150), 1500, true).result).toBe('slow_down');
-      const w = waitWritable(q);
-      vi.advanceTimersByTime(2);
-      await w.done;
-      expect(w.resumed).toBe(true);
+      await expectGoneOnAfter(waitWritable(q), 2);
     });
   });
 
   it('a wall clock stepped back does not stretch the wait: it is measured on the monotonic clock', async () => {
     await withFakeClock(async () => {
-      const q = softQueue();
-      q.offer(evs(10), 100, true);
-      await drainOne(q, { ...now, maxEvents: 10 });
+      const q = await drainingQueue(10);
       expect(q.offer(evs(150), 1500, true).result).toBe('slow_down');
       vi.setSystemTime(Date.now() - 3_600_000);
-      const w = waitWritable(q);
-      vi.advanceTimersByTime(2_100);
-      await w.done;
-      expect(w.resumed).toBe(true);
+      await expectGoneOnAfter(waitWritable(q), 2_100);
     });
   });
 
@@ -236,24 +238,17 @@ describe('BoundedQueue soft mark (review cases)', () => {
 
   it('readers held by the mark with the queue above 90% (UDP filled it) go on when the output stops, though the queue is not below 90%', async () => {
     await withFakeClock(async () => {
-      const q = softQueue();
-      q.offer(evs(20), 200, true);
-      await drainOne(q, { ...now, maxEvents: 10 });
+      const q = await drainingQueue(20);
       q.offer(evs(910), 9100, false);
       expect(q.offer(evs(5), 50, true).result).toBe('slow_down');
       expect(q.full).toBe(false);
-      const w = waitWritable(q);
-      vi.advanceTimersByTime(2_100);
-      await w.done;
-      expect(w.resumed).toBe(true);
+      await expectGoneOnAfter(waitWritable(q), 2_100);
     });
   });
 
   it('an output that takes what waits (an HTTP output opening requests) lets held readers go on before any answer', async () => {
-    const q = softQueue();
+    const q = await drainingQueue(20);
     const batch = { ...now, maxEvents: 10 };
-    q.offer(evs(20), 200, true);
-    await drainOne(q, batch);
     expect(q.offer(evs(100), 1000, true).result).toBe('slow_down');
     const w = waitWritable(q);
     for (let i = 0; i < 6; i++) await q.take(batch, signal);
