@@ -40,14 +40,6 @@ export function isoTimestampAt(buf: Uint8Array, at: number, end: number): number
   return sp < 0 ? 0 : sp - at;
 }
 
-/**
- * An RFC 3339 rendering of a BSD timestamp ("Mmm dd hh:mm:ss", no year, no zone): the relay's
- * local zone, and the year that puts it nearest to `now` (a December line read in January).
- */
-export function bsdToRfc3339(ts: string, now: number): string | undefined {
-  return bsdConversion(ts, now)?.text;
-}
-
 export interface BsdConversion {
   readonly text: string;
   /** The same text for any `now` in [validFrom, validUntil): the year inferred stays the same. */
@@ -57,7 +49,11 @@ export interface BsdConversion {
 
 const DAY = 86_400_000;
 
-/** bsdToRfc3339, with the reception times for which its answer holds (a cache's key). */
+/**
+ * An RFC 3339 rendering of a BSD timestamp ("Mmm dd hh:mm:ss", no year, no zone): the relay's
+ * local zone, and the year that puts it nearest to `now` (a December line read in January); with
+ * the reception times for which that answer holds (a cache's key).
+ */
 export function bsdConversion(ts: string, now: number): BsdConversion | undefined {
   if (bsdTimestampAt(Buffer.from(ts, 'latin1'), 0, ts.length) === 0) return undefined;
   const month = MONTHS.indexOf(ts.slice(0, 3)) / 3;

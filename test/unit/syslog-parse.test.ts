@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fieldCache, parseSyslog, type HeaderDefaults } from '../../src/syslog/parse.ts';
-import { bsdToRfc3339 } from '../../src/syslog/timestamps.ts';
+import { bsdConversion } from '../../src/syslog/timestamps.ts';
 import { messageText, structuredDataText, timestampText } from '../../src/core/event.ts';
 
 const D: HeaderDefaults = { pri: 13, hostname: '', appName: '', procId: '' };
@@ -126,7 +126,8 @@ describe('BSD lines whose first token is not what it looks like', () => {
   });
 });
 
-describe('bsdToRfc3339', () => {
+describe('bsdConversion', () => {
+  const bsdToRfc3339 = (ts: string, now: number): string | undefined => bsdConversion(ts, now)?.text;
   it('picks the nearest year and the local zone', () => {
     const jan2 = new Date(2027, 0, 2, 12).getTime();
     expect(bsdToRfc3339('Dec 31 23:59:59', jan2)).toMatch(/^2026-12-31T23:59:59\.000[+-]\d{2}:\d{2}$/);

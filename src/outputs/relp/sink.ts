@@ -67,6 +67,7 @@ class Session {
   lastAnswerAt = Date.now();
   done = false;
   closing = false;
+  /** A write of what the window lets out is due at the end of this turn of the event loop. */
   pumpSoon = false;
   /** Resolves once the server answered our "close" (or the session ended). */
   closed: (() => void) | undefined;
