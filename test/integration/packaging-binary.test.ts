@@ -15,8 +15,10 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { gitCommit } from '../../scripts/build-info.ts';
 import { VERSION } from '../../src/version.ts';
 import { track } from '../helpers/cleanup.ts';
+import { TLS } from '../helpers/relay.ts';
 import { namespacesWork, startContainer, startDirect } from '../helpers/container.ts';
 import { baseImage } from '../helpers/image-layout.ts';
+import { startHttpIntake } from '../helpers/http-intake.ts';
 import { freePort, sendTcp, waitListening } from '../helpers/peers.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -126,6 +128,42 @@ intakes:
     proc.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(out().match(/Stopped: every queued event was delivered\./g)).toHaveLength(3);
+  });
+
+  it('HTTPS output from the main thread and a worker (workers: 2): undici, kept out of the main script, is compiled from its own asset there', async () => {
+    const intake = track(await startHttpIntake());
+    const [tcpPort, metricsPort] = [await freePort(), await freePort()];
+    const config = join(dir, 'http.yaml');
+    writeFileSync(config, `workers: 2
+metrics: { address: 127.0.0.1, port: ${metricsPort} }
+intakes:
+  - name: h
+    intake_key: ${'K'.repeat(32)}
+    inputs: [{ type: tcp, address: 127.0.0.1, port: ${tcpPort} }]
+    output: { type: http, url: ${intake.url}, ca_file: ${TLS}ca.crt, proxy: none }
+`);
+    const { proc, out, exited } = runExe(['run', '-c', config]);
+    await waitListening(tcpPort, 20_000);
+    await vi.waitFor(() => expect(out()).toContain('"workers":2'), { timeout: 15_000 });
+    // Enough connections that both threads take some (SO_REUSEPORT spreads them).
+    await Promise.all(Array.from({ length: 16 }, (_, c) => sendTcp(tcpPort, Array.from({ length: 5 }, (_, i) => `<14>Nov 26 10:00:00 host app: h${c}-${i}\n`).join(''))));
+    await vi.waitFor(() => expect(intake.accepted).toHaveLength(80), { timeout: 15_000 });
+    expect(new Set(intake.accepted.map((e) => /h\d+-\d/.exec(e)?.[0])).size).toBe(80);
+    const sent = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(sent).toContain('intake_relay_events_sent_total{intake="h",output="http"} 80');
+    proc.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(out()).not.toMatch(/"level":(50|60)/);
+  });
+
+  it('keeps the libraries only commands, the configuration loader and the HTTP output use out of its main script', () => {
+    const main = readFileSync(join(dir, 'out', 'sea', 'intake-relay.cjs'), 'utf8');
+    for (const lib of ['undici', 'zod', 'yaml']) {
+      expect(existsSync(join(dir, 'out', 'sea', 'lib', `${lib}.cjs`))).toBe(true);
+      expect(main).not.toContain(`node_modules/${lib}/`);
+    }
+    // The build's own evidence: a bundle that inlined them is several times larger.
+    expect(main.length).toBeLessThan(1_000_000);
   });
 });
 
