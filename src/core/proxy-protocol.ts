@@ -68,7 +68,9 @@ function parseV1(buf: Buffer): ProxyHeader {
   if (parts[0] === 'UNKNOWN') return { kind: 'header', version: 'v1', length, source: undefined };
   const [proto, src, dst, sport, dport] = parts;
   if (parts.length !== 5 || (proto !== 'TCP4' && proto !== 'TCP6')) return { kind: 'invalid', reason: `malformed version 1 header "${printable(line)}"` };
-  const isFamily = proto === 'TCP4' ? isIPv4 : isIPv6;
+  // Node's isIPv6 takes a zone ("fe80::1%eth0"), which the protocol's addresses never have (and
+  // which no URL parser takes: canonicalIPv6 would throw on it).
+  const isFamily = proto === 'TCP4' ? isIPv4 : (a: string): boolean => isIPv6(a) && !a.includes('%');
   if (!isFamily(src as string) || !isFamily(dst as string)) return { kind: 'invalid', reason: `version 1 header with an address that is not ${proto === 'TCP4' ? 'IPv4' : 'IPv6'}` };
   const port = v1Port(sport as string);
   if (port === undefined || v1Port(dport as string) === undefined) return { kind: 'invalid', reason: 'version 1 header with a bad port' };

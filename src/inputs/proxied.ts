@@ -109,7 +109,13 @@ export class ProxyAcceptor {
         if (looksLikeProxyHeader(buf)) return refuse('proxy_untrusted', 'PROXY header from an untrusted address');
         return handOn(peer, buf);
       }
-      const h = parseProxyHeader(buf, this.#versions);
+      let h: ReturnType<typeof parseProxyHeader>;
+      try {
+        h = parseProxyHeader(buf, this.#versions);
+      } catch (err) {
+        // A header the parser did not foresee refuses its connection; it never ends the daemon.
+        return refuse('proxy_malformed', `unreadable PROXY header (${(err as Error).message})`);
+      }
       if (h.kind === 'invalid') return refuse('proxy_malformed', h.reason);
       if (h.kind === 'partial') {
         if (buf.length > MAX_HEADER) return refuse('proxy_malformed', 'PROXY header too long');

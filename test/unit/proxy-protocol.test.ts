@@ -50,6 +50,13 @@ describe('PROXY protocol v1', () => {
     expect(src('2001:DB8:0:0:0:0:0:7')).toBe('2001:db8::7');
   });
 
+  it('refuses an IPv6 address with a zone, which Node\'s isIPv6 takes and no URL parser does', () => {
+    for (const a of ['fe80::1%eth0', '::1%25', '::1%a/b']) {
+      expect(parseProxyHeader(Buffer.from(`PROXY TCP6 ${a} ::1 1000 514\r\n`), ['v1'])).toEqual({ kind: 'invalid', reason: 'version 1 header with an address that is not IPv6' });
+      expect(parseProxyHeader(Buffer.from(`PROXY TCP6 ::1 ${a} 1000 514\r\n`), ['v1'])).toMatchObject({ kind: 'invalid' });
+    }
+  });
+
   it('UNKNOWN names no sender: the connection\'s own address stands', () => {
     expect(parseProxyHeader(Buffer.from('PROXY UNKNOWN\r\n'), ['v1'])).toEqual({ kind: 'header', version: 'v1', length: 15, source: undefined });
     expect(parseProxyHeader(Buffer.from('PROXY UNKNOWN ffff::1 ffff::2 1 2\r\n'), ['v1'])).toMatchObject({ kind: 'header', source: undefined });
