@@ -15,6 +15,9 @@ export const REDACT_PATHS = [
   'authorization',
   '*.authorization',
   '*.headers.authorization',
+  // Node's HTTP parse errors carry the request's bytes.
+  'err.rawPacket',
+  '*.err.rawPacket',
 ];
 
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {

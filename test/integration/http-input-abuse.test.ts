@@ -158,6 +158,33 @@ describe('HTTP input: request targets that are no URL', () => {
   });
 });
 
+describe('HTTP input: a malformed request that carries credentials', () => {
+  it('gets 400, and neither its key nor its Authorization reaches the log (Node hands the raw bytes with the error)', async () => {
+    intake = await startTestIntake();
+    relay = await startRelay(yaml(intake.port));
+    const port = relay.daemon.listenerPort('api')!;
+    const key = 'LeakedKey0123456789abcdefLEAKED01';
+    const basic = Buffer.from(`user:${key}`).toString('base64');
+    const got = await new Promise<string>((resolve) => {
+      let text = '';
+      const s = net.connect(port, '127.0.0.1', () =>
+        s.write(`POST /plain HTTP/1.1\r\nHost: x\r\nX-SEKOIAIO-INTAKE-KEY: ${key}\r\nAuthorization: Basic ${basic}\r\nContent-Length: 1\r\nBad Header\r\n\r\nx`),
+      );
+      s.on('data', (d: Buffer) => (text += d.toString()));
+      s.on('error', () => {});
+      s.on('close', () => resolve(text));
+    });
+    expect(got).toMatch(/^HTTP\/1\.1 400 /);
+    await vi.waitFor(() => expect(relay!.logs.some((l) => l.msg === 'Malformed HTTP request.')).toBe(true), { timeout: 10_000 });
+    const text = JSON.stringify(relay.logs);
+    expect(text).not.toContain(key);
+    expect(text).not.toContain(basic);
+    // Nor as the bytes of a serialized Buffer.
+    expect(text).not.toContain(JSON.stringify([...Buffer.from(key.slice(0, 12))]).slice(1, -1));
+    expect(text).not.toContain('rawPacket');
+  });
+});
+
 describe('HTTP input: the memory budget shared by concurrent requests', () => {
   it('a request that does not fit gets 429 + Retry-After before its body is read, /readyz says so, and it fits again once the others finish', async () => {
     intake = await startTestIntake();

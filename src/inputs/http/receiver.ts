@@ -157,7 +157,9 @@ export class HttpReceiver {
       const slow = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
       this.#t.refused(slow ? 'slow_client' : 'bad_request');
       socket.end(slow ? 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n' : 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-      this.#t.log.warn(slow ? 'slow' : 'client', { err }, slow ? 'Slow client cut off (headers_timeout_ms / request_timeout_ms).' : 'Malformed HTTP request.');
+      // Not the error itself: Node attaches the request's raw bytes (rawPacket), keys and all.
+      const { code, reason } = err as NodeJS.ErrnoException & { reason?: string };
+      this.#t.log.warn(slow ? 'slow' : 'client', { code, reason: reason ?? err.message }, slow ? 'Slow client cut off (headers_timeout_ms / request_timeout_ms).' : 'Malformed HTTP request.');
     });
     this.#server = server;
     const proxy = l.proxy ? new ProxyAcceptor(l.proxy, this.#t, l.headers_timeout_ms) : undefined;
