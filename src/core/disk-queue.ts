@@ -4,11 +4,18 @@
 // When the memory stage is full, events stay on disk only ("spilled") and are read back in order
 // as it empties. A segment is deleted once every event in it is settled (acknowledged by the
 // output, or dropped with a counted reason); the settled watermark is saved beside the segments
-// (atomically, every second and at stop), so a restart resumes with what was not delivered.
+// (atomically, every second and at stop), so a restart resumes with what was not delivered. The
+// saved watermark can be ahead of the log (its end lost in a power cut before an fsync, or set
+// aside as damaged, after those events were settled): numbering then goes on from the watermark,
+// never below it, so that no new event counts as settled before it is.
 //
 // Disk full or unwritable: the queue counts as full (block: pausable inputs wait; the rest is
 // refused and counted), the events of pausable inputs are held in memory and written once the
-// disk takes them again; the error is reported through `onError` (a metric and a rate-limited log).
+// disk takes them again; the events of the others are not kept (they are counted dropped, or
+// answered "later"). The error is reported through `onError` (a metric and a rate-limited log).
+// Reading spilled events back and deleting delivered segments fail the same way (no file
+// descriptors left, EIO): reported, never thrown to the caller (settle and release run in socket
+// callbacks and the runner), and tried again at the next tick.
 
 import { open, rename } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
@@ -63,6 +70,9 @@ export class DiskQueue implements EventQueue {
   #syncQueued = false;
   #timer: NodeJS.Timeout | undefined;
   #savedSettled = -1;
+  /** A read-back or a deletion failed: the tick tries again. */
+  #retryPump = false;
+  #retryDelete = false;
   readonly #saving = new SingleFlight();
   #syncedBytes = 0;
   #writtenBytes = 0;
@@ -79,6 +89,7 @@ export class DiskQueue implements EventQueue {
     this.#log = log;
     this.recovery = report;
     const saved = readSettled(join(options.dir, SETTLED_FILE));
+    // Numbering goes on from the saved watermark if the log ends below it (see above).
     log.startAt(saved);
     const from = Math.max(saved, log.firstSeq);
     this.#settled = new SettledTracker(from);
@@ -89,7 +100,7 @@ export class DiskQueue implements EventQueue {
     this.#spill = this.recovered > 0 ? from : undefined;
     this.#mem = new BoundedQueue({ maxEvents: options.memoryEvents, maxBytes: options.memoryBytes, whenFull: 'block' });
     this.#mem.pushNumbered([], 0, from);
-    this.#log.deleteBelow(from);
+    this.#deleteSettled();
     this.#pump();
     this.#timer = setInterval(() => this.#tick(), Math.max(10, Math.min(options.fsyncIntervalMs, 1000)));
     this.#timer.unref();
@@ -135,21 +146,23 @@ export class DiskQueue implements EventQueue {
     if (this.#closed) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
     const waits = (this.#o.whenFull === 'block' || alwaysWait) && canPause;
     if (this.full && !waits) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
-    if (!this.#append(events, bytes) && !waits) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
+    if (!this.#append(events, bytes, waits) && !waits) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
     return { result: waits && this.full ? 'slow_down' : 'ok', dropped: 0, droppedBytes: 0 };
   }
 
   admit(events: LogEvent[], bytes: number): AdmitResult {
     if (this.#closed) return 'closed';
     if (this.full) return 'full';
-    return this.#append(events, bytes) ? 'ok' : 'full';
+    // Refused ("later"): the sender sends them again, so nothing is kept.
+    return this.#append(events, bytes, false) ? 'ok' : 'full';
   }
 
   /**
-   * Writes the events to the log; false if the disk refused them. A caller that waits keeps them:
-   * they are held in memory and written first once the disk works again.
+   * Writes the events to the log; false if the disk refused them. A caller that waits (`keep`) keeps
+   * them: they are held in memory and written first once the disk works again. For one that does
+   * not, nothing is left behind: it counts them dropped (or answers "later"), and they are.
    */
-  #append(events: LogEvent[], bytes: number): boolean {
+  #append(events: LogEvent[], bytes: number, keep: boolean): boolean {
     if (events.length === 0) return true;
     if (this.#unwritten.length === 0) {
       try {
@@ -161,6 +174,7 @@ export class DiskQueue implements EventQueue {
         this.#hooks.onError(err as NodeJS.ErrnoException);
       }
     }
+    if (!keep) return false;
     this.#unwritten.push({ events, bytes });
     this.#unwrittenEvents += events.length;
     return false;
@@ -199,15 +213,26 @@ export class DiskQueue implements EventQueue {
     this.#wakeWriters();
   }
 
-  /** Moves spilled events from disk into the memory stage while it has room. */
+  /**
+   * Moves spilled events from disk into the memory stage while it has room. A read that fails is
+   * reported and tried again by the tick, from the same event: nothing skipped, nothing twice.
+   */
   #pump(): void {
     const mem = this.#mem;
+    this.#retryPump = false;
     while (this.#spill !== undefined) {
       const room = this.#o.memoryEvents - mem.pendingEvents;
       const roomBytes = this.#o.memoryBytes - mem.pendingBytes;
       // Refill in large steps, not one event at a time.
       if (room < this.#o.memoryEvents / 2 || roomBytes <= 0) return;
-      const r = this.#log.read(this.#spill, room, roomBytes);
+      let r: ReturnType<SegmentLog['read']>;
+      try {
+        r = this.#log.read(this.#spill, room, roomBytes);
+      } catch (err) {
+        this.#retryPump = true;
+        this.#hooks.onError(err as NodeJS.ErrnoException);
+        return;
+      }
       if (r.lost > 0) {
         this.#settled.settle(r.seq - r.lost, r.lost);
         this.#pendingEvents -= r.lost;
@@ -298,9 +323,25 @@ export class DiskQueue implements EventQueue {
     this.#settled.settle(seq, count);
     if (this.#settledWaiters.length > 0) this.#settledWaiters = wakeSettled(this.#settledWaiters, this.#settled.watermark);
     this.#wakeSafe();
+    if (this.#settled.watermark !== before || this.#retryDelete) this.#deleteSettled();
+  }
+
+  /**
+   * Deletes the segments wholly settled. Deleting the writer's segment means opening a new one
+   * first; if that fails (no file descriptors left, EIO), the error is reported and the tick tries again.
+   */
+  #deleteSettled(): void {
+    const before = this.#log.bytes;
     // When full, the writer's segment is let go as soon as all of it is delivered, however small.
-    const force = this.#log.bytes >= this.#o.maxBytes * RESUME_FRACTION;
-    if (this.#settled.watermark !== before && this.#log.deleteBelow(this.#settled.watermark, force) > 0) this.#wakeWriters();
+    const force = before >= this.#o.maxBytes * RESUME_FRACTION;
+    this.#retryDelete = false;
+    try {
+      this.#log.deleteBelow(this.#settled.watermark, force);
+    } catch (err) {
+      this.#retryDelete = true;
+      this.#hooks.onError(err as NodeJS.ErrnoException);
+    }
+    if (this.#log.bytes < before) this.#wakeWriters();
   }
 
   /**
@@ -330,6 +371,8 @@ export class DiskQueue implements EventQueue {
 
   #tick(): void {
     if (this.#unwritten.length > 0) this.#flushUnwritten();
+    if (this.#retryDelete) this.#deleteSettled();
+    if (this.#retryPump && !this.#closed) this.#pump();
     const before = this.#log.durableBelow;
     const written = this.#writtenBytes;
     void this.#log.sync().then(() => {

@@ -4,7 +4,9 @@
 // CRC-32; on open, every segment is checked: a torn tail (a crash mid-write) is cut off, and a
 // damaged part in the middle (a bit flip, a lost page) is copied aside into damaged/, counted with
 // the number of events it held (from the gap in the numbers), and removed, so that the rest is
-// delivered and the daemon never refuses to start or loops on it.
+// delivered and the daemon never refuses to start or loops on it. A call that fails while running
+// (no file descriptors left, EIO) throws and leaves the log as it was: no descriptor kept that was
+// closed, no file written that the log does not know; the caller may try again.
 
 import { closeSync, fstatSync, fsync, ftruncateSync, mkdirSync, openSync, readdirSync, readSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -164,9 +166,16 @@ export class SegmentLog {
     return { events, firstSeq: this.firstSeq, nextSeq: this.#nextSeq, tornBytes, damaged };
   }
 
-  /** Continue numbering from `seq` (when the log is empty, from the saved watermark). */
+  /**
+   * Continue numbering from `seq` (the saved settled watermark) when it is above the last event on
+   * disk: the log is empty, or lost its end (written but not fsynced before a power cut, or a
+   * damaged tail set aside) after those events were settled. A number below the watermark is never
+   * given out again: it counts as settled at the next start. Called right after open, before any
+   * append: the writer's segment is not open yet, so the next append starts a new segment named
+   * from `seq`, and the gap below it lies between segments (events that were settled).
+   */
   startAt(seq: number): void {
-    if (this.#segments.length === 0 && seq > this.#nextSeq) {
+    if (seq > this.#nextSeq) {
       this.#nextSeq = seq;
       this.#durableBelow = seq;
     }
@@ -229,8 +238,15 @@ export class SegmentLog {
     const last = this.#segments[this.#segments.length - 1];
     const reuse = last && last.size === 0 && last.firstSeq === this.#nextSeq;
     const seg: Segment = reuse ? last : { firstSeq: this.#nextSeq, path: join(this.dir, segmentName(this.#nextSeq)), size: 0, firstAt };
-    this.#fd = openSync(seg.path, 'a', 0o600);
-    if (fstatSync(this.#fd).size > 0) ftruncateSync(this.#fd, 0); // a leftover of a failed write
+    const fd = openSync(seg.path, 'a', 0o600);
+    try {
+      if (fstatSync(fd).size > 0) ftruncateSync(fd, 0); // a leftover of a failed write
+    } catch (err) {
+      // Not the writer's: the next append rolls again (an empty leftover is reused, or truncated).
+      closeQuietly(fd);
+      throw err;
+    }
+    this.#fd = fd;
     if (!reuse) this.#segments.push(seg);
     return seg;
   }
@@ -266,6 +282,16 @@ export class SegmentLog {
    * found damaged).
    */
   read(seq: number, maxEvents: number, maxBytes: number): ReadBatch & { readonly lost: number } {
+    try {
+      return this.#read(seq, maxEvents, maxBytes);
+    } catch (err) {
+      // The events read so far are not handed out: the next read finds its place again.
+      this.#readSeq = -1;
+      throw err;
+    }
+  }
+
+  #read(seq: number, maxEvents: number, maxBytes: number): ReadBatch & { readonly lost: number } {
     if (seq !== this.#readSeq) this.#seek(seq);
     const events: LogEvent[] = [];
     let bytes = 0;
@@ -347,11 +373,19 @@ export class SegmentLog {
 
   #readFdFor(seg: Segment): number {
     if (this.#readFdSeg !== seg.firstSeq) {
-      if (this.#readFd >= 0) closeSync(this.#readFd);
+      this.#closeReader();
       this.#readFd = openSync(seg.path, 'r');
       this.#readFdSeg = seg.firstSeq;
     }
     return this.#readFd;
+  }
+
+  /** Closes the read descriptor; forgotten even if close fails (it is released anyway). */
+  #closeReader(): void {
+    const fd = this.#readFd;
+    this.#readFd = -1;
+    this.#readFdSeg = -1;
+    if (fd >= 0) closeQuietly(fd);
   }
 
   #segmentOf(seq: number): Segment | undefined {
@@ -373,11 +407,7 @@ export class SegmentLog {
       const next = this.#segments[1] as Segment;
       if (next.firstSeq > seq) break;
       const seg = this.#segments.shift() as Segment;
-      if (this.#readFdSeg === seg.firstSeq) {
-        closeSync(this.#readFd);
-        this.#readFd = -1;
-        this.#readFdSeg = -1;
-      }
+      if (this.#readFdSeg === seg.firstSeq) this.#closeReader();
       try {
         unlinkSync(seg.path);
       } catch {
@@ -386,7 +416,8 @@ export class SegmentLog {
       this.#bytes -= seg.size;
       freed += seg.size;
     }
-    // The writer's segment, wholly settled and big enough: start a new one and delete it.
+    // The writer's segment, wholly settled and big enough: start a new one and delete it. If the new
+    // one cannot be opened, this throws with the old one kept (deleted by a later call).
     const last = this.#segments[0];
     if (this.#segments.length === 1 && last && seq >= this.#nextSeq && last.size > 0 && (force || last.size >= this.#segmentBytes)) {
       this.#roll(Date.now());
@@ -406,9 +437,15 @@ export class SegmentLog {
         // closing is best effort
       }
     }
-    if (this.#readFd >= 0) closeSync(this.#readFd);
-    this.#readFd = -1;
-    this.#readFdSeg = -1;
+    this.#closeReader();
+  }
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // The descriptor is released even when close reports an error.
   }
 }
 

@@ -1,13 +1,16 @@
 // The disk queue's own state while it runs: the settled watermark (what a restart resends from)
 // and the fsynced position (what file checkpoints and power loss rely on) must keep moving, also
-// after ticks that found nothing to do.
-import { mkdtempSync, readFileSync } from 'node:fs';
+// after ticks that found nothing to do; and a log that lost its end (power cut, damaged tail) behind
+// the saved watermark never numbers new events below it.
+import { cpSync, mkdtempSync, readdirSync, readFileSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { DiskQueue } from '../../src/core/disk-queue.ts';
+import { recordSize } from '../../src/core/event-codec.ts';
 import { SingleFlight } from '../../src/core/single-flight.ts';
 import { headerlessEvent } from '../../src/syslog/parse.ts';
+import { event } from '../helpers/fake-output.ts';
 
 const D = { pri: 13, hostname: 'h', appName: 'a', procId: '-' };
 const events = (n: number) => {
@@ -51,6 +54,58 @@ describe('disk queue state', () => {
     await vi.waitFor(() => expect(q.safeBelow).toBe(15));
     q.close();
     await q.finish();
+  });
+});
+
+describe('disk queue reopened on a log that lost its end behind the saved settled watermark', () => {
+  const named = (tag: string, n: number) => Array.from({ length: n }, (_, i) => event(`${tag}${String(i).padStart(3, '0')}`));
+  const take = (q: DiskQueue) => q.take({ maxEvents: 1_000, maxBytes: 1 << 20, lingerMs: 0 }, AbortSignal.timeout(1_000));
+
+  /** A queue whose 20 events were delivered and settled (settled.json: 20), then its segment cut back to 10 records. */
+  async function cutBehindSettled(dir: string): Promise<void> {
+    const q = queue(dir);
+    const old = named('old', 20);
+    q.offer(old, 200, true);
+    const b = await take(q);
+    q.release(b!);
+    q.settle(b!.seq, b!.events.length);
+    q.close();
+    await q.finish();
+    expect(JSON.parse(readFileSync(join(dir, 'settled.json'), 'utf8'))).toEqual({ settled_below: 20 });
+    // The last 10 records were written but never reached the disk (power cut), or were set aside as damaged.
+    truncateSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.seg'))!), recordSize(old[0]!) * 10);
+  }
+
+  it('new events count as not settled, and every one of them is recovered after a stop and after a crash', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dq-state-'));
+    await cutBehindSettled(dir);
+    const q = queue(dir);
+    expect(q.recovered).toBe(0);
+    const first = q.nextSeq;
+    expect(first).toBeGreaterThanOrEqual(q.settledBelow);
+    // The output is down: nothing is delivered.
+    expect(q.offer(named('new', 15), 150, true).result).toBe('ok');
+    expect(q.nextSeq).toBe(first + 15);
+    expect(q.diskEvents).toBe(15);
+    expect(q.pendingEvents).toBe(15);
+    // What HTTP and RELP answers wait for: not settled, so not answered early.
+    let settled = false;
+    void q.untilSettled(first + 1).then(() => (settled = true));
+    await vi.waitFor(() => expect(q.safeBelow).toBe(first + 15));
+    expect(settled).toBe(false);
+    // A crash now (no stop, settled.json as it is on disk): a copy of the directory as the next start would find it.
+    const crashed = mkdtempSync(join(tmpdir(), 'dq-state-'));
+    cpSync(dir, crashed, { recursive: true });
+    q.close();
+    await q.finish();
+    for (const d of [dir, crashed]) {
+      const again = queue(d);
+      expect(again.recovered).toBe(15);
+      const b = await take(again);
+      expect(b!.events.map((e) => e.hostname)).toEqual(named('new', 15).map((e) => e.hostname));
+      again.close();
+      await again.finish();
+    }
   });
 });
 

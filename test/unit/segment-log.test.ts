@@ -124,6 +124,31 @@ describe('SegmentLog', () => {
     expect(SegmentLog.open(dir, 1 << 20).report).toMatchObject({ events: 2, damaged: [], tornBytes: 0 });
   });
 
+  it('startAt above the last event on disk (a lost end behind the settled mark): numbering goes on from there, in a new segment, across a reopen', () => {
+    const dir = tmp();
+    let { log } = SegmentLog.open(dir, 1 << 20);
+    log.append(Array.from({ length: 10 }, (_, i) => ev(i)));
+    log.close();
+    ({ log } = SegmentLog.open(dir, 1 << 20));
+    log.startAt(20);
+    expect(log.nextSeq).toBe(20);
+    expect(log.durableBelow).toBe(20);
+    expect(log.firstSeq).toBe(0);
+    log.append([ev(20), ev(21)]);
+    expect(readdirSync(dir).filter((f) => f.endsWith('.seg')).sort()).toEqual(['0000000000000000.seg', '0000000000000020.seg']);
+    expect(log.read(20, 10, 1 << 20)).toMatchObject({ seq: 20, lost: 0 });
+    // Wholly below 20: the old segment goes.
+    log.deleteBelow(20);
+    expect(log.firstSeq).toBe(20);
+    log.close();
+    const again = SegmentLog.open(dir, 1 << 20);
+    expect(again.report).toMatchObject({ events: 2, firstSeq: 20, nextSeq: 22, damaged: [] });
+    again.log.startAt(20); // below nextSeq: nothing changes
+    expect(again.log.nextSeq).toBe(22);
+    expect(again.log.read(20, 10, 1 << 20).events.map(text)).toEqual([text(ev(20)), text(ev(21))]);
+    again.log.close();
+  });
+
   it('reads a record longer than one read', () => {
     const dir = tmp();
     const { log } = SegmentLog.open(dir, 64 << 20);
