@@ -4,6 +4,8 @@
 // secrets go in every form a peer may echo them in, any Authorization / Basic / Bearer value goes
 // whatever it holds, control characters become spaces, and the length is bounded.
 
+import { RelayError } from './errors.ts';
+
 export const REDACTED = '[redacted]';
 /** Enough for a status line and an error message; an HTML error page is not worth more. */
 export const PEER_TEXT_MAX_CHARS = 300;
@@ -73,6 +75,32 @@ export class PeerTextRedactor {
     // Never end on half a surrogate pair.
     const end = /[\uD800-\uDBFF]/.test(out.charAt(maxChars - 2)) ? maxChars - 2 : maxChars - 1;
     return `${out.slice(0, end)}…`;
+  }
+
+  /**
+   * `e` with its message and its causes' cleaned. A cause goes to the log with the error (message
+   * and stack), so one left as it was would undo the cleaning: a cause whose text changes becomes a
+   * plain Error with the cleaned message, its name, code and stack frames, and nothing else of what
+   * a peer may have put in it (headers, a body).
+   */
+  cleanError(e: RelayError, maxChars = 600): RelayError {
+    const message = this.clean(e.message, maxChars);
+    const cause = this.#cleanCause(e.cause, maxChars, 0);
+    return message === e.message && cause === e.cause ? e : new RelayError(e.code, message, { cause });
+  }
+
+  #cleanCause(c: unknown, maxChars: number, depth: number): unknown {
+    if (!(c instanceof Error)) return typeof c === 'string' ? this.clean(c, maxChars) : c;
+    const inner = depth < 4 ? this.#cleanCause(c.cause, maxChars, depth + 1) : undefined;
+    const message = this.clean(c.message, maxChars);
+    if (message === c.message && inner === c.cause) return c;
+    const copy = new Error(message, inner === undefined ? undefined : { cause: inner });
+    copy.name = c.name;
+    const code = (c as NodeJS.ErrnoException).code;
+    if (typeof code === 'string') Object.assign(copy, { code });
+    const frames = (c.stack ?? '').split('\n').filter((l) => l.startsWith('    at '));
+    copy.stack = [`${c.name}: ${message}`, ...frames].join('\n');
+    return copy;
   }
 
   /** A text read only in part may end in the start of a secret. */

@@ -1,6 +1,9 @@
 // Redaction of peer text: every form a key can come back in goes, the rest of the message stays.
 import { describe, expect, it } from 'vitest';
+import { Writable } from 'node:stream';
+import { RelayError } from '../../src/core/errors.ts';
 import { PeerTextRedactor, REDACTED, secretForms } from '../../src/core/peer-text.ts';
+import { createLogger } from '../../src/telemetry/log.ts';
 
 const KEY = 'AbCdEfGh0123456789IjKlMnOpQrStUv';
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
@@ -95,5 +98,26 @@ describe('PeerTextRedactor on text already cleaned', () => {
     const once = r.clean(`<pre>Authorization: Basic ${b64(`:${KEY}`)}\nX-Key: ${b64(KEY)}</pre> Bearer abcDEF123456 end`);
     expect(once).toBe('<pre>Authorization: [redacted] X-Key: [redacted]</pre> Bearer [redacted] end');
     expect(r.clean(once)).toBe(once);
+  });
+
+  it('cleanError cleans the causes too, which the log writes with the error (message and stack)', () => {
+    const lines: string[] = [];
+    const log = createLogger('info', new Writable({ write: (c: Buffer, _e, cb) => { lines.push(String(c)); cb(); } }) as never);
+    const raw = Object.assign(new Error(`proxy said: Proxy-Authorization: Basic ${b64(`:${KEY}`)} key=${KEY}`), { code: 'EPROTO', headers: { 'x-echo': KEY } });
+    const e = new RelayError('ERELAY_CONNECTION_LOST', `connect failed: ${raw.message}`, { cause: raw });
+    const r = new PeerTextRedactor([KEY]);
+    const clean = r.cleanError(e);
+    log.error({ err: clean }, 'Delivery failed');
+    const line = lines.join('');
+    expect(line).toContain('Delivery failed');
+    expect(leaks(line, KEY)).toEqual([]);
+    // What is not the peer's stays: codes, the cause's name and its frames.
+    const cause = clean.cause as NodeJS.ErrnoException;
+    expect([clean.code, cause.code, cause.name]).toEqual(['ERELAY_CONNECTION_LOST', 'EPROTO', 'Error']);
+    expect(cause.stack).toMatch(/^Error: proxy said: Proxy-Authorization: \[redacted\] key=\[redacted\]\n {4}at /);
+    expect(cause).not.toHaveProperty('headers');
+    // Nothing to clean: the same error.
+    const plain = new RelayError('ERELAY_CONNECTION_LOST', 'refused', { cause: new Error('ECONNREFUSED') });
+    expect(r.cleanError(plain)).toBe(plain);
   });
 });

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { SinkEvents } from '../../src/core/contracts.ts';
 import type { RelayError } from '../../src/core/errors.ts';
 import type { Batch } from '../../src/core/event.ts';
+import { PeerTextRedactor } from '../../src/core/peer-text.ts';
 import { RelpSink } from '../../src/outputs/relp/sink.ts';
 import { headerlessEvent } from '../../src/syslog/parse.ts';
 import { Rfc5424Formatter } from '../../src/syslog/format.ts';
@@ -176,11 +177,12 @@ afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-async function started(fake: FakeRelp, o: { window?: number; ackTimeoutMs?: number } = {}) {
+async function started(fake: FakeRelp, o: { window?: number; ackTimeoutMs?: number; intakeKey?: string } = {}) {
   const sink = new RelpSink({
     host: '127.0.0.1', port: fake.port, tls: false, serverName: undefined, ca: undefined, cert: undefined, key: undefined,
     connectTimeoutMs: 5_000, window: o.window ?? 16, ackTimeoutMs: o.ackTimeoutMs ?? 60_000,
-    formatter: new Rfc5424Formatter('KEY', 'received'),
+    formatter: new Rfc5424Formatter(o.intakeKey ?? 'KEY', 'received'),
+    ...(o.intakeKey ? { peerText: new PeerTextRedactor([o.intakeKey]) } : {}),
   });
   const reports: Report[] = [];
   const events: SinkEvents = {
@@ -287,6 +289,22 @@ describe('RELP sink: window and answers', () => {
     expect(refusal.code).toBe('ERELAY_RELP_REFUSED');
     expect(refusal.message).toMatch(/refused 3 message\(s\) of a batch \(last answer: 500 message refused\)/);
     expect(sink.unacknowledged).toBe(0);
+  });
+
+  it('an intake that echoes the message in its refusal: the key does not reach the error (nor the log, nor /status)', async () => {
+    const key = 'RelpKey0123456789abcdefRELPKEY01';
+    // The whole key in one answer, and cut short in another (an answer's text is bounded).
+    const fake = await startFakeRelp({ syslog: (c, f) => c.answer(f.txnr, `500 refused: ${f.data.toString('latin1').slice(0, f.n % 2 === 0 ? 200 : 75)}`) });
+    const { sink, reports } = await started(fake, { intakeKey: key });
+    await send(sink, batch(0, 2));
+    await vi.waitFor(() => expect(reports.filter((r) => r[0] === 'refused')).toHaveLength(1));
+    await send(sink, batch(2, 1));
+    await vi.waitFor(() => expect(reports.filter((r) => r[0] === 'refused')).toHaveLength(2));
+    for (const r of reports) {
+      if (r[0] !== 'refused') continue;
+      expect(r[3].message).toMatch(/last answer: 500 refused: .*\[redacted\]/);
+      expect(r[3].message).not.toContain(key.slice(0, 6));
+    }
   });
 
   it('answers out of order are matched by transaction number; batches are still reported oldest first', async () => {

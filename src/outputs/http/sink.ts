@@ -178,8 +178,7 @@ export class HttpJsonSink implements Sink {
 
   /** A socket's or a proxy's error message may quote what the peer said. */
   #redacted(e: RelayError): RelayError {
-    const message = this.#peerText.clean(e.message, 600);
-    return message === e.message ? e : new RelayError(e.code, message, { cause: e.cause });
+    return this.#peerText.cleanError(e, 600);
   }
 
   async stop(): Promise<number> {

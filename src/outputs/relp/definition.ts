@@ -3,6 +3,7 @@
 // is built, described and checked (the sink is sink.ts, the session opening session.ts).
 
 import type { OutputDefinition } from '../../core/component.ts';
+import { PeerTextRedactor } from '../../core/peer-text.ts';
 import type { RelpOutputConfig } from './schema.ts';
 import { Rfc5424Formatter } from '../../syslog/format.ts';
 import { checkTlsFiles } from '../tls-check.ts';
@@ -47,6 +48,7 @@ export const relpOutput = {
       window: o.window,
       ackTimeoutMs: o.ack_timeout_ms,
       formatter: new Rfc5424Formatter(ctx.intakeKey, o.timestamp),
+      peerText: new PeerTextRedactor([ctx.intakeKey]),
     });
   },
 

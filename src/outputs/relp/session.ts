@@ -6,6 +6,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import { RelayError } from '../../core/errors.ts';
+import type { PeerTextRedactor } from '../../core/peer-text.ts';
 import { RelpDeframer, RelpFramingError, parseOffers, parseResponse, relpFrame, type RelpFrameSink } from '../../relp/frame.ts';
 import { VERSION } from '../../version.ts';
 import { verifiedTlsOptions } from '../tls-options.ts';
@@ -20,6 +21,8 @@ export interface RelpEndpoint {
   readonly cert: Buffer | undefined;
   readonly key: Buffer | undefined;
   readonly connectTimeoutMs: number;
+  /** Cleans what the server says before it goes into an error (an intake may echo a message, key and all). */
+  readonly peerText?: PeerTextRedactor;
 }
 
 /** What the client offers; librelp (rsyslog's omrelp) offers the same, with relp_version=0. */
@@ -83,7 +86,8 @@ export function openSession(o: RelpEndpoint, signal: AbortSignal): Promise<OpenS
         if (command !== 'rsp' || txnr !== 1) return fail(new RelayError('ERELAY_RELP_PROTOCOL', `RELP server ${where} answered the open with "${command}" (transaction ${txnr}).`));
         const rsp = parseResponse(buf, start, end);
         if (!rsp || rsp.code !== 200) {
-          return fail(new RelayError('ERELAY_RELP_OPEN', `RELP server ${where} refused the session: ${rsp ? `${rsp.code} ${rsp.text}` : 'an answer without a code'}.`));
+          const said = rsp ? `${rsp.code} ${o.peerText ? o.peerText.clean(rsp.text) : rsp.text}` : 'an answer without a code';
+          return fail(new RelayError('ERELAY_RELP_OPEN', `RELP server ${where} refused the session: ${said}.`));
         }
         const offers = parseOffers(rsp.data);
         if (!offers.has('relp_version')) return fail(new RelayError('ERELAY_RELP_OPEN', `RELP server ${where} gave no relp_version in its answer to the open.`));

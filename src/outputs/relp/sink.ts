@@ -293,7 +293,8 @@ export class RelpSink implements Sink {
       const rsp = parseResponse(buf, start, end);
       h.state[i] = REFUSED;
       h.refused++;
-      h.refusal = rsp ? `${rsp.code} ${rsp.text}` : 'an answer without a code';
+      // The intake's text may echo the message, whose first structured element is the key.
+      h.refusal = rsp ? `${rsp.code} ${this.#o.peerText ? this.#o.peerText.clean(rsp.text) : rsp.text}` : 'an answer without a code';
     }
     h.answered++;
     if (h.answered === h.events.length) this.#settle();
