@@ -175,6 +175,12 @@ export class SinkRunner {
       t.inFlight(this.#inFlight.pending);
       const started = performance.now();
       const result = await sink.send(batch, stop);
+      if (result.status === 'retryable' && stop.aborted) {
+        // Cut short by a detach (a reload) or the stop's deadline, not failed: back to the queue
+        // for the next sink or the next start, and no attempt counted (max_retries would drop it).
+        if (batch !== EMPTY) this.#unsent.push(batch);
+        return;
+      }
       const rttMs = performance.now() - started;
       t.sendSeconds(rttMs / 1000);
       this.#adapt(rttMs, result.status === 'retryable' && (result.pauseAll === true || result.unknownOutcome === true));

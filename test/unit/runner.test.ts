@@ -219,6 +219,24 @@ describe('SinkRunner: retries', () => {
     expect(queue.settledBelow).toBe(2);
     expect(queue.pendingEvents).toBe(0);
   });
+
+  it('max_retries: a send cut short by a detach (a reload) is no attempt: the batch goes back to the queue, not dropped', async () => {
+    const { queue, sink, t, runner } = rig((c) => new Promise<SendResult>((resolve) => c.signal.addEventListener('abort', () => resolve(retryable()))), { events: 3, maxRetries: 0 });
+    await runner.start();
+    await run();
+    expect(sink.calls).toHaveLength(1);
+    await runner.detach();
+    expect(t.args('dropped')).toEqual([]);
+    expect(t.args('retried')).toEqual([]);
+    expect(t.args('error')).toEqual([]);
+    expect(queue.settledBelow).toBe(0);
+    expect(queue.pendingEvents).toBe(3);
+    // The next runner sends them.
+    const next = rig(acked, { queue, events: 0 });
+    await next.runner.start();
+    await run();
+    expect(next.sink.calls.flatMap((c) => c.names)).toEqual(['e0', 'e1', 'e2']);
+  });
 });
 
 describe('SinkRunner: refusals', () => {
