@@ -36,9 +36,15 @@ export interface DiskQueueOptions {
   readonly fsyncIntervalMs: number;
 }
 
+export type DiskQueueOp = 'write' | 'read' | 'delete' | 'state';
+
 export interface DiskQueueHooks {
-  /** Writing failed (disk full, unwritable): the queue behaves as full until it works again. */
-  onError(err: NodeJS.ErrnoException): void;
+  /**
+   * An I/O error, by what failed: `write` (disk full, unwritable: the queue behaves as full until
+   * it works again), `read` (queued events not read back yet), `delete` (delivered segments not
+   * removed yet), `state` (the delivered position not saved). Each is retried.
+   */
+  onError(err: NodeJS.ErrnoException, op: DiskQueueOp): void;
   /** Events found damaged on disk, skipped (counted as dropped, reason corrupt). */
   onLost(events: number): void;
   /** Bytes written to the log, and fsynced. */
@@ -171,7 +177,7 @@ export class DiskQueue implements EventQueue {
         this.#accepted(events, bytes, seq);
         return true;
       } catch (err) {
-        this.#hooks.onError(err as NodeJS.ErrnoException);
+        this.#hooks.onError(err as NodeJS.ErrnoException, 'write');
       }
     }
     if (!keep) return false;
@@ -206,7 +212,7 @@ export class DiskQueue implements EventQueue {
         this.#unwrittenEvents -= u.events.length;
         this.#accepted(u.events, u.bytes, seq);
       } catch (err) {
-        this.#hooks.onError(err as NodeJS.ErrnoException);
+        this.#hooks.onError(err as NodeJS.ErrnoException, 'write');
         return;
       }
     }
@@ -230,7 +236,7 @@ export class DiskQueue implements EventQueue {
         r = this.#log.read(this.#spill, room, roomBytes);
       } catch (err) {
         this.#retryPump = true;
-        this.#hooks.onError(err as NodeJS.ErrnoException);
+        this.#hooks.onError(err as NodeJS.ErrnoException, 'read');
         return;
       }
       if (r.lost > 0) {
@@ -339,7 +345,7 @@ export class DiskQueue implements EventQueue {
       this.#log.deleteBelow(this.#settled.watermark, force);
     } catch (err) {
       this.#retryDelete = true;
-      this.#hooks.onError(err as NodeJS.ErrnoException);
+      this.#hooks.onError(err as NodeJS.ErrnoException, 'delete');
     }
     if (this.#log.bytes < before) this.#wakeWriters();
   }
@@ -402,7 +408,7 @@ export class DiskQueue implements EventQueue {
         await rename(`${file}.tmp`, file);
         this.#savedSettled = w;
       } catch (err) {
-        this.#hooks.onError(err as NodeJS.ErrnoException);
+        this.#hooks.onError(err as NodeJS.ErrnoException, 'state');
       }
     });
   }

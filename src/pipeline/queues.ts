@@ -3,10 +3,20 @@
 
 import type { Logger } from 'pino';
 import type { ResolvedIntake } from '../config/resolve.ts';
-import { DiskQueue } from '../core/disk-queue.ts';
+import { DiskQueue, type DiskQueueOp } from '../core/disk-queue.ts';
 import { BoundedQueue, type EventQueue } from '../core/queue.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { componentLog } from './component-log.ts';
+
+/** What a disk queue's I/O error means for the operator, by what failed. */
+const DISK_QUEUE_ERROR: Record<DiskQueueOp, (code: string) => string> = {
+  write: (code) => (code === 'ENOSPC'
+    ? 'Disk queue: the disk is full. The queue counts as full until space returns.'
+    : 'Disk queue: cannot write. The queue counts as full until writing works again.'),
+  read: () => 'Disk queue: cannot read queued events back; they stay on disk and the read is retried.',
+  delete: () => 'Disk queue: cannot remove delivered segments; they take disk space until the removal, retried, works.',
+  state: () => 'Disk queue: cannot save how far delivery got (settled.json); retried. After a crash before it is saved, events since the last save are sent again.',
+};
 
 export function openQueue(intake: ResolvedIntake, m: Metrics, log: Logger): { queue: EventQueue; dispose(): void } {
   const q = intake.queue;
@@ -18,12 +28,10 @@ export function openQueue(intake: ResolvedIntake, m: Metrics, log: Logger): { qu
     queue = new DiskQueue(
       { dir: q.path, maxBytes: q.max_bytes, whenFull: q.when_full, memoryEvents: q.memory_events, memoryBytes: q.memory_bytes, segmentBytes: q.segment_bytes, fsyncIntervalMs: q.fsync_interval_ms },
       {
-        onError: (err) => {
+        onError: (err, op) => {
           const code = err.code ?? 'EIO';
           m.diskQueueErrors.inc({ intake: name, code });
-          l.error(code, err, { code }, code === 'ENOSPC'
-            ? 'Disk queue: the disk is full. The queue counts as full until space returns.'
-            : 'Disk queue: cannot write. The queue counts as full until writing works again.');
+          l.error(`${op}:${code}`, err, { code, op }, DISK_QUEUE_ERROR[op](code));
         },
         onLost: (n) => {
           m.eventsDropped.inc({ intake: name, stage: 'queue', reason: 'corrupt' }, n);

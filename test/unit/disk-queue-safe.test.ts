@@ -78,11 +78,11 @@ describe('DiskQueue.untilSafe', () => {
   });
 });
 
-/** A queue whose errors are collected (by code) in `errors`; ticks every 20 ms. */
+/** A queue whose errors are collected (as "op:code") in `errors`; ticks every 20 ms. */
 function failingQueue(errors: string[], o: Partial<DiskQueueOptions> = {}, dir = tempDir('disk-fail-')): DiskQueue {
   const q = new DiskQueue(
     { dir, maxBytes: 1 << 24, whenFull: 'block', memoryEvents: 100, memoryBytes: 1 << 20, segmentBytes: 1 << 16, fsyncIntervalMs: 20, ...o },
-    { onError: (err) => void errors.push(err.code ?? '?'), onLost: () => {}, onWrite: () => {}, onSync: () => {} },
+    { onError: (err, op) => void errors.push(`${op}:${err.code ?? '?'}`), onLost: () => {}, onWrite: () => {}, onSync: () => {} },
   );
   track({ stop: async () => { q.close(); await q.finish(); } });
   return q;
@@ -103,7 +103,7 @@ describe('DiskQueue when the disk fails', () => {
     q.release(b!);
     failing.open = 'EMFILE';
     expect(() => q.settle(b!.seq, b!.events.length)).not.toThrow();
-    expect(errors).toContain('EMFILE');
+    expect(errors).toContain('delete:EMFILE');
     expect(q.settledBelow).toBe(70);
     expect(q.diskBytes).toBeGreaterThan(70_000);
     failing.open = '';
@@ -134,7 +134,7 @@ describe('DiskQueue when the disk fails', () => {
       got.push(...names(b));
       failing[fault] = fault === 'open' ? 'EMFILE' : 'EIO';
       expect(() => q.release(b!)).not.toThrow();
-      expect(errors).toContain(failing[fault]);
+      expect(errors).toContain(`read:${failing[fault]}`);
       failing[fault] = '';
       q.settle(b!.seq, b!.events.length);
     }
@@ -154,7 +154,7 @@ describe('DiskQueue when the disk fails', () => {
     failing.open = 'EMFILE';
     expect(q.offer(named('udp', 0, 3), 30, false)).toEqual({ result: 'dropped', dropped: 3, droppedBytes: 30 });
     expect(q.admit(named('http', 0, 2), 20)).toBe('full');
-    expect(errors).toEqual(['EMFILE', 'EMFILE']);
+    expect(errors).toEqual(['write:EMFILE', 'write:EMFILE']);
     expect(q.pendingEvents).toBe(0);
     expect(q.nextSeq).toBe(0);
     expect(q.full).toBe(false);
