@@ -70,12 +70,16 @@ export function checkMessage(raw: string): ReceivedMessage {
     if (!/^[A-Za-z0-9]+$/.test(intakeKey)) problems.push('intake_key is not letters and digits');
     rest = rest.slice(k[0].length);
     let i = 0;
+    const ids = new Set<string>([SEKOIA_SD_ID]);
     while (rest[i] === '[') {
       const end = sdEnd(rest, i);
       if (end < 0) {
         problems.push('malformed STRUCTURED-DATA');
         break;
       }
+      const id = /^\[([^ \]]*)/.exec(rest.slice(i, end))?.[1] ?? '';
+      if (ids.has(id)) problems.push(`SD-ID "${id}" repeated (RFC 5424 §6.3.2)`);
+      ids.add(id);
       i = end;
     }
     extraSd = rest.slice(0, i);

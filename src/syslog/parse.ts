@@ -183,13 +183,18 @@ function parse5424(
     } else {
       sdEnd = sdClose;
       msgStart = msgAfter(buf, sdClose, end);
+      if (ownFirst) {
+        // Another relay's key element: ours replaces it (what follows it stays).
+        sdStart = ownFirstEnd;
+        repaired = true;
+      }
     }
   } else {
     msgStart = sd; // no SD field at all: lenient, the rest is the message
     if (sd < end) repaired = true;
   }
   msgStart = Math.min(msgStart, end);
-  if (sdEnd === sd) sdStart = sdEnd = msgStart;
+  if (sdEnd === sd || sdStart === sdEnd) sdStart = sdEnd = msgStart;
   const hostname = (cache.host = repeatOr(buf, cache.host, tsEnd + 1, hostEnd, MAX_HOSTNAME));
   const appName = (cache.app = repeatOr(buf, cache.app, hostEnd + 1, appEnd, MAX_APP_NAME));
   const procId = (cache.proc = repeatOr(buf, cache.proc, appEnd + 1, procEnd, MAX_PROCID));
@@ -216,13 +221,29 @@ function msgAfter(buf: Buffer, at: number, end: number): number {
  * End (exclusive) of the SD-ELEMENTs starting at buf[start], or -1 unless they follow RFC 5424 §6.3
  * exactly before `end`, since they are forwarded verbatim: `[SD-ID *(SP PARAM-NAME="PARAM-VALUE")]`,
  * names of 1 to 32 PRINTUSASCII except '=', SP, ']' and '"'; in a value '"', '\\' and ']' must be
- * escaped (a backslash before another character is a plain backslash, §6.3.3).
+ * escaped (a backslash before another character is a plain backslash, §6.3.3); each SD-ID once, and
+ * the relay's own (SEKOIA@53288) only first (ownFirst, ownFirstEnd: the caller leaves it out).
  */
 export function scanStructuredData(buf: Uint8Array, start: number, end: number): number {
   let i = start;
+  let ids = 0;
+  ownFirst = false;
   do {
-    i = sdNameEnd(buf, i + 1, end); // SD-ID
+    const id = i + 1;
+    i = sdNameEnd(buf, id, end); // SD-ID
     if (i < 0) return -1;
+    // Each SD-ID once (RFC 5424 §6.3.2): a strict parser refuses a repeated one, and the relay
+    // writes its own element first. A source's own-element first (another relay's output, sent
+    // on) is left out, replaced by ours; anywhere else the SD is no valid SD for the frame.
+    if (sameBytes(buf, id, i, OWN_SD_ID, 0, OWN_SD_ID.length)) {
+      if (ids > 0) return -1;
+      ownFirst = true;
+    } else if (ids < MAX_IDS_CHECKED) {
+      for (let k = 0; k < ids; k++) if (sameBytes(buf, id, i, buf, sdIds[2 * k] as number, sdIds[2 * k + 1] as number)) return -1;
+      sdIds[2 * ids] = id;
+      sdIds[2 * ids + 1] = i;
+    }
+    ids++;
     for (;;) {
       const ch = byteAt(buf, i, end);
       if (ch === 0x5d) break;
@@ -233,8 +254,26 @@ export function scanStructuredData(buf: Uint8Array, start: number, end: number):
       if (i < 0) return -1;
     }
     i++;
+    if (ownFirst && ids === 1) ownFirstEnd = i;
   } while (byteAt(buf, i, end) === 0x5b);
   return i;
+}
+
+/** Set by scanStructuredData: the first SD-ELEMENT is the relay's own, and ends at ownFirstEnd. */
+let ownFirst = false;
+let ownFirstEnd = 0;
+/** The SD-ID of the element the relay writes first (the intake key's). */
+const OWN_SD_ID = Buffer.from('SEKOIA@53288', 'latin1');
+/** SD-IDs compared for repeats (a source writes a few; more than this are not compared). */
+const MAX_IDS_CHECKED = 16;
+/** Start and end of each SD-ID seen in the current scan. */
+const sdIds = new Int32Array(2 * MAX_IDS_CHECKED);
+
+/** Whether a[aStart, aEnd) and b[bStart, bEnd) hold the same bytes. */
+function sameBytes(a: Uint8Array, aStart: number, aEnd: number, b: Uint8Array, bStart: number, bEnd: number): boolean {
+  if (aEnd - aStart !== bEnd - bStart) return false;
+  for (let k = 0; k < aEnd - aStart; k++) if (a[aStart + k] !== b[bStart + k]) return false;
+  return true;
 }
 
 /** End of the SD-NAME at `at`, or -1 when there is none or it is longer than 32. */

@@ -102,7 +102,14 @@ function readFrame(b: Buffer): Rfc5424Frame {
   const key = s.slice(keyStart, i - 1);
   if (!/^"[^"\\\]]*"$/.test(key)) fail('intake_key element with other parameters, or escapes');
   const sdStart = i;
-  while (s.charCodeAt(i) === 0x5b) i = element(s, i, fail);
+  // Each SD-ID once (§6.3.2), the intake key's included.
+  const ids = new Set(['SEKOIA@53288']);
+  while (s.charCodeAt(i) === 0x5b) {
+    const id = /^\[([^ \]]*)/.exec(s.slice(i, i + 40))?.[1] ?? '';
+    if (ids.has(id)) fail(`SD-ID ${id} repeated`);
+    ids.add(id);
+    i = element(s, i, fail);
+  }
   // Nothing, or SP MSG.
   if (i < s.length && s.charCodeAt(i) !== 0x20) fail('STRUCTURED-DATA not followed by SP or the end');
   if (!isUtf8(b)) fail('invalid UTF-8 (MSG or a PARAM-VALUE)');

@@ -103,6 +103,9 @@ describe('RFC 5424 output follows the grammar whatever came in (issue 12)', () =
     ['a space in a BSD PID', raw('<13>Nov 22 10:00:00 host app[12 3]: seq=5'), { hostname: 'host', appName: '', procId: '', msg: 'app[12 3]: seq=5' }],
     ['an unescaped ] in an SD value', raw('<13>1 - h a - - [x@1 v="a]b"] m'), { extraSd: '', msg: '[x@1 v="a]b"] m' }],
     ['an SD-NAME with a control byte', raw('<13>1 - h a - - [x\x01@1] m'), { extraSd: '', msg: '[x\x01@1] m' }],
+    ['a repeated SD-ID', raw('<13>1 - h a - - [x@1 v="1"][x@1 v="2"] m'), { extraSd: '', msg: '[x@1 v="1"][x@1 v="2"] m' }],
+    ['another relay\'s key element first', raw('<13>1 - h a - - [SEKOIA@53288 intake_key="OTHER"][x@1 v="1"] m'), { extraSd: '[x@1 v="1"]', msg: 'm' }],
+    ['a key element after another', raw('<13>1 - h a - - [x@1 v="1"][SEKOIA@53288 intake_key="OTHER"] m'), { extraSd: '', msg: '[x@1 v="1"][SEKOIA@53288 intake_key="OTHER"] m' }],
   ])('%s', (_what, line, want) => {
     expect(frame(f, line)).toMatchObject({ intakeKey: 'KEY123', ...want });
   });

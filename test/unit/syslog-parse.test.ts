@@ -159,6 +159,19 @@ describe('what RFC 5424 allows through (issue 12)', () => {
     expect(bytes(raw('<34>1 - host su - ID47 -'))).toMatchObject({ sd: '', msg: '', repaired: 0 });
   });
 
+  it('each SD-ID once: an SD that repeats one goes into MSG whole, counted as repaired', () => {
+    expect(bytes(raw('<13>1 - h a - - [x@1 v="1"][y@2][x@1 v="2"] m'))).toMatchObject({ sd: '', msg: '[x@1 v="1"][y@2][x@1 v="2"] m', repaired: 1 });
+    expect(bytes(raw('<13>1 - h a - - [x@1 v="1"][x@12 v="2"] m'))).toMatchObject({ sd: '[x@1 v="1"][x@12 v="2"]', msg: 'm', repaired: 0 });
+  });
+
+  it('the relay\'s own element (another relay\'s output sent on): left out first, so that ours is the only one; anywhere else, the SD goes into MSG', () => {
+    expect(bytes(raw('<13>1 - h a - - [SEKOIA@53288 intake_key="other"][x@1 v="1"] m'))).toMatchObject({ sd: '[x@1 v="1"]', msg: 'm', repaired: 1 });
+    expect(bytes(raw('<13>1 - h a - - [SEKOIA@53288 intake_key="other"] m'))).toMatchObject({ sd: '', msg: 'm', repaired: 1 });
+    expect(bytes(raw('<13>1 - h a - - [x@1 v="1"][SEKOIA@53288 intake_key="other"] m'))).toMatchObject({ sd: '', msg: '[x@1 v="1"][SEKOIA@53288 intake_key="other"] m', repaired: 1 });
+    // The next frame starts afresh.
+    expect(bytes(raw('<13>1 - h a - - [x@1 v="1"] m'))).toMatchObject({ sd: '[x@1 v="1"]', msg: 'm', repaired: 0 });
+  });
+
   it('keeps the byte after a closing ] that is not a space: SD stays SD, MSG starts there', () => {
     expect(bytes(raw('<13>1 - h a - - [x@1 v="1"]', [0xc3, 0xa9], 'z'))).toMatchObject({ sd: '[x@1 v="1"]', msg: 'éz', repaired: 1 });
     expect(bytes(raw('<13>1 - h a - - [x@1 v="1"][y@2]Aseq'))).toMatchObject({ sd: '[x@1 v="1"][y@2]', msg: 'Aseq' });
