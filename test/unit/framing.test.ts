@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Deframer, type FrameSink, type Oversize } from '../../src/syslog/framing.ts';
 
 function collect(max = 1000, oversize: Oversize = 'drop') {
@@ -21,8 +21,8 @@ describe('Deframer', () => {
   });
 
   it('gives the same frames whatever the read boundaries', () => {
-    const stream = Buffer.from(`${octet('<13>1 2026-01-01T00:00:00Z h a p m - héllo')}<14>plain\r\n${octet('<15>x')}12 not a count\n`);
-    const expected = ['<13>1 2026-01-01T00:00:00Z h a p m - héllo', '<14>plain', '<15>x', '12 not a count'];
+    const stream = Buffer.from(`${octet('<13>1 2026-01-01T00:00:00Z h a p m - héllo')}<14>plain\r\n${octet('<15>x')}12 not a count\n999999 <W> like a count\n${octet('<16>y')}`);
+    const expected = ['<13>1 2026-01-01T00:00:00Z h a p m - héllo', '<14>plain', '<15>x', '12 not a count', '999999 <W> like a count', '<16>y'];
     for (let cut = 1; cut < stream.length; cut++) {
       const { frames, d } = collect();
       d.push(stream.subarray(0, cut));
@@ -66,6 +66,75 @@ describe('Deframer', () => {
     }
     expect(dropped).toEqual([504]);
     expect(frames.map((f) => f.text)).toEqual(['<13>after']);
+  });
+
+  it('reads a line that only starts like an oversized count ("999999 <") as a line: the frames after it are kept (rsyslog: octet stuffing)', () => {
+    for (const oversize of ['drop', 'truncate'] as const) {
+      const { frames, dropped, d } = collect(1000, oversize);
+      d.push(Buffer.from('999999 <Warning> disk full\n'));
+      for (let i = 0; i < 5000; i++) d.push(Buffer.from(`<13>Jan  1 00:00:00 host app: line ${i}\n`));
+      d.end();
+      expect(dropped).toEqual([]);
+      expect(frames).toHaveLength(5001);
+      expect(frames[0]).toEqual({ text: '999999 <Warning> disk full', truncated: false });
+      expect(frames[5000]).toEqual({ text: '<13>Jan  1 00:00:00 host app: line 4999', truncated: false });
+    }
+  });
+
+  it('an oversized count on a line too large: that line is dropped and counted once, reading goes on at its LF', () => {
+    const { frames, dropped, d } = collect(100);
+    const stream = Buffer.from(`999999 <13>${'x'.repeat(300)}\n<13>next\n${octet('<13>then')}`);
+    for (let i = 0; i < stream.length; i += 40) d.push(stream.subarray(i, i + 40));
+    expect(dropped).toEqual([999999]);
+    expect(frames.map((f) => f.text)).toEqual(['<13>next', '<13>then']);
+  });
+
+  it('an oversized octet-counted frame ending with a newline inside its count (rsyslog templates) resynchronises at it', () => {
+    const { frames, dropped, d } = collect(100, 'truncate');
+    d.push(Buffer.from(`${octet(`<13>${'x'.repeat(200)}\n`)}${octet('<13>after')}`));
+    expect(dropped).toEqual([]);
+    expect(frames).toEqual([{ text: `<13>${'x'.repeat(96)}`, truncated: true }, { text: '<13>after', truncated: false }]);
+  });
+
+  it('a frame trickled one byte per read is joined once it is whole, not copied on every read', () => {
+    const copied = (run: () => void): number => {
+      const concat = vi.spyOn(Buffer, 'concat');
+      const from = vi.spyOn(Buffer, 'from');
+      try {
+        run();
+        return [...concat.mock.results, ...from.mock.results].reduce((n, r) => n + (r.value as Buffer).length, 0);
+      } finally {
+        concat.mockRestore();
+        from.mockRestore();
+      }
+    };
+    const one = Buffer.from('a');
+    const reads = 20_000;
+    // A line: 200 KB held, then one byte per read.
+    const line = collect(256_000);
+    const start = Buffer.alloc(200_000, 0x61);
+    const lf = Buffer.from('\n');
+    const lineCopied = copied(() => {
+      line.d.push(start);
+      for (let i = 0; i < reads; i++) line.d.push(one);
+      expect(line.d.pendingBytes).toBe(200_000 + reads);
+      line.d.push(lf);
+    });
+    expect(line.frames).toEqual([{ text: 'a'.repeat(200_000 + reads), truncated: false }]);
+    // Each held byte is copied at most once per 1,024 reads (then the pieces are joined), and once at the end.
+    expect(lineCopied).toBeLessThan((reads / 1024 + 3) * (200_000 + reads));
+    // An octet-counted frame, its count first, then one byte per read.
+    const counted = collect(256_000);
+    const msg = Buffer.from(`<13>${'b'.repeat(reads)}`);
+    const head = Buffer.from(`${msg.length} `);
+    const bytes = Array.from(msg, (b) => Buffer.from([b]));
+    const countedCopied = copied(() => {
+      counted.d.push(head);
+      for (const b of bytes) counted.d.push(b);
+    });
+    expect(counted.frames).toEqual([{ text: msg.toString(), truncated: false }]);
+    expect(counted.d.pendingBytes).toBe(0);
+    expect(countedCopied).toBeLessThan((reads / 1024 + 3) * msg.length);
   });
 
   it('truncates oversized frames when asked, in both framings', () => {
