@@ -1,6 +1,8 @@
 // Syslog over TCP, optionally TLS (RFC 6587 framing, RFC 5425 transport). Each read is deframed and
 // handed to the sender in one call; when a queue says slow_down the socket stops reading until it
-// has room (backpressure reaches the sender through TCP flow control).
+// has room (backpressure reaches the sender through TCP flow control). A connection silent for
+// idle_timeout_ms is ended, and cut one timeout later if the sender does not close its side: an
+// idle sender never keeps a connection slot.
 
 import net from 'node:net';
 import type { Sender, TlsFiles } from '../../core/component.ts';
@@ -68,9 +70,18 @@ export class TcpSyslogInput implements Source {
     this.#sockets.add(socket);
     t.connection(true);
     if (this.#o.idleTimeoutMs > 0) {
-      socket.setTimeout(this.#o.idleTimeoutMs, () => {
+      // Not setTimeout's callback: that listener is called once, and this one must also cut a
+      // sender that never closes its side after ours (its socket would hold a connection slot).
+      let ended = false;
+      socket.setTimeout(this.#o.idleTimeoutMs);
+      socket.on('timeout', () => {
+        // Told to close a timeout ago and still open: cut (counted once, at the first timeout).
+        if (ended) return void socket.destroy();
+        ended = true;
         t.rejected('idle_timeout');
         socket.end();
+        // Armed again: a timer that fired waits for traffic, which a sender ignoring our end never makes.
+        socket.setTimeout(this.#o.idleTimeoutMs);
       });
     }
     socket.on('data', (chunk: Buffer) => {

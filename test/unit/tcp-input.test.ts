@@ -1,0 +1,66 @@
+// The TCP syslog input against raw TCP clients: what it reads reaches the queue, and idle_timeout_ms
+// frees the connection slot of an idle sender, also one that never closes its side after ours.
+import net from 'node:net';
+import { pino } from 'pino';
+import { describe, expect, it, vi } from 'vitest';
+import { messageText } from '../../src/core/event.ts';
+import { BoundedQueue } from '../../src/core/queue.ts';
+import { TcpSyslogInput } from '../../src/inputs/tcp/input.ts';
+import { senderTelemetry, syslogInputTelemetry } from '../../src/pipeline/instruments.ts';
+import { FilterSet } from '../../src/routing/filters.ts';
+import { Sender } from '../../src/routing/sender.ts';
+import { Metrics } from '../../src/telemetry/metrics.ts';
+import { track } from '../helpers/cleanup.ts';
+import { NO_SIGHTINGS } from '../helpers/frame-input.ts';
+import { metricValue } from '../helpers/relay.ts';
+
+async function setup(o: { idleTimeoutMs: number; maxConnections: number }) {
+  const metrics = new Metrics(false);
+  const queue = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+  const sender = new Sender({ targets: [{ intake: 'i', intakeKey: '', queue, filters: new FilterSet([]) }] }, { canPause: true }, senderTelemetry(metrics, 'in'));
+  const telemetry = syslogInputTelemetry(metrics, pino({ level: 'silent' }), 'i', 'in', NO_SIGHTINGS);
+  const input = new TcpSyslogInput(
+    {
+      label: 'in', address: '127.0.0.1', port: 0, maxConnections: o.maxConnections, idleTimeoutMs: o.idleTimeoutMs,
+      maxMessageBytes: 1000, oversize: 'drop', tls: undefined, defaults: { pri: 13, hostname: '', appName: '', procId: '' }, proxy: undefined,
+    },
+    sender,
+    telemetry,
+  );
+  await input.start();
+  track({ stop: async () => { await input.stop(100); input.dispose(); } });
+  return { input, queue, metric: (name: string, labels: Record<string, string> = {}) => metricValue(metrics, name, labels) };
+}
+
+/** A client that sends `line`, then keeps its side open, whatever the server does (allowHalfOpen). */
+function stubborn(port: number, line: string): { socket: net.Socket; ended: () => boolean } {
+  let ended = false;
+  const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+  socket.on('error', () => {});
+  socket.on('data', () => {});
+  socket.on('end', () => (ended = true));
+  socket.write(line);
+  track({ stop: () => socket.destroy() });
+  return { socket, ended: () => ended };
+}
+
+describe('TCP input: idle_timeout_ms', () => {
+  it('a sender that never closes its side after ours is cut a timeout later: its slot is free again, counted once', async () => {
+    const s = await setup({ idleTimeoutMs: 150, maxConnections: 1 });
+    const first = stubborn(s.input.port, '<13>first, then silence\n');
+    await vi.waitFor(() => expect(s.queue.pendingEvents).toBe(1));
+    // Ended by the server (FIN), and still open on the client's side.
+    await vi.waitFor(() => expect(first.ended()).toBe(true), { timeout: 10_000 });
+    expect(first.socket.destroyed).toBe(false);
+    // The client cannot tell that the server cut it: the server's count of connections can.
+    await vi.waitFor(async () => expect(await s.metric('intake_relay_input_connections')).toBe(0), { timeout: 10_000 });
+    expect(await s.metric('intake_relay_input_connections_rejected_total', { reason: 'idle_timeout' })).toBe(1);
+    // max_connections is 1: the slot is free for the next sender.
+    const second = stubborn(s.input.port, '<13>second\n');
+    await vi.waitFor(() => expect(s.queue.pendingEvents).toBe(2));
+    expect(await s.metric('intake_relay_input_connections_rejected_total', { reason: 'max_connections' })).toBe(0);
+    const batch = (await s.queue.take({ maxEvents: 10, maxBytes: 1 << 20, lingerMs: 0 }, new AbortController().signal))!;
+    expect(batch.events.map(messageText)).toEqual(['first, then silence', 'second']);
+    second.socket.destroy();
+  });
+});
