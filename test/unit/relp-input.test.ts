@@ -2,6 +2,7 @@
 // open's offers, answers in command order, refusals (500) and protocol errors, and the promise the
 // input makes: "rsp 200" only once the event is safe (memory queue: delivered; disk queue: fsynced).
 // The test is the output: it takes batches from the queue and settles them when it chooses.
+import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -12,7 +13,9 @@ import type { ProxyProtocolSettings } from '../../src/core/config-values.ts';
 import { DiskQueue } from '../../src/core/disk-queue.ts';
 import { messageText, type LogEvent } from '../../src/core/event.ts';
 import { BoundedQueue, type EventQueue } from '../../src/core/queue.ts';
+import { FrameBuilder } from '../../src/inputs/frame-builder.ts';
 import { RelpInput } from '../../src/inputs/relp/input.ts';
+import { MAX_REPLY_BYTES, RelpServerSession } from '../../src/inputs/relp/session.ts';
 import { relpInputTelemetry, senderTelemetry } from '../../src/pipeline/instruments.ts';
 import { FilterSet } from '../../src/routing/filters.ts';
 import { Sender } from '../../src/routing/sender.ts';
@@ -355,6 +358,61 @@ describe('RELP input: the session', () => {
     expect(got).toEqual(Array.from({ length: n }, (_, i) => `message ${i + 2} é`));
     expect(c.summary.slice(1)).toEqual(Array.from({ length: n }, (_, i) => `${i + 2} 200`));
     expect(await s.metric('intake_relay_events_dropped_total')).toBe(0);
+  });
+
+  it('refusals piling up behind a message not yet safe pause the reading (memory bounded); it resumes once they are written', async () => {
+    const metrics = new Metrics(false);
+    const queue = new BoundedQueue({ maxEvents: 100, maxBytes: 1 << 20, whenFull: 'block' });
+    const sender = new Sender({ targets: [{ intake: 'i0', intakeKey: '', queue, filters: new FilterSet([]) }] }, { canPause: true, alwaysWait: true }, senderTelemetry(metrics, 'in'));
+    const telemetry = relpInputTelemetry(metrics, pino({ level: 'silent' }), 'i0', 'in', NO_SIGHTINGS);
+    const builder = new FrameBuilder(sender, telemetry, { pri: 13, hostname: '', appName: '', procId: '' });
+    // The socket as the session sees it; the test reads into the session only while it is not paused, as a real socket does.
+    const written: Buffer[] = [];
+    const socket = Object.assign(new EventEmitter(), {
+      paused: false,
+      write: (b: Buffer) => written.push(b) > 0,
+      pause: () => void (socket.paused = true),
+      resume: () => void (socket.paused = false),
+      end: () => {},
+    });
+    const session = new RelpServerSession(socket as unknown as net.Socket, '10.0.0.1', { maxMessageBytes: 1024, respondWhen: 'auto' }, sender, builder, telemetry);
+    session.read(open());
+    // Its answer waits until the output delivers it; so does every answer after it.
+    session.read(syslog(2));
+    await vi.waitFor(() => expect(written).toHaveLength(1));
+    // Commands that take no queue space, 1,000 a read: without a bound, each read would add its answers to memory.
+    const perRead = 1000;
+    const junk = Buffer.from('3 nope 0\n'.repeat(perRead));
+    const reads = 100;
+    let taken = 0;
+    while (taken < reads && !socket.paused) {
+      session.read(junk);
+      taken++;
+    }
+    expect(socket.paused).toBe(true);
+    const refusal = '3 rsp 32 500 command "nope" not supported\n';
+    expect(taken).toBe(Math.floor(MAX_REPLY_BYTES / (perRead * refusal.length)) + 1);
+    // A turn of the event loop later (the session's answer steps ran as far as they can): still paused, nothing written.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(socket.paused).toBe(true);
+    expect(written).toHaveLength(1);
+    // Delivered: its answer and the refusals behind it are written, and the reading resumes.
+    expect(await deliver(queue)).toEqual(['message 2 é']);
+    await vi.waitFor(() => expect(socket.paused).toBe(false));
+    while (taken < reads) {
+      if (socket.paused) await session.answered;
+      else {
+        session.read(junk);
+        taken++;
+      }
+    }
+    await session.answered;
+    expect(session.unanswered).toBe(0);
+    const out = Buffer.concat(written).toString();
+    expect(out).toMatch(/^1 rsp \d+ 200 OK\n[^]*\n2 rsp 6 200 OK\n3 rsp 32 500 command "nope" not supported\n/);
+    expect(out.split(refusal)).toHaveLength(reads * perRead + 1);
+    expect(await metricValue(metrics, 'intake_relay_relp_answers_total', { code: '500' })).toBe(reads * perRead);
+    expect(await metricValue(metrics, 'intake_relay_relp_answers_total', { code: '200' })).toBe(2);
   });
 });
 

@@ -2,9 +2,11 @@
 // each "syslog" transaction turned into an event, and its answer "rsp 200" sent only once the
 // event is safe: in a disk queue and fsynced, or, with a memory queue, delivered (or dropped by a
 // filter, counted). Answers go out in the order of the commands, one write per read. A queue that
-// is full pauses the reading (the sender's window then fills: backpressure, never a drop). A
-// message over the size limit is answered 500 (counted as too_large); a command we do not serve is
-// answered 500; a stream that is not RELP gets the "serverclose" hint and is closed.
+// is full pauses the reading (the sender's window then fills: backpressure, never a drop), and so
+// do answers piling up behind one not yet safe (past MAX_UNANSWERED of them, or MAX_REPLY_BYTES of
+// refusals and other replies, which take no queue space): a session's memory is bounded whatever the
+// sender writes. A message over the size limit is answered 500 (counted as too_large); a command we
+// do not serve is answered 500; a stream that is not RELP gets the "serverclose" hint and is closed.
 
 import type net from 'node:net';
 import type { Sender } from '../../core/component.ts';
@@ -24,6 +26,13 @@ export interface RelpSessionOptions {
 const OK = Buffer.from(' rsp 6 200 OK\n', 'latin1');
 const SERVER_OFFERS = `relp_version=0\nrelp_software=intake-relay,${VERSION}\ncommands=syslog`;
 export const SERVERCLOSE = relpFrame(0, 'serverclose');
+/**
+ * Answers due and not written (they wait for an earlier one's safety) past which reading pauses,
+ * until half are written. No sender's window is larger (our RELP output's is at most 65,536).
+ */
+export const MAX_UNANSWERED = 65_536;
+/** Bytes of reply frames (refusals, the open's offers) due and not written past which reading pauses, until half are written. */
+export const MAX_REPLY_BYTES = 256 * 1024;
 
 /** What one read asks to answer, in order: a run of transactions answered 200, or one whole frame. */
 type Answer = { readonly txnr: number } | { readonly frame: Buffer; readonly code: '200' | '500' | undefined };
@@ -43,12 +52,15 @@ export class RelpServerSession implements RelpFrameSink {
   /** The answers of earlier reads, written in order: each read's wait on safety chains on the last. */
   #answering: Promise<void> = Promise.resolve();
   #unanswered = 0;
+  /** Bytes of the reply frames among the unanswered (a syslog transaction's "200 OK" is not counted: the queue bounds those). */
+  #replyBytes = 0;
   /** Our side is ended (serverclose sent): nothing more is written. */
   #ended = false;
   #gone = false;
-  /** Reading is paused: a queue is full, or the sender does not read its answers. */
+  /** Reading is paused: a queue is full, the sender does not read its answers, or too many answers wait for an earlier one. */
   #queueFull = false;
   #answersFull = false;
+  #backlog = false;
 
   constructor(socket: net.Socket, from: string, options: RelpSessionOptions, sender: Sender, builder: FrameBuilder, telemetry: RelpInputTelemetry) {
     this.#socket = socket;
@@ -113,8 +125,10 @@ export class RelpServerSession implements RelpFrameSink {
     }
     if (command === 'close') {
       // Answered after everything before it; then the hint, and our side closes.
-      this.#answers.push({ frame: relpFrame(txnr, 'rsp'), code: undefined });
+      const rsp = relpFrame(txnr, 'rsp');
+      this.#answers.push({ frame: rsp, code: undefined });
       this.#unanswered++;
+      this.#replyBytes += rsp.length;
       this.#closing = true;
       return;
     }
@@ -128,8 +142,10 @@ export class RelpServerSession implements RelpFrameSink {
   }
 
   #reply(txnr: number, data: string): void {
-    this.#answers.push({ frame: relpFrame(txnr, 'rsp', data), code: data.startsWith('200') ? '200' : '500' });
+    const frame = relpFrame(txnr, 'rsp', data);
+    this.#answers.push({ frame, code: data.startsWith('200') ? '200' : '500' });
     this.#unanswered++;
+    this.#replyBytes += frame.length;
   }
 
   /** Offers the read's events, then answers them once they are safe. */
@@ -171,6 +187,11 @@ export class RelpServerSession implements RelpFrameSink {
       this.#write(answers);
       if (closing) this.#end();
     });
+    // Answers waiting behind one not yet safe: refusals take no queue space, so only this bounds them.
+    if (!this.#backlog && (this.#unanswered > MAX_UNANSWERED || this.#replyBytes > MAX_REPLY_BYTES)) {
+      this.#backlog = true;
+      this.#socket.pause();
+    }
   }
 
   /** Runs `step` after every answer scheduled before it. */
@@ -183,11 +204,13 @@ export class RelpServerSession implements RelpFrameSink {
     // written nor counted; the sender sends those messages again.
     if (this.#gone || this.#ended) return;
     let size = 0;
+    let replies = 0;
     let ok = 0;
     let refused = 0;
     for (const a of answers) {
       if ('frame' in a) {
         size += a.frame.length;
+        replies += a.frame.length;
         if (a.code === '500') refused++;
         else if (a.code === '200') ok++;
       } else {
@@ -215,8 +238,13 @@ export class RelpServerSession implements RelpFrameSink {
       });
     }
     this.#unanswered -= answers.length;
+    this.#replyBytes -= replies;
     if (ok > 0) this.#t.answered('200', ok);
     if (refused > 0) this.#t.answered('500', refused);
+    if (this.#backlog && this.#unanswered <= MAX_UNANSWERED / 2 && this.#replyBytes <= MAX_REPLY_BYTES / 2) {
+      this.#backlog = false;
+      this.#resume();
+    }
   }
 
   /** Sends the "serverclose" hint and closes our side. */
@@ -234,7 +262,7 @@ export class RelpServerSession implements RelpFrameSink {
 
   /** Reads again once neither the queue nor the answers wait; never for a session told to stop reading (a stop, a close, bad framing). */
   #resume(): void {
-    if (!this.#gone && !this.#closing && !this.#queueFull && !this.#answersFull) this.#socket.resume();
+    if (!this.#gone && !this.#closing && !this.#queueFull && !this.#answersFull && !this.#backlog) this.#socket.resume();
   }
 
   /** For a stop: stops reading; the answers due are still written (finish). */
