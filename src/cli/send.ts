@@ -31,6 +31,7 @@ export async function sendTest(cfg: Config, intakeName: string, messages: readon
     connectionLost: (err) => (lost = err.message),
     connected: () => {},
     wrote: () => {},
+    cut: () => {},
   });
   const buf = Buffer.from(messages.join(''));
   const now = Date.now();

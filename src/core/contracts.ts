@@ -91,6 +91,8 @@ export interface SinkEvents {
   connectionLost(error: RelayError, events: number): void;
   connected(): void;
   wrote(bytes: number): void;
+  /** Events whose message was cut to the intake's limit (INTAKE_MAX_EVENT_BYTES) when formatted. */
+  cut(events: number): void;
 }
 
 /** How many sends the runner may have in flight: a fixed number, or adaptive within bounds. */

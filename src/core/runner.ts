@@ -110,6 +110,7 @@ export class SinkRunner {
         this.#state = 'connected';
       },
       wrote: (bytes) => t.wrote(bytes),
+      cut: (n) => t.cut(n),
     });
     // Writes handed over by a previous sink (a reload) go out first, even if nothing new comes.
     if (sink.unacknowledged > 0) this.#needFlush = true;

@@ -42,6 +42,8 @@ export interface OutputTelemetry {
   error(code: string): void;
   retried(): void;
   dropped(reason: DropReason, events: number): void;
+  /** Events cut to the intake's limit by the output (events_modified_total, reason intake_limit). */
+  cut(events: number): void;
   connected(up: boolean): void;
   reconnected(): void;
   keyRejected(rejected: boolean): void;

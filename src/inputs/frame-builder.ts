@@ -12,6 +12,7 @@ import type { OfferResult } from '../core/queue.ts';
 import type { EventTelemetry } from '../core/telemetry.ts';
 import type { FrameSink } from '../syslog/framing.ts';
 import { fieldCache, headerlessEvent, parseSyslog, type HeaderDefaults } from '../syslog/parse.ts';
+import { utf8Boundary } from '../core/utf8.ts';
 
 export class FrameBuilder implements FrameSink {
   readonly #sender: Sender;
@@ -156,17 +157,4 @@ function inChunk(buf: Buffer, chunk: Buffer | undefined): boolean {
 /** A UTF-8 continuation byte (10xxxxxx); false past the end of the buffer. */
 function isContinuation(b: number | undefined): boolean {
   return b !== undefined && (b & 0xc0) === 0x80;
-}
-
-/** `end`, moved back so that [start, end) does not finish inside a multi-byte UTF-8 sequence. */
-export function utf8Boundary(buf: Buffer, start: number, end: number): number {
-  let k = end - 1;
-  let cont = 0;
-  while (k > start && ((buf[k] as number) & 0xc0) === 0x80 && cont < 3) {
-    k--;
-    cont++;
-  }
-  const lead = buf[k] as number;
-  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-  return end - k < need ? k : end;
 }

@@ -35,6 +35,7 @@ export function outputTelemetry(m: Metrics, log: Logger, intake: string, output:
     error: (code) => m.outputErrors.inc({ intake, output, code }),
     retried: () => retries.inc(),
     dropped: (reason, events) => m.eventsDropped.inc({ intake, stage: 'output', reason }, events),
+    cut: (events) => m.eventsModified.inc({ intake, reason: 'intake_limit' }, events),
     connected: (up) => connected.set(up ? 1 : 0),
     reconnected: () => connects.inc(),
     keyRejected: (on) => keyRejected.set(on ? 1 : 0),

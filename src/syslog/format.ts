@@ -5,9 +5,24 @@
 
 import type { LogEvent } from '../core/event.ts';
 import { timestampText } from '../core/event.ts';
+import { utf8Boundary } from '../core/utf8.ts';
 import { bsdConversion } from './timestamps.ts';
 
 export type TimestampMode = 'received' | 'source';
+
+/**
+ * The intake's limit on one event: larger ones are refused (HTTP 413) or, on syslog, dropped
+ * without a word. A message the header made longer (an event of max_message_bytes, a repaired
+ * one) is cut to it here, its MSG on a character boundary.
+ */
+export const INTAKE_MAX_EVENT_BYTES = 250 * 1024;
+
+/** How an event too large for the intake goes out: with or without its source SD, MSG up to msgEnd. */
+interface Fit {
+  readonly keepSd: boolean;
+  readonly msgEnd: number;
+  readonly size: number;
+}
 
 export const SEKOIA_SD_ID = 'SEKOIA@53288';
 
@@ -37,6 +52,8 @@ export class Rfc5424Formatter {
   #lastMs = -1;
   #lastIso = '';
   #last: LastHeader = { pri: -1, ts: '', hostname: '', appName: '', procId: '', text: '', bytes: undefined };
+  /** Events cut to INTAKE_MAX_EVENT_BYTES, not yet taken by the sink (takeCut). */
+  #cut = 0;
   /** The last source timestamp converted: its bytes (timestamps longer than 64 bytes are not kept). */
   readonly #lastSource: { bytes: Buffer; length: number; format: number; text: string | undefined; validFrom: number; validUntil: number } = {
     bytes: Buffer.alloc(64), length: -1, format: -1, text: undefined, validFrom: 0, validUntil: 0,
@@ -145,11 +162,18 @@ export class Rfc5424Formatter {
     const heads = new Array<string | Uint8Array>(count);
     const sizes = new Array<number>(count);
     let total = 0;
+    let fits: Map<number, Fit> | undefined;
     for (let i = 0; i < count; i++) {
       const e = events[from + i] as LogEvent;
       const head = this.#head(e);
       const msg = e.end - e.msgStart;
-      const n = head.length + (e.sdEnd - e.sdStart) + (msg > 0 ? msg + 1 : 0);
+      let n = head.length + (e.sdEnd - e.sdStart) + (msg > 0 ? msg + 1 : 0);
+      if (n > INTAKE_MAX_EVENT_BYTES) {
+        const fit = this.#fit(e, head.length);
+        (fits ??= new Map()).set(i, fit);
+        n = fit.size;
+        this.#cut++;
+      }
       heads[i] = head;
       sizes[i] = n;
       total += framing.size(i, n);
@@ -166,14 +190,33 @@ export class Rfc5424Formatter {
         out.set(head, off);
         off += head.length;
       }
-      if (e.sdEnd > e.sdStart) off += e.buf.copy(out, off, e.sdStart, e.sdEnd);
-      if (e.end > e.msgStart) {
+      const fit = fits?.get(i);
+      if (e.sdEnd > e.sdStart && (fit === undefined || fit.keepSd)) off += e.buf.copy(out, off, e.sdStart, e.sdEnd);
+      const msgEnd = fit === undefined ? e.end : fit.msgEnd;
+      if (msgEnd > e.msgStart) {
         out[off++] = 0x20;
-        off += e.buf.copy(out, off, e.msgStart, e.end);
+        off += e.buf.copy(out, off, e.msgStart, msgEnd);
       }
       if (framing.trailer) out[off++] = 0x0a;
     }
     return out;
+  }
+
+  /** Events cut to INTAKE_MAX_EVENT_BYTES since the last call (the sink counts them). */
+  takeCut(): number {
+    const n = this.#cut;
+    this.#cut = 0;
+    return n;
+  }
+
+  /** The source's SD if it fits with the header (an SD is never cut), and MSG up to what fits. */
+  #fit(e: LogEvent, headBytes: number): Fit {
+    const sd = e.sdEnd - e.sdStart;
+    const keepSd = headBytes + sd < INTAKE_MAX_EVENT_BYTES;
+    const room = INTAKE_MAX_EVENT_BYTES - headBytes - (keepSd ? sd : 0) - 1;
+    const msgEnd = room > 0 ? utf8Boundary(e.buf, e.msgStart, Math.min(e.end, e.msgStart + room)) : e.msgStart;
+    const msg = msgEnd - e.msgStart;
+    return { keepSd, msgEnd, size: headBytes + (keepSd ? sd : 0) + (msg > 0 ? msg + 1 : 0) };
   }
 
   /** One message as text, without its length prefix (tests, the emulator's printout). */

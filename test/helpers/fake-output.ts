@@ -120,6 +120,7 @@ export class FakeTelemetry implements OutputTelemetry {
   readonly error = this.#recorder('error');
   readonly retried = this.#recorder('retried');
   readonly dropped = this.#recorder('dropped');
+  readonly cut = this.#recorder('cut');
   readonly connected = this.#recorder('connected');
   readonly reconnected = this.#recorder('reconnected');
   readonly keyRejected = this.#recorder('keyRejected');

@@ -160,6 +160,30 @@ describe('bad input', () => {
     for (const m of intake.received) expect(m.problems).toEqual([]);
     await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: 7, sent: 5, dropped: 2, balanced: true }));
   });
+
+  it('never sends the intake more than its 250 KiB an event: a message the header or a repair made longer is cut, counted', async () => {
+    const intake = track(await startTestIntake());
+    const relay = track(await startRelay(relayYaml({ intakePort: intake.port })));
+    // The default max_message_bytes (256000) exactly, which the header makes longer; bytes that are
+    // no UTF-8 (each becomes 3 bytes: U+FFFD); and a line that fits with its header.
+    const exact = `<13>${'x'.repeat(256_000 - 5)}`;
+    const invalid = Buffer.concat([Buffer.from('<13>'), Buffer.alloc(200_000, 0xff), Buffer.from('\n')]);
+    const euro = `<13>${'€'.repeat(80_000)}`; // 240,004 bytes: cut on a character boundary
+    const small = '<13>small';
+    await sendTcp(relay.port('t', 'tcp/0'), Buffer.concat([Buffer.from(`${exact}\n`), invalid, Buffer.from(`${euro}\n${small}\n`)]));
+    await vi.waitFor(() => expect(intake.received).toHaveLength(4), { timeout: 20_000 });
+    for (const m of intake.received) {
+      expect(m.problems).toEqual([]);
+      expect(Buffer.byteLength(m.raw)).toBeLessThanOrEqual(250 * 1024);
+    }
+    // Cut to the limit, or up to 3 bytes short of it where a character would be split.
+    expect(intake.received.map((m) => Buffer.byteLength(m.raw) > 250 * 1024 - 4)).toEqual([true, true, false, false]);
+    expect(intake.received[1]!.message).toMatch(/^\uFFFD+$/);
+    expect(intake.received[2]!.message).toBe('€'.repeat(80_000));
+    expect(intake.received[3]!.message).toBe('small');
+    expect(await relay.metric('intake_relay_events_modified_total', { reason: 'intake_limit' })).toBe(2);
+    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: 4, sent: 4, dropped: 0, balanced: true }));
+  });
 });
 
 describe('idle senders', () => {

@@ -185,6 +185,24 @@ describe('LineSplitter: encodings', () => {
     expect(s.views[1]).toBe(s.begun[0]);
   });
 
+  it('latin1: max_line_bytes holds for the line as forwarded (UTF-8, up to twice the bytes): longer ones are split so that each piece fits', () => {
+    const s = splitter({ latin1: true });
+    // 600 bytes: fits raw, 1,200 as UTF-8; 2,500 bytes read in pieces (the partial-line path).
+    s.push(Buffer.concat([Buffer.alloc(600, 0xe9), Buffer.from('\n')]));
+    s.push(Buffer.alloc(1_500, 0xe8));
+    s.push(Buffer.concat([Buffer.alloc(1_000, 0xe8), Buffer.from('\nplain caf\xe9\n', 'latin1')]));
+    const pieces = s.out.filter((l) => l !== '<split>');
+    for (const b of s.bytes) expect(b.length).toBeLessThanOrEqual(1_000);
+    expect(s.out.filter((l) => l === '<split>')).toHaveLength(2);
+    expect(pieces.slice(0, 2).join('')).toBe('é'.repeat(600));
+    expect(pieces.slice(2, -1).join('')).toBe('è'.repeat(2_500));
+    expect(pieces.at(-1)).toBe('plain café');
+    // Mostly ASCII, over half the limit: converted size counted, not guessed.
+    const t = splitter({ latin1: true });
+    t.push(Buffer.concat([Buffer.alloc(900, 0x61), Buffer.alloc(50, 0xe9), Buffer.from('\n')]));
+    expect(t.out).toEqual([`${'a'.repeat(900)}${'é'.repeat(50)}`]);
+  });
+
   it('hands invalid UTF-8 on byte for byte (the event builder repairs and counts it)', () => {
     const s = splitter();
     const bad = [0x62, 0x61, 0x64, 0x20, 0xff, 0xfe, 0x20, 0x62, 0x79, 0x74, 0x65, 0x73];

@@ -77,7 +77,7 @@ describe('every output type', () => {
     const o = cfg.intakes[0]!.output;
     expect(o.type).toBe(type);
     const create = () => outputOf(o).create(o, { intake: 'i', intakeKey: TEST_KEY, instruments: intakeInstruments(new Metrics(false), 'i') });
-    const events = { acknowledged: () => {}, connectionLost: () => {}, connected: () => {}, wrote: () => {}, refused: () => {} };
+    const events = { acknowledged: () => {}, connectionLost: () => {}, connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} };
     expect(await create().stop(AbortSignal.timeout(1_000))).toBe(0);
     const sink = create();
     await sink.start(events);

@@ -191,6 +191,7 @@ async function started(fake: FakeRelp, o: { window?: number; ackTimeoutMs?: numb
     connectionLost: (e, n) => reports.push(['lost', e, n]),
     connected: () => reports.push(['connected']),
     wrote: () => {},
+    cut: () => {},
   };
   await sink.start(events);
   stops.push(() => sink.stop(AbortSignal.timeout(1_000)), () => fake.stop());

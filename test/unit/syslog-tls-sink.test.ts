@@ -57,6 +57,7 @@ describe('syslog sink', () => {
       connectionLost: () => {},
       connected: () => {},
       wrote: () => {},
+      cut: () => {},
       refused: () => {},
     });
     const read = new Set<string>();
@@ -80,7 +81,7 @@ describe('syslog sink', () => {
     const s = sink(intake.port, unreadCapacityBytes(), 200);
     let acked = 0;
     const lost: number[] = [];
-    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: () => {}, refused: () => {} });
+    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
     for (let k = 0; k < 20; k++) await s.send(batch(k * 100, 100, 150), AbortSignal.timeout(5_000));
     // Closed after resend_window_ms for proof; the peer never answers; write_timeout_ms is 10 s.
     await vi.waitFor(() => expect(intake!.connections).toBeGreaterThanOrEqual(1));
@@ -130,7 +131,7 @@ describe('syslog sink, edges', () => {
     const peer = await controlledPeer();
     const s = edgeSink(peer.port, 60_000, 1_000);
     const lost: string[] = [];
-    await s.start({ acknowledged: () => {}, connectionLost: (e) => lost.push(e.code), connected: () => {}, wrote: () => {}, refused: () => {} });
+    await s.start({ acknowledged: () => {}, connectionLost: (e) => lost.push(e.code), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
     await s.send(batch(0, 10, 10), AbortSignal.timeout(5_000));
     await vi.waitFor(() => expect(peer.read).toBeGreaterThan(0));
     await new Promise((r) => setTimeout(r, 1_500)); // the lull
@@ -151,7 +152,7 @@ describe('syslog sink, edges', () => {
     const s = edgeSink(peer.port, 100, 10_000);
     let acked = 0;
     const lost: number[] = [];
-    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: () => {}, refused: () => {} });
+    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
     await s.send(batch(0, 10, 10), AbortSignal.timeout(5_000));
     await vi.waitFor(() => expect(peer.sockets).toHaveLength(1));
     const first = peer.sockets[0]!;

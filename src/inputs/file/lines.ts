@@ -6,7 +6,7 @@
 // Lines are views of the read buffer wherever they can be (no copy): the sink may keep them.
 
 import { isAscii } from 'node:buffer';
-import { utf8Boundary } from '../frame-builder.ts';
+import { utf8Boundary } from '../../core/utf8.ts';
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -165,7 +165,7 @@ export class LineSplitter {
       if (!this.#splitting) this.#sink.split();
       this.#splitting = true;
       while (view.length - s > max) {
-        const e = cut(view, s, max);
+        const e = cut(view, s, this.#pieceBytes());
         this.#emit(view, s, e);
         s = e;
       }
@@ -179,15 +179,16 @@ export class LineSplitter {
     const max = this.#o.maxLineBytes;
     const continued = this.#splitting;
     this.#splitting = false;
-    if (e - s > max) {
+    if (this.#tooLong(buf, s, e)) {
       if (this.#o.oversize === 'drop') {
         this.#sink.dropped();
         return;
       }
       if (!continued) this.#sink.split();
       this.#flushGroup();
-      while (e - s > max) {
-        const c = cut(buf, s, max);
+      const piece = this.#pieceBytes();
+      while (e - s > piece) {
+        const c = cut(buf, s, piece);
         this.#emit(buf, s, c);
         s = c;
       }
@@ -236,6 +237,24 @@ export class LineSplitter {
     this.#sink.begin(tail);
     const end = tail.length > 0 && tail[tail.length - 1] === CR ? tail.length - 1 : tail.length;
     this.#line(tail, 0, end, this.#fed - tail.length, now);
+  }
+
+  /**
+   * Whether buf[s, e) is over max_line_bytes as forwarded: a Latin-1 line grows by one byte for each
+   * byte over 0x7f when it becomes UTF-8.
+   */
+  #tooLong(buf: Buffer, s: number, e: number): boolean {
+    const max = this.#o.maxLineBytes;
+    if (e - s > max) return true;
+    if (!this.#o.latin1 || 2 * (e - s) <= max) return false;
+    let n = e - s;
+    for (let i = s; i < e; i++) if ((buf[i] as number) > 0x7f) n++;
+    return n > max;
+  }
+
+  /** The bytes of each piece of a line split: as UTF-8, at most max_line_bytes (Latin-1 may double). */
+  #pieceBytes(): number {
+    return this.#o.latin1 ? Math.max(1, Math.floor(this.#o.maxLineBytes / 2)) : this.#o.maxLineBytes;
   }
 
   #emit(buf: Buffer, s: number, e: number): void {

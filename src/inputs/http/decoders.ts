@@ -8,7 +8,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { LogEvent } from '../../core/event.ts';
 import { headerlessEvent, type HeaderDefaults } from '../../syslog/parse.ts';
-import { utf8Boundary } from '../frame-builder.ts';
+import { utf8Boundary } from '../../core/utf8.ts';
 import type { BudgetLease } from './budget.ts';
 import { refuseUnless } from './body.ts';
 import { HttpError } from './error.ts';

@@ -243,6 +243,9 @@ export class RelpSink implements Sink {
         s.txnr = t;
         h.everWritten = true;
         const buf = o.formatter.relpFrames(h.events, from, to, (i) => txnrAt(first, i));
+        // Each time written: a message written again on the next session counts again.
+        const cut = o.formatter.takeCut();
+        if (cut > 0) this.#events?.cut(cut);
         if (s.unanswered === to - from) s.lastAnswerAt = Date.now();
         socket.write(buf);
         this.#events?.wrote(buf.length);

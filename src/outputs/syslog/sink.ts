@@ -135,6 +135,8 @@ export class SyslogTlsSink implements Sink {
         };
       }
       const buf = o.formatter.frames(batch.events, this.#alloc);
+      const cut = o.formatter.takeCut();
+      if (cut > 0) this.#events?.cut(cut);
       this.#unacked += batch.events.length;
       this.#unackedBytes += buf.length;
       this.#write(conn, buf, batch.seq, batch.events.length);
