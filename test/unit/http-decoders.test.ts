@@ -83,6 +83,21 @@ describe('events', () => {
   });
 });
 
+describe('invalid UTF-8 in a body', () => {
+  const bad = (...parts: (string | number[])[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
+  it('is replaced by U+FFFD and counted as repaired, per event that holds one, on every path', () => {
+    const repaired = (b: Built) => [b.repaired, b.events.map(messageText)];
+    expect(repaired(decodePlain(bad('a', [0xff], 'b'), settings(), facts()).batches[0]!.built)).toEqual([1, ['a\uFFFDb']]);
+    // A U+FFFD the sender wrote, in a body repaired elsewhere, counts too: after decoding, the two
+    // cannot be told apart (an over-count, never a repair left uncounted).
+    expect(repaired(decodeJsons(bad('["a', [0xff], '", "ok", "\uFFFD as sent"]'), settings(), facts()).batches[0]!.built)).toEqual([2, ['a\uFFFD', 'ok', '\uFFFD as sent']]);
+    expect(repaired(decodeBatch(bad('{"jsons": ["x', [0xc3], '"]}'), settings(), facts()).batches[0]!.built)).toEqual([1, ['x\uFFFD']]);
+    expect(repaired(decodeNdjson(bad('"a', [0xfe], '"\n"b"\n'), settings(), facts()))).toEqual([1, ['a\uFFFD', 'b']]);
+    // Valid UTF-8, a U+FFFD of its own: nothing repaired.
+    expect(decodeJsons(body('["\uFFFD"]'), settings(), facts()).batches[0]!.built.repaired).toBe(0);
+  });
+});
+
 describe('/plain', () => {
   it('takes the whole body as one event, newlines included, and answers with its one id', () => {
     expect(viewAll(decodePlain(body('one\ntwo\n'), settings(), facts()))).toEqual(plainly('intake-a', ['one\ntwo\n'], true));

@@ -78,7 +78,7 @@ export type ApiDecoder = <T>(body: Buffer, s: DecodeSettings, f: ApiFacts<T>) =>
 /** /plain: the body is one event. */
 export function decodePlain<T>(body: Buffer, s: DecodeSettings, f: ApiFacts<T>): Decoded<T> {
   const target = requireTarget(f, f.key);
-  return { batches: [{ target, built: fromStrings([body.toString('utf8')], s, f) }], refused: [], single: true };
+  return { batches: [{ target, built: fromStrings([body.toString('utf8')], s, f, body) }], refused: [], single: true };
 }
 
 /** /plain/batch: one event per line. */
@@ -92,7 +92,7 @@ export function decodeJsons<T>(body: Buffer, s: DecodeSettings, f: ApiFacts<T>):
   const doc = parseJsonBody(body, s, f.lease);
   const target = requireTarget(f, f.key);
   const list = select(doc, f.path);
-  return one(target, fromStrings(list.map(eventText), s, f));
+  return one(target, fromStrings(list.map(eventText), s, f, body));
 }
 
 /** /batch: {"intake_key": "...", "jsons": [...]}; without intake_key, the request's key. */
@@ -102,7 +102,7 @@ export function decodeBatch<T>(body: Buffer, s: DecodeSettings, f: ApiFacts<T>):
   if (!Array.isArray(jsons)) throw new HttpError(400, 'not_a_list', 'Expected {"intake_key": "...", "jsons": [...]}.');
   const key = member(doc, 'intake_key');
   const target = requireTarget(f, typeof key === 'string' ? key : f.key);
-  return one(target, fromStrings(jsons.map(eventText), s, f));
+  return one(target, fromStrings(jsons.map(eventText), s, f, body));
 }
 
 /** /array: [{"intake_key", "json"}], possibly for several intakes; unknown keys refused per event. */
@@ -127,7 +127,7 @@ export function decodeArray<T>(body: Buffer, s: DecodeSettings, f: ApiFacts<T>):
   let total = 0;
   for (const g of groups.values()) total += g.length;
   if (total > s.maxEvents) throw tooManyEvents(s);
-  return { batches: [...groups].map(([target, strings]) => ({ target, built: fromStrings(strings, s, f) })), refused, single: false };
+  return { batches: [...groups].map(([target, strings]) => ({ target, built: fromStrings(strings, s, f, body) })), refused, single: false };
 }
 
 /** The intake API by path. */
@@ -183,7 +183,7 @@ export function decodeNdjson(body: Buffer, s: DecodeSettings, f: BodyFacts): Bui
     }
     strings.push(typeof v === 'string' ? v : t);
   }
-  return fromStrings(strings, s, f);
+  return fromStrings(strings, s, f, body);
 }
 
 const REPLACEMENT = Buffer.from('\uFFFD');
@@ -245,7 +245,11 @@ function select(doc: unknown, path: string | null): unknown[] {
 }
 
 /** Events from strings: encoded into one buffer per request, each event a range of it. */
-function fromStrings(strings: readonly string[], s: DecodeSettings, f: BodyFacts): Built {
+/**
+ * Events from the strings decoded out of `body`. Where `body` was no valid UTF-8, its decoding put
+ * U+FFFD for each bad sequence: events holding one count as repaired (invalid_utf8).
+ */
+function fromStrings(strings: readonly string[], s: DecodeSettings, f: BodyFacts, body: Buffer): Built {
   if (strings.length > s.maxEvents) throw tooManyEvents(s);
   let total = 0;
   for (const str of strings) total += Buffer.byteLength(str, 'utf8');
@@ -257,7 +261,9 @@ function fromStrings(strings: readonly string[], s: DecodeSettings, f: BodyFacts
     ranges.push([off, off + n]);
     off += n;
   }
-  return build(buf, ranges, s, f);
+  const built = build(buf, ranges, s, f);
+  if (isUtf8(body)) return built;
+  return { ...built, repaired: built.events.filter((e) => buf.subarray(e.start, e.end).includes(REPLACEMENT)).length };
 }
 
 /** LogEvents over `buf`; events over max_message_bytes are truncated or refused (counted). */
