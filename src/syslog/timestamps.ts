@@ -70,7 +70,8 @@ export function bsdConversion(ts: string, now: number): BsdConversion | undefine
   const [hh, mm, ssFrac] = rest.split(':') as [string, string, string];
   const sec = Number(ssFrac.slice(0, 2));
   const frac = ssFrac.length > 3 ? Number(`0${ssFrac.slice(2)}`) : 0;
-  const at = (y: number): Date => new Date(y, month, day, Number(hh), Number(mm), sec, Math.round(frac * 1000));
+  // Milliseconds cut, not rounded: .9999 at 23:59:59 on Dec 31 must not become the next year.
+  const at = (y: number): Date => new Date(y, month, day, Number(hh), Number(mm), sec, Math.floor(frac * 1000));
   let date = at(year);
   let validFrom = -Infinity;
   let validUntil = Infinity;
@@ -87,7 +88,8 @@ export function bsdConversion(ts: string, now: number): BsdConversion | undefine
       validFrom = Math.max(validFrom, turn);
     }
   }
-  if (Number.isNaN(date.getTime())) return undefined;
+  // No such day (Feb 30, which Date would move into March), or a year RFC 3339 cannot write.
+  if (Number.isNaN(date.getTime()) || date.getMonth() !== month || date.getDate() !== day || date.getFullYear() > 9999) return undefined;
   return { text: toRfc3339Local(date), validFrom, validUntil };
 }
 

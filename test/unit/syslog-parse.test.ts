@@ -135,6 +135,15 @@ describe('bsdConversion', () => {
     expect(bsdToRfc3339('Nov 22 2020 10:00:00.5', jan2)).toMatch(/^2020-11-22T10:00:00\.500/);
     expect(bsdToRfc3339('Foo 22 10:00:00', jan2)).toBeUndefined();
   });
+
+  it('writes only dates RFC 3339 has: no day that does not exist, no year past 9999, a fraction cut rather than rounded into the next second', () => {
+    const jan2 = new Date(2027, 0, 2, 12).getTime();
+    expect(bsdToRfc3339('Feb 30 10:00:00', jan2)).toBeUndefined();
+    expect(bsdToRfc3339('Feb 29 2023 10:00:00', jan2)).toBeUndefined();
+    expect(bsdToRfc3339('Feb 29 2024 10:00:00', jan2)).toMatch(/^2024-02-29T10:00:00\.000/);
+    expect(bsdToRfc3339('Dec 31 9999 23:59:59.9999', jan2)).toMatch(/^9999-12-31T23:59:59\.999/);
+    expect(bsdToRfc3339('Dec 31 2026 23:59:59.9996', jan2)).toMatch(/^2026-12-31T23:59:59\.999/);
+  });
 });
 
 describe('what RFC 5424 allows through (issue 12)', () => {
