@@ -17,6 +17,8 @@ const MAX_DIGITS = 9;
 const MAX_COMMAND = 32;
 /** TXNR SP COMMAND SP DATALEN SP: the longest header. */
 const MAX_HEADER = MAX_DIGITS + 1 + MAX_COMMAND + 1 + MAX_DIGITS + 1;
+/** Reads of one frame kept apart at most; then joined (a sender trickling bytes). */
+const MAX_PIECES = 1024;
 const LF = 0x0a;
 const SP = 0x20;
 const ZERO = 0x30;
@@ -108,7 +110,11 @@ export class RelpDeframer {
       // once per read: a sender trickling a large frame must not cost a copy per read).
       this.#more.push(chunk);
       this.#moreLen += chunk.length;
-      if (pending.length + this.#moreLen < this.#need) return;
+      if (pending.length + this.#moreLen < this.#need) {
+        // A byte-at-a-time sender: a Buffer object per byte is memory too; join every so often.
+        if (this.#more.length >= MAX_PIECES) this.#more = [Buffer.concat(this.#more)];
+        return;
+      }
       const parts = [pending, ...this.#more];
       this.#pending = undefined;
       this.#more = [];

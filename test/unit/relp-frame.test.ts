@@ -192,6 +192,23 @@ describe('RelpDeframer: a large frame over many reads', () => {
   });
 });
 
+describe('RelpDeframer: a frame sent a byte at a time', () => {
+  it('keeps no Buffer per byte: the reads are joined every 1,024, and the frame is whole', () => {
+    const { d, frames } = collect(256 * 1024);
+    const data = 'y'.repeat(5_000);
+    const whole = b(`9 syslog ${data.length} ${data}\n`);
+    const concat = vi.spyOn(Buffer, 'concat');
+    try {
+      for (let off = 0; off < whole.length; off++) d.push(whole.subarray(off, off + 1));
+      expect(frames).toEqual([[9, 'syslog', data]]);
+      // Never more than 1,024 reads (and what they join onto) held apart.
+      expect(Math.max(...concat.mock.calls.map(([list]) => list.length))).toBeLessThanOrEqual(1_025);
+    } finally {
+      concat.mockRestore();
+    }
+  });
+});
+
 describe('relpFrame and transaction numbers', () => {
   it('frames commands with DATALEN in octets, and DATALEN 0 without a space', () => {
     expect(relpFrame(1, 'open', 'relp_version=0').toString('latin1')).toBe('1 open 14 relp_version=0\n');
