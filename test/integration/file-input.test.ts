@@ -1,10 +1,11 @@
 // The file input against real files in a temporary directory, forwarding to a TLS intake on
 // loopback: appends under load, globs, rotation by rename and by copytruncate during write bursts,
-// inode reuse, restarts with checkpoints, kill -9, long and partial lines, multiline, and an
-// unreadable directory. Every test checks each line arrived (exactly once where the design says
+// copytruncate while the relay was stopped (by hand and by Debian's logrotate: plain, compressed and
+// deleted copies), inode reuse, restarts with checkpoints, kill -9, long and partial lines,
+// multiline, and an unreadable directory. Every test checks each line arrived (exactly once where the design says
 // so) and the books: received = sent + dropped + queued + unacknowledged.
-import type { ChildProcess } from 'node:child_process';
-import { appendFileSync, chmodSync, closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, statSync, truncateSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { appendFileSync, chmodSync, closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, existsSync, readdirSync, readFileSync, renameSync, statSync, truncateSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { appendFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,12 +34,12 @@ function run(configFile: string, prefix: string[] = []): RelayProcess {
 }
 
 const tmp = (): string => mkdtempSync(join(tmpdir(), 'file-input-'));
-const lines = (tag: string, from: number, to: number): string => {
+const lines = (tag: string, from: number, to: number, width = 60): string => {
   let s = '';
-  for (let i = from; i < to; i++) s += `${tag} ${String(i).padStart(6, '0')} ${'x'.repeat(60)}\n`;
+  for (let i = from; i < to; i++) s += `${tag} ${String(i).padStart(6, '0')} ${'x'.repeat(width)}\n`;
   return s;
 };
-const expected = (tag: string, from: number, to: number): string[] => lines(tag, from, to).split('\n').slice(0, -1);
+const expected = (tag: string, from: number, to: number, width = 60): string[] => lines(tag, from, to, width).split('\n').slice(0, -1);
 
 
 function fileYaml(port: number, dir: string, input: string, extra = ''): string {
@@ -339,6 +340,178 @@ describe('file input checkpoints', () => {
     for (const l of expected('a', 0, 20)) expect(c.get(l), l).toBe(2);
     await balanced(relay);
   }, 30_000);
+});
+
+// copytruncate while the relay is stopped: the lines written after the last checkpoint are in the
+// rotated copy (a new inode, often outside the paths), the followed file starts again from 0.
+
+/** Debian's logrotate, run as a local process with its own state file (scripts/install-test-peers.sh may lack it). */
+const LOGROTATE = '/usr/sbin/logrotate';
+function logrotate(dir: string, name: string, rules: string): void {
+  const conf = join(dir, `${name}.conf`);
+  writeFileSync(conf, `${dir}/*.log {\n${rules}\n}\n`, { mode: 0o644 });
+  execFileSync(LOGROTATE, ['-f', '-s', join(dir, `${name}.state`), conf], { stdio: 'pipe' });
+}
+
+/** Index of the last line with `tag` in what the intake received, and of the first with `after`. */
+function order(t: TestIntake, tag: string, after: string): [number, number] {
+  const msgs = t.received.map((r) => r.message);
+  return [msgs.findLastIndex((m) => m.startsWith(`${tag} `)), msgs.findIndex((m) => m.startsWith(`${after} `))];
+}
+
+describe('file input, copytruncate while the relay was stopped', () => {
+  it('the lines written after the checkpoint are read once from the rotated copy (outside the paths), before the truncated file is read again from its start', async () => {
+    const dir = tmp();
+    const file = join(dir, 'app.log');
+    writeFileSync(file, '');
+    intake = await startTestIntake();
+    const yaml = fileYaml(intake.port, dir, `paths: ["${file}"], rotate_wait_ms: 200`);
+    relay = await startRelay(yaml);
+    appendFileSync(file, lines('run1', 0, 100));
+    await waitFor(intake, 100);
+    await balanced(relay);
+    await relay.stop();
+    relay = undefined;
+    // While stopped: more lines (more than one turn of reads: 8 x 512 KiB), then copytruncate (copy
+    // to app.log.1, truncate in place), then new lines.
+    appendFileSync(file, lines('stopped', 0, 200, 30_000));
+    copyFileSync(file, `${file}.1`);
+    truncateSync(file, 0);
+    appendFileSync(file, lines('after', 0, 100));
+    relay = await startRelay(yaml);
+    await waitFor(intake, 400);
+    await balanced(relay);
+    const c = counts(intake);
+    for (const l of [...expected('run1', 0, 100), ...expected('stopped', 0, 200, 30_000), ...expected('after', 0, 100)]) expect(c.get(l), l).toBe(1);
+    expect(intake.received.length).toBe(400);
+    // The copy's lines are older: all of them go before the truncated file's new ones.
+    const [lastCopied, firstNew] = order(intake, 'stopped', 'after');
+    expect(lastCopied).toBeLessThan(firstNew);
+    expect(await relay.metric('intake_relay_file_rotations_total', { kind: 'truncate' })).toBe(1);
+    expect(await relay.metric('intake_relay_file_rotations_total', { kind: 'copy' })).toBe(1);
+    expect(await relay.metric('intake_relay_file_errors_total')).toBe(0);
+    expect(relay.logs.find((l) => l.msg === 'Reading the rotated copy from where the truncated file was.')).toMatchObject({ file: `${file}.1`, offset: lines('run1', 0, 100).length });
+    await relay.stop();
+    relay = undefined;
+    // The next start does not read the copy again.
+    relay = await startRelay(yaml);
+    expect(await relay.metric('intake_relay_files_tracked')).toBe(1);
+    expect(await relay.metric('intake_relay_file_rotations_total')).toBe(0);
+    appendFileSync(file, lines('run3', 0, 10));
+    await waitFor(intake, 410);
+    await balanced(relay);
+    expect(intake.received.length).toBe(410);
+    for (const l of expected('run3', 0, 10)) expect(counts(intake).get(l), l).toBe(1);
+  }, 40_000);
+
+  it('stopped again before the copy\'s lines were delivered: the next start reads the copy from its own checkpoint', async () => {
+    const dir = tmp();
+    const file = join(dir, 'app.log');
+    writeFileSync(file, '');
+    const port = await freePort();
+    intake = await startTestIntake(port);
+    const yaml = fileYaml(intake.port, dir, `paths: ["${file}"], rotate_wait_ms: 200`);
+    relay = await startRelay(yaml);
+    appendFileSync(file, lines('run1', 0, 50));
+    await waitFor(intake, 50);
+    await balanced(relay);
+    await relay.stop();
+    relay = undefined;
+    appendFileSync(file, lines('stopped', 0, 100));
+    copyFileSync(file, `${file}.1`);
+    truncateSync(file, 0);
+    appendFileSync(file, lines('after', 0, 20));
+    // The intake is down: the copy is read into the queue and closed (rotate_wait_ms), nothing is
+    // delivered, the relay stops.
+    await intake.stop();
+    intake = undefined;
+    relay = await startRelay(yaml);
+    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_events_received_total')).toBe(120), { timeout: 10_000 });
+    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_files_open')).toBe(1), { timeout: 10_000 });
+    expect(await relay.metric('intake_relay_file_unread_bytes')).toBe(0);
+    await relay.stop();
+    relay = undefined;
+    intake = await startTestIntake(port);
+    relay = await startRelay(yaml);
+    await waitFor(intake, 120);
+    await balanced(relay);
+    const c = counts(intake);
+    for (const l of [...expected('stopped', 0, 100), ...expected('after', 0, 20)]) expect(c.get(l), l).toBe(1);
+    expect(intake.received.length).toBe(120);
+  }, 40_000);
+
+  it('a copy that is gone: counted (reason copy_missing) and logged; the truncated file is read', async () => {
+    const dir = tmp();
+    const file = join(dir, 'app.log');
+    writeFileSync(file, '');
+    intake = await startTestIntake();
+    const yaml = fileYaml(intake.port, dir, `paths: ["${file}"]`);
+    relay = await startRelay(yaml);
+    appendFileSync(file, lines('run1', 0, 50));
+    await waitFor(intake, 50);
+    await balanced(relay);
+    await relay.stop();
+    relay = undefined;
+    appendFileSync(file, lines('stopped', 0, 100));
+    copyFileSync(file, `${file}.1`);
+    truncateSync(file, 0);
+    unlinkSync(`${file}.1`); // logrotate's rotate 0, or maxage
+    appendFileSync(file, lines('after', 0, 20));
+    relay = await startRelay(yaml);
+    await waitFor(intake, 70);
+    await balanced(relay);
+    expect(intake.received.length).toBe(70);
+    expect(await relay.metric('intake_relay_file_errors_total', { reason: 'copy_missing' })).toBe(1);
+    expect(relay.logs.find((l) => l.code === 'copy_missing')).toMatchObject({ level: 'warn', file, offset: lines('run1', 0, 50).length });
+  }, 30_000);
+
+  it.skipIf(!existsSync(LOGROTATE))('Debian logrotate: a plain copy (delaycompress) is read from the checkpoint; a compressed one is counted (reason copy_compressed) with the bytes it holds unread; a file with nothing unread counts nothing', async () => {
+    const dir = tmp();
+    const a = join(dir, 'a.log');
+    const b = join(dir, 'b.log');
+    writeFileSync(a, '');
+    writeFileSync(b, '');
+    intake = await startTestIntake();
+    const yaml = fileYaml(intake.port, dir, `paths: ["${dir}/*.log"], rotate_wait_ms: 200`);
+    relay = await startRelay(yaml);
+    appendFileSync(a, lines('a-run1', 0, 50));
+    appendFileSync(b, lines('b-run1', 0, 50));
+    await waitFor(intake, 100);
+    await balanced(relay);
+    await relay.stop();
+    relay = undefined;
+    // Round 1, stopped: a.log has unread lines, b.log none; rotated with delaycompress (a plain a.log.1).
+    appendFileSync(a, lines('a-stopped', 0, 100));
+    logrotate(dir, 'round1', '  copytruncate\n  rotate 3\n  compress\n  delaycompress');
+    expect(readdirSync(dir).sort()).toEqual(expect.arrayContaining(['a.log.1', 'b.log.1']));
+    appendFileSync(a, lines('a-after', 0, 20));
+    appendFileSync(b, lines('b-after', 0, 20));
+    relay = await startRelay(yaml);
+    await waitFor(intake, 240);
+    await balanced(relay);
+    let c = counts(intake);
+    for (const l of [...expected('a-stopped', 0, 100), ...expected('a-after', 0, 20), ...expected('b-after', 0, 20)]) expect(c.get(l), l).toBe(1);
+    expect(intake.received.length).toBe(240);
+    expect(await relay.metric('intake_relay_file_rotations_total', { kind: 'truncate' })).toBe(2);
+    expect(await relay.metric('intake_relay_file_rotations_total', { kind: 'copy' })).toBe(1);
+    expect(await relay.metric('intake_relay_file_errors_total')).toBe(0);
+    await relay.stop();
+    relay = undefined;
+    // Round 2, stopped: the copies are compressed at once (a.log.1.gz holds unread lines).
+    appendFileSync(a, lines('a-stopped2', 0, 100));
+    logrotate(dir, 'round2', '  copytruncate\n  rotate 3\n  compress');
+    expect(readdirSync(dir)).toEqual(expect.arrayContaining(['a.log.1.gz', 'b.log.1.gz']));
+    appendFileSync(a, lines('a-after2', 0, 20));
+    relay = await startRelay(yaml);
+    await waitFor(intake, 260);
+    await balanced(relay);
+    c = counts(intake);
+    for (const l of expected('a-after2', 0, 20)) expect(c.get(l), l).toBe(1);
+    expect(intake.received.length).toBe(260);
+    expect(await relay.metric('intake_relay_file_errors_total', { reason: 'copy_compressed' })).toBe(1);
+    expect(await relay.metric('intake_relay_file_errors_total')).toBe(1);
+    expect(relay.logs.find((l) => l.code === 'copy_compressed')).toMatchObject({ level: 'error', file: a, copy: `${a}.1.gz`, bytes: lines('a-stopped2', 0, 100).length });
+  }, 40_000);
 });
 
 describe('file input, the relay as a process', () => {

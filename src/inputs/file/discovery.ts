@@ -3,9 +3,12 @@
 // - by rename: a file no longer matched stays followed and is read to its end (the tail loop
 //   closes it once it has not grown for rotate_wait_ms); renamed while the relay was stopped, its
 //   unread end is found beside its old name from the checkpoint;
-// - copytruncate: a file that shrinks is read again from the start, and the lines written to the
-//   old content after the last read are taken from the rotated copy (a sibling that starts with
-//   the same bytes), where it can still be read;
+// - copytruncate: a file that shrinks (or whose first bytes changed) is read again from the start,
+//   and the lines written to the old content after the last read are taken from the rotated copy (a
+//   sibling that starts with the same bytes: app.log.1, app.log-20261123), read to its end first;
+//   truncated while the relay was stopped (its inode's first bytes are not the checkpoint's), the
+//   copy is read from the checkpoint. A copy already compressed (app.log.1.gz) or gone cannot be
+//   read: what it held unread is counted (file_errors_total, copy_compressed / copy_missing) and logged;
 // - delete: read to its end, then let go;
 // - copy: a file that starts with the same bytes as one already read starts where that one was.
 // At most max_open_files are held open: the least recently active is closed for one with unread bytes.
@@ -19,6 +22,9 @@ import { fileKey, findSibling, fingerprintOf, readHead, type FingerprintOf, type
 import type { LineSplitter } from './lines.ts';
 import type { FileTelemetry } from '../../core/telemetry.ts';
 import { reportError } from './telemetry.ts';
+
+/** Why the unread end of a file's old content could not be read (file_errors_total's reason). */
+type CopyLost = 'copy_compressed' | 'copy_missing';
 
 export interface Mark {
   /** The queue's next sequence number after an offer: everything before it came from lines before `offset`. */
@@ -46,6 +52,8 @@ export interface FileState {
   deleted: boolean;
   lastGrowAt: number;
   lastActiveAt: number;
+  /** Key of the rotated copy of its old content (copytruncate): this file is read once that one is read to its end. */
+  waitsFor: string | undefined;
   /** The file's lines; what they hold back keeps the checkpoint before them. */
   readonly lines: LineSplitter;
 }
@@ -150,22 +158,15 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     }
   }
 
-  /** copytruncate (or a writer that truncated): read again from the start, after the rotated copy's unread part. */
-  async truncated(t: FileState): Promise<void> {
+  /**
+   * copytruncate (or a writer that truncated): read again from the start, after the rotated copy's
+   * unread part. `oldSize`: the size last seen before the truncation.
+   */
+  async truncated(t: Tracked<R>, oldSize: number): Promise<void> {
     this.#t.rotated('truncate');
     const consumed = this.consumed(t);
     this.#t.log.logger.info({ file: t.path, offset: consumed }, 'File truncated (copytruncate rotation?): reading it again from the start.');
-    if (t.fpLen > 0) {
-      const copy = await this.#sibling(t.path, (key, fp) => key !== t.key && !this.tracked.has(key) && fp(t.fpLen) === t.fp, consumed + 1);
-      if (copy) {
-        this.#t.log.logger.info({ file: copy.path, offset: consumed }, 'Reading the rotated copy from where the truncated file was.');
-        this.#t.rotated('copy');
-        const c = this.#track(copy.key, copy.path, consumed, copy.size);
-        c.fp = t.fp;
-        c.fpLen = t.fpLen;
-        c.goneAt = Date.now();
-      }
-    }
+    if (t.fpLen > 0) t.waitsFor = (await this.#readCopy(t, consumed, t.fp, t.fpLen, oldSize))?.waitsFor ?? t.waitsFor;
     t.offset = 0;
     t.lines.reset();
     t.fp = '';
@@ -173,6 +174,15 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     // Lines of the old content still in flight settle without moving this file's checkpoint.
     t.marks = [];
     t.committed = 0;
+  }
+
+  /** `t` waits for the rotated copy of its old content to be read to its end (then no more). */
+  waiting(t: FileState): boolean {
+    if (t.waitsFor === undefined) return false;
+    const copy = this.tracked.get(t.waitsFor);
+    if (copy && copy.offset < copy.size) return true;
+    t.waitsFor = undefined;
+    return false;
   }
 
   /** Opens a followed file; at max_open_files, only when it has unread bytes (`evict`), by closing the least active. */
@@ -218,9 +228,18 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     const fpOf = fingerprintOf(head);
     let start: number;
     const cp = this.saved.get(key);
-    if (cp && (cp.fpLen === 0 || fpOf(cp.fpLen) === cp.fp)) {
-      // Known: resume. Shorter than the checkpoint means truncated while we were stopped.
-      start = cp.offset <= size ? cp.offset : 0;
+    const sameStart = cp !== undefined && (cp.fpLen === 0 || fpOf(cp.fpLen) === cp.fp);
+    // Its inode, with other first bytes or shorter than the checkpoint: truncated while the relay
+    // was stopped (copytruncate), or deleted and its inode reused.
+    const replaced = cp !== undefined && cp.fpLen > 0 && (!sameStart || cp.offset > size);
+    const copy = replaced ? await this.#readCopy({ key, path }, cp.offset, cp.fp, cp.fpLen, undefined) : undefined;
+    if (cp && (copy || (sameStart && cp.offset > size))) {
+      // Truncated while stopped (its old content's copy is beside it, or it is shorter): read again from the start.
+      this.#t.rotated('truncate');
+      this.#t.log.logger.info({ file: path, offset: cp.offset }, 'File truncated while the relay was stopped (copytruncate rotation?): reading it again from the start.');
+      start = 0;
+    } else if (cp && sameStart) {
+      start = cp.offset; // known: resume
     } else {
       const original = head.length >= FINGERPRINT_BYTES ? this.#copyOf(key, fpOf(FINGERPRINT_BYTES) as string) : undefined;
       if (original !== undefined && original <= size) {
@@ -236,6 +255,7 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     const fpLen = Math.min(head.length, FINGERPRINT_BYTES);
     t.fpLen = fpLen;
     t.fp = fingerprint(head.subarray(0, fpLen));
+    t.waitsFor = copy?.waitsFor;
     // Held open from now on (within max_open_files): a rename before the first read cannot hide it.
     await this.open(t, false);
     this.#t.log.logger.debug({ file: path, offset: start }, 'Following a file.');
@@ -252,12 +272,62 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     return undefined;
   }
 
+  /**
+   * `t` was truncated after `offset` (its old first bytes `fp`, `fpLen`): its rotated copy, a
+   * sibling starting with those bytes, is followed from `offset` to its end, and read before `t`.
+   * One compressed already (gzip) or gone cannot be read: what it held after `offset` is counted
+   * and logged. `oldSize`: the old content's size as last seen (unknown after a stop). Undefined
+   * if no copy was found; else the key of the copy `t` waits for, if it has lines to read.
+   */
+  async #readCopy(t: { readonly key: string; readonly path: string }, offset: number, fp: string, fpLen: number, oldSize: number | undefined): Promise<{ waitsFor?: string } | undefined> {
+    const same = (key: string, fpOf: FingerprintOf): boolean => key !== t.key && fpOf(fpLen) === fp;
+    const copy = await this.#sibling(t.path, same, offset + 1);
+    if (copy) {
+      // Matched by the paths too: followed already, from where its discovery found that file was.
+      if (this.tracked.has(copy.key)) return { waitsFor: copy.key };
+      this.#t.log.logger.info({ file: copy.path, offset }, 'Reading the rotated copy from where the truncated file was.');
+      this.#t.rotated('copy');
+      const c = this.#track(copy.key, copy.path, offset, copy.size);
+      c.fp = fp;
+      c.fpLen = fpLen;
+      c.goneAt = Date.now();
+      // Held open now: logrotate's compress deletes the plain copy once it is compressed.
+      await this.open(c, false);
+      return { waitsFor: copy.key };
+    }
+    // A copy with nothing unread in it.
+    if (await this.#sibling(t.path, same, 0)) return {};
+    const packed = await findSibling(t.path, same, 0, this.#unreadable, true);
+    if (packed) {
+      if (packed.size > offset) {
+        this.#lost('copy_compressed', t, offset, { copy: packed.path, bytes: packed.size - offset },
+          `The rotated copy holding the file's unread lines is compressed already: the ${packed.size - offset} bytes after the last line read are not read (use delaycompress).`);
+      }
+      return {};
+    }
+    if (oldSize === undefined) {
+      this.#lost('copy_missing', t, offset, {},
+        'File truncated or replaced while the relay was stopped, and no rotated copy of its old content is beside it: what was written to it after its checkpoint, if anything, is not read.');
+    } else if (oldSize > offset) {
+      this.#lost('copy_missing', t, offset, { bytes: oldSize - offset },
+        `File truncated with unread lines, and no rotated copy of its old content is beside it: at least ${oldSize - offset} bytes after the last line read are not read.`);
+    }
+    return undefined;
+  }
+
+  #lost(reason: CopyLost, t: { readonly path: string }, offset: number, fields: object, msg: string): void {
+    this.#t.error(reason);
+    const log = { file: t.path, offset, code: reason, ...fields };
+    if (reason === 'copy_missing') this.#t.log.warn(`${reason}|${t.path}`, log, msg);
+    else this.#t.log.error(`${reason}|${t.path}`, undefined, log, msg);
+  }
+
   #track(key: string, path: string, offset: number, size: number): Tracked<R> {
     const now = Date.now();
     const t: Tracked<R> = {
       ...this.#reader(path),
       key, path, fh: undefined, offset, size, fp: '', fpLen: 0, marks: [], committed: offset,
-      goneAt: 0, deleted: false, lastGrowAt: now, lastActiveAt: now,
+      goneAt: 0, deleted: false, lastGrowAt: now, lastActiveAt: now, waitsFor: undefined,
     };
     this.tracked.set(key, t);
     return t;

@@ -1,11 +1,13 @@
 // What makes a file the same file for the file input: its device + inode AND a fingerprint of its
 // first bytes (checkpoints.ts), so that a reused inode is a new file, and a copy of a file already
 // read (same first bytes, another inode) is recognised. Also finds a file's rotated siblings
-// (app.log.1, app.log-20261123) by those two.
+// (app.log.1, app.log-20261123) by those two, and its gzip-compressed ones (app.log.1.gz) by the
+// first bytes of their uncompressed content.
 
 import type { FileHandle } from 'node:fs/promises';
 import { open, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { constants, createGunzip } from 'node:zlib';
 import { FINGERPRINT_BYTES, fingerprint } from './checkpoints.ts';
 
 /** Reports a file that could not be read (never ENOENT: a file that went away is not a problem). */
@@ -57,14 +59,19 @@ export async function longerFingerprint(fh: FileHandle, fpLen: number): Promise<
 export interface Sibling {
   readonly key: string;
   readonly path: string;
+  /** Its size; for a gzip file, the size of its content (ISIZE: modulo 4 GiB). */
   readonly size: number;
 }
 
+/** Compressed bytes read to get the first FINGERPRINT_BYTES of a gzip file's content (header and Huffman tables included). */
+const GZIP_HEAD_BYTES = 16 * 1024;
+
 /**
- * A file beside `path` whose name starts with its base name (app.log.1, app.log-20261123) and
- * that passes `test` (its key, and the fingerprints of its first bytes), of at least `minSize` bytes.
+ * A file beside `path` (or at `path` itself) whose name starts with its base name (app.log.1,
+ * app.log-20261123) and that passes `test` (its key, and the fingerprints of its first bytes), of
+ * at least `minSize` bytes. `gzip`: only gzip files, by the first bytes and size of their content.
  */
-export async function findSibling(path: string, test: (key: string, fp: FingerprintOf) => boolean, minSize: number, onError: OnFileError): Promise<Sibling | undefined> {
+export async function findSibling(path: string, test: (key: string, fp: FingerprintOf) => boolean, minSize: number, onError: OnFileError, gzip = false): Promise<Sibling | undefined> {
   const dir = dirname(path);
   const name = basename(path);
   let names: string[];
@@ -74,18 +81,53 @@ export async function findSibling(path: string, test: (key: string, fp: Fingerpr
     return undefined;
   }
   for (const n of names) {
-    if (n === name || !n.startsWith(name)) continue;
+    if (!n.startsWith(name)) continue;
     const p = join(dir, n);
     try {
       const st = await stat(p, { bigint: true });
-      if (!st.isFile() || Number(st.size) < minSize) continue;
+      if (!st.isFile()) continue;
       const key = fileKey(st);
-      const head = await readHead(p, onError);
-      if (!head) continue;
-      if (test(key, fingerprintOf(head))) return { key, path: p, size: Number(st.size) };
+      const found = gzip ? await gzipHead(p, Number(st.size)) : { head: await readHead(p, onError), size: Number(st.size) };
+      if (!found?.head || found.size < minSize) continue;
+      if (test(key, fingerprintOf(found.head))) return { key, path: p, size: found.size };
     } catch {
       continue;
     }
   }
   return undefined;
+}
+
+/** The first FINGERPRINT_BYTES of a gzip file's content and its size (ISIZE), if it is one (a damaged one is not). */
+async function gzipHead(path: string, fileSize: number): Promise<{ head: Buffer; size: number } | undefined> {
+  if (fileSize < 18) return undefined;
+  const fh = await open(path, 'r');
+  let packed: Buffer;
+  let size: number;
+  try {
+    packed = Buffer.alloc(Math.min(fileSize, GZIP_HEAD_BYTES));
+    await fh.read(packed, 0, packed.length, 0);
+    if (packed[0] !== 0x1f || packed[1] !== 0x8b) return undefined;
+    const trailer = Buffer.alloc(4);
+    await fh.read(trailer, 0, 4, fileSize - 4);
+    size = trailer.readUInt32LE(0);
+  } finally {
+    await fh.close().catch(() => {});
+  }
+  // What the first compressed bytes give (Z_SYNC_FLUSH: no error for the missing rest).
+  const gunzip = createGunzip({ finishFlush: constants.Z_SYNC_FLUSH });
+  gunzip.end(packed);
+  const chunks: Buffer[] = [];
+  let length = 0;
+  try {
+    for await (const chunk of gunzip) {
+      chunks.push(chunk as Buffer);
+      length += (chunk as Buffer).length;
+      if (length >= FINGERPRINT_BYTES) break;
+    }
+  } catch {
+    return undefined;
+  } finally {
+    gunzip.destroy();
+  }
+  return { head: Buffer.concat(chunks).subarray(0, FINGERPRINT_BYTES), size };
 }

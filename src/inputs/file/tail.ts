@@ -203,9 +203,11 @@ export class FileInput {
     const fh = t.fh as FileHandle;
     // A file truncated and written again past our offset before we looked (copytruncate during a
     // burst) still shows by its first bytes.
-    if (t.fpLen > 0 && (await replaced(fh, t.fp, t.fpLen))) await this.#files.truncated(t);
+    if (t.fpLen > 0 && (await replaced(fh, t.fp, t.fpLen))) await this.#files.truncated(t, t.size);
     let read = 0;
     for (let i = 0; i < READS_PER_TURN && !this.#stopping; i++) {
+      // After copytruncate, the rotated copy's older lines go first.
+      if (this.#files.waiting(t)) return read;
       let st;
       try {
         st = await fh.stat();
@@ -214,6 +216,7 @@ export class FileInput {
         await this.#files.close(t);
         return read;
       }
+      const before = t.size;
       t.size = st.size;
       if (st.nlink === 0 && !t.deleted) {
         t.deleted = true;
@@ -221,7 +224,7 @@ export class FileInput {
         this.#t.rotated('delete');
       }
       if (st.size < t.offset) {
-        await this.#files.truncated(t);
+        await this.#files.truncated(t, before);
         continue;
       }
       if (st.size === t.offset) break;
@@ -315,9 +318,11 @@ export class FileInput {
         const now = Date.now();
         for (const t of [...this.#files.tracked.values()]) {
           this.#commit(t);
+          // Let go and settled: forgotten (its checkpoint kept unless deleted). Otherwise saved, closed
+          // or not (deleted ones excepted): a rotated copy still unread resumes from it at the next start.
           if (t.goneAt > 0 && !t.fh) {
             this.#maybeForget(t);
-            continue;
+            if (t.deleted || !this.#files.tracked.has(t.key)) continue;
           }
           this.#files.saved.set(t.key, { key: t.key, path: t.path, offset: t.committed, fpLen: t.fpLen, fp: t.fp, seenAt: now });
         }
