@@ -34,6 +34,9 @@ $SUDO apt-get install -y -qq --no-install-recommends rsyslog-openssl >/dev/null
 # haproxy, the load balancer in front of the listeners in the PROXY protocol test (run by the test
 # in the foreground with its own config; its service is never started: policy-rc.d above).
 $SUDO apt-get install -y -qq --no-install-recommends haproxy >/dev/null
+# logrotate, run by the file input's rotation tests as a local process with its own state file
+# (copytruncate, compress and delaycompress as operators configure them); never the system's.
+$SUDO apt-get install -y -qq --no-install-recommends logrotate >/dev/null
 if [ ! -x "$SYSLOG_NG_ROOT/usr/sbin/syslog-ng" ]; then
   tmp=$(mktemp -d)
   (cd "$tmp" && apt-get download syslog-ng-core >/dev/null)
@@ -45,3 +48,4 @@ LD_LIBRARY_PATH="$SYSLOG_NG_ROOT/usr/lib/syslog-ng" "$SYSLOG_NG_ROOT/usr/sbin/sy
 rsyslogd -v | head -1
 logger --version
 haproxy -v | head -1
+logrotate --version 2>&1 | head -1
