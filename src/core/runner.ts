@@ -2,7 +2,8 @@
 // output's concurrency in flight (p-queue; adaptive when the output asks), retries with capped
 // backoff (forever unless max_retries is set), pauses the whole output when the intake throttles
 // or refuses the key, splits refused batches to isolate the events at fault, keeps an idle sink's
-// unacknowledged writes moving, and reports through its telemetry. Each send is one attempt by the sink.
+// unacknowledged writes moving (while it stops too), and reports through its telemetry. Each send
+// is one attempt by the sink.
 
 import PQueue from 'p-queue';
 import type { Batch } from './event.ts';
@@ -44,6 +45,8 @@ export class SinkRunner {
   #state: OutputState = 'starting';
   #lastError: RelayError | undefined;
   #lastAckAt = 0;
+  /** Detached (a reload): the sink is the caller's now, and nobody writes its lost windows again. */
+  #detached = false;
   /** Batches taken and not sent when the runner stopped: put back in the queue once its sends end. */
   readonly #unsent: Batch[] = [];
   readonly #t: OutputTelemetry;
@@ -89,6 +92,8 @@ export class SinkRunner {
         this.#logError(error, 'Events dropped: the intake refused them.', { reason: 'rejected', events: n });
       },
       connectionLost: (error, events) => {
+        // A replaced sink stopping in the background: what it could not confirm is counted by its stop.
+        if (this.#detached) return;
         t.connected(false);
         this.#state = 'retrying';
         t.error(error.code);
@@ -257,19 +262,46 @@ export class SinkRunner {
 
   /**
    * Drain: the queue must already be closed. Delivers what is queued (and what a lost connection
-   * left unacknowledged) until `deadline` aborts, then closes the sink. Returns the number of
-   * events that could not be delivered.
+   * left unacknowledged) until `deadline` aborts, then stops the sink, which waits for the intake
+   * to confirm what it holds; a connection lost meanwhile is opened again, after the usual backoff,
+   * and what it held written again (empty sends), until the sink's stop ends (all confirmed, or the
+   * deadline). Returns the number of events that could not be delivered.
    */
   async stop(deadline: AbortSignal): Promise<number> {
     const onAbort = (): void => this.#abort.abort();
     deadline.addEventListener('abort', onAbort, { once: true });
     if (deadline.aborted) this.#abort.abort();
     await this.#loop;
-    deadline.removeEventListener('abort', onAbort);
-    const unconfirmed = await this.#o.sink.stop(deadline);
+    const stopping = this.#o.sink.stop(deadline);
+    const rewriting = this.#rewrite();
+    let unconfirmed: number;
+    try {
+      unconfirmed = await stopping;
+    } finally {
+      this.#abort.abort();
+      await rewriting;
+      deadline.removeEventListener('abort', onAbort);
+    }
     this.#state = 'stopped';
     this.#t.connected(false);
     return this.#o.queue.pendingEvents + unconfirmed;
+  }
+
+  /**
+   * While the sink stops (the queue is empty): what a connection lost meanwhile held is written
+   * again on a new one (an empty send, after the backoff the loss set), until the stop ends.
+   */
+  async #rewrite(): Promise<void> {
+    const stop = this.#abort.signal;
+    while (!stop.aborted) {
+      if (this.#needFlush) {
+        this.#needFlush = false;
+        await this.#deliver(EMPTY);
+        continue;
+      }
+      if (this.#kick.signal.aborted) this.#kick = new AbortController();
+      await aborted(AbortSignal.any([stop, this.#kick.signal]));
+    }
   }
 
   /**
@@ -278,6 +310,7 @@ export class SinkRunner {
    * runner. The sink is left to the caller (handed over, or stopped).
    */
   async detach(): Promise<void> {
+    this.#detached = true;
     this.#abort.abort();
     await this.#loop;
     this.#state = 'stopped';
@@ -286,6 +319,12 @@ export class SinkRunner {
   get sink(): Sink {
     return this.#o.sink;
   }
+}
+
+/** Resolves once `signal` aborts. */
+function aborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
 function sub(batch: Batch, from: number, to: number): Batch {

@@ -9,6 +9,7 @@ import { books, startRelay, TEST_KEY, TLS, errText } from '../helpers/relay.ts';
 import { freePort, sendTcp, startTestIntake, type TestIntake } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
 import { track, trackServer } from '../helpers/cleanup.ts';
+import { startFaultyIntake } from '../helpers/faulty-intake.ts';
 import { syslogLines } from '../helpers/lines.ts';
 
 async function intakeWith(cert: string, port = 0): Promise<{ emulator: IntakeEmulator; received: ReceivedMessage[] }> {
@@ -220,6 +221,41 @@ describe('shutdown', () => {
     expect(report.undelivered).toBe(100);
     expect(await relay.metric('intake_relay_events_dropped_total', { reason: 'shutdown' })).toBe(100);
     expect(relay.logs.find((l) => l.undelivered === 100)?.msg).toMatch(/could not be delivered/);
+  });
+
+  it('a connection lost while the stop waits for the intake to confirm is opened again and its window written again: nothing undelivered', async () => {
+    // The first connection reads nothing and never answers the relay's close; later ones read everything.
+    const intake = track(await startFaultyIntake((i) => (i === 0 ? { kind: 'blackhole', resetAfterMs: 60_000 } : { kind: 'read' })));
+    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, resendWindowMs: 60_000, extra: 'shutdown_timeout_ms: 5000', output: '      write_timeout_ms: 500' })));
+    await sendTcp(relay.port('t', 'tcp/0'), lines(500));
+    // All written on the first connection, none confirmed yet.
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_output_unacked_events')).toBe(500), { timeout: 10_000 });
+    expect(intake.connections).toBe(1);
+    const report = await relay.stop();
+    expect(report.undelivered).toBe(0);
+    expect(new Set(intake.received.map((m) => m.message)).size).toBe(500);
+    expect(intake.connections).toBe(2);
+    expect(await relay.metric('intake_relay_output_errors_total', { code: 'ERELAY_WRITE_TIMEOUT' })).toBe(1);
+    expect(await relay.metric('intake_relay_events_resent_total')).toBe(500);
+    expect(await books(relay, 't')).toMatchObject({ received: 500, sent: 500, dropped: 0, queued: 0, unacked: 0, balanced: true });
+  });
+
+  it('a window lost during the stop is written again until the deadline; what is unconfirmed then is reported and counted as dropped, once', async () => {
+    // No connection ever answers the relay's close.
+    const intake = track(await startFaultyIntake(() => ({ kind: 'blackhole', resetAfterMs: 60_000 })));
+    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, resendWindowMs: 60_000, extra: 'shutdown_timeout_ms: 2000', output: '      write_timeout_ms: 300' })));
+    await sendTcp(relay.port('t', 'tcp/0'), lines(500));
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_output_unacked_events')).toBe(500), { timeout: 10_000 });
+    const report = await relay.stop();
+    expect(report.undelivered).toBe(500);
+    // Opened again (after the backoff) and written again while the deadline allowed.
+    expect(intake.connections).toBeGreaterThanOrEqual(2);
+    expect(await relay.metric('intake_relay_events_resent_total')).toBeGreaterThanOrEqual(500);
+    const received = await relay.metric('intake_relay_events_received_total');
+    const sent = await relay.metric('intake_relay_events_sent_total');
+    const dropped = await relay.metric('intake_relay_events_dropped_total');
+    expect({ received, sent, dropped }).toEqual({ received: 500, sent: 0, dropped: 500 });
+    expect(await relay.metric('intake_relay_events_dropped_total', { reason: 'shutdown' })).toBe(500);
   });
 });
 

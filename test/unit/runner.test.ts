@@ -54,6 +54,12 @@ const run = (ms = 0): Promise<unknown> => vi.advanceTimersByTimeAsync(ms);
 /** The time from each send to the next. */
 const gaps = (sink: FakeSink): number[] => sink.calls.slice(1).map((c, i) => c.at - sink.calls[i]!.at);
 
+/** Written, not confirmed: the sink holds it. */
+const SENT_AND_HELD: Script = (c, s) => {
+  s.unacknowledged += c.batch.events.length;
+  return SENT;
+};
+
 /** A send answered when the test says. */
 function held(): { promise: Promise<SendResult>; resolve: (r: SendResult) => void } {
   return Promise.withResolvers<SendResult>();
@@ -345,6 +351,100 @@ describe('SinkRunner: stop and detach', () => {
     expect(undelivered).toBe(7);
     expect(sink.stops).toEqual([deadline.signal]);
     expect(queue.pendingEvents).toBe(5);
+  });
+
+  it('stop(): a connection lost while the sink waits for the intake to confirm is opened again after the backoff, its window written again and confirmed; nothing undelivered', async () => {
+    const stopped = Promise.withResolvers<number>();
+    const script: Script = (c, s) => {
+      if (c.batch.events.length > 0) {
+        s.unacknowledged += c.batch.events.length; // written, not confirmed
+        return SENT;
+      }
+      // The empty send writes the window again on a new connection; the intake confirms it, and the sink's stop ends.
+      s.ack(s.calls[0]!.batch);
+      s.unacknowledged = 0;
+      stopped.resolve(0);
+      return SENT;
+    };
+    const { queue, sink, t, runner } = rig(script, { events: 3 });
+    sink.stop = async (deadline) => {
+      sink.stops.push(deadline);
+      return stopped.promise;
+    };
+    queue.close();
+    await runner.start();
+    const deadline = new AbortController();
+    let undelivered: number | undefined;
+    void runner.stop(deadline.signal).then((n) => (undelivered = n));
+    await run();
+    // The queue is empty: the sink is stopping, waiting for the intake's answer to its close.
+    expect(sink.calls).toHaveLength(1);
+    expect(sink.stops).toHaveLength(1);
+    const lostAt = Date.now();
+    sink.events.connectionLost(new RelayError('ERELAY_CONNECTION_LOST', 'Scripted loss.'), 3);
+    await run(INITIAL_MS - 1);
+    expect(sink.calls).toHaveLength(1);
+    await run(1);
+    expect(sink.calls).toHaveLength(2);
+    expect(sink.calls[1]!.batch.events).toHaveLength(0);
+    expect(sink.calls[1]!.at - lostAt).toBe(INITIAL_MS);
+    await run();
+    expect(undelivered).toBe(0);
+    expect(queue.settledBelow).toBe(3);
+    expect(t.args('acknowledged')).toEqual([[3, Date.now()]]);
+    expect(t.args('resent')).toEqual([[3]]);
+    expect(t.args('dropped')).toEqual([]);
+    expect(runner.state).toBe('stopped');
+    expect(t.last('connected')).toBe(false);
+  });
+
+  it('stop(): a window lost during the stop is tried again with the usual backoff until the deadline, not after; what the sink did not confirm is returned, counted nowhere else', async () => {
+    const script: Script = (c, s) => {
+      if (c.batch.events.length === 0) return retryable({}, 'ERELAY_CONNECT_REFUSED'); // the intake is gone
+      s.unacknowledged += c.batch.events.length;
+      return SENT;
+    };
+    const { queue, sink, t, runner } = rig(script, { events: 3 });
+    sink.stop = (deadline) => {
+      sink.stops.push(deadline);
+      return new Promise((resolve) => deadline.addEventListener('abort', () => resolve(sink.unacknowledged), { once: true }));
+    };
+    queue.close();
+    await runner.start();
+    const deadline = new AbortController();
+    let undelivered: number | undefined;
+    void runner.stop(deadline.signal).then((n) => (undelivered = n));
+    await run();
+    const lostAt = Date.now();
+    sink.events.connectionLost(new RelayError('ERELAY_CONNECTION_LOST', 'Scripted loss.'), 3);
+    await run(1_000);
+    // Empty sends after 100 ms (the loss's backoff), then 200 and 400 ms more (each failure's).
+    expect(sink.calls.slice(1).map((c) => [c.names.length, c.at - lostAt])).toEqual([[0, 100], [0, 300], [0, 700]]);
+    expect(undelivered).toBeUndefined();
+    deadline.abort();
+    await run();
+    expect(undelivered).toBe(3);
+    expect(sink.calls.at(-1)!.signal.aborted).toBe(true);
+    await run(60_000);
+    expect(sink.calls).toHaveLength(4);
+    expect(queue.settledBelow).toBe(0);
+    expect(queue.pendingEvents).toBe(0);
+    expect(t.args('dropped')).toEqual([]); // the caller counts what stop() returns
+    expect(runner.state).toBe('stopped');
+  });
+
+  it('detach(): a loss the sink reports afterwards (stopping in the background) is not the runner\'s: nothing sent, counted or changed', async () => {
+    const { queue, sink, t, runner } = rig(SENT_AND_HELD, { events: 2 });
+    await runner.start();
+    await run();
+    await runner.detach();
+    const before = t.calls.length;
+    sink.events.connectionLost(new RelayError('ERELAY_CONNECTION_LOST', 'Scripted loss.'), 2);
+    await run(10_000);
+    expect(sink.calls).toHaveLength(1);
+    expect(t.calls.slice(before)).toEqual([]);
+    expect(runner.state).toBe('stopped');
+    expect(queue.pendingEvents).toBe(0);
   });
 
   it('detach() leaves the queue open with the unsent batches back in order; what was sent is not sent again', async () => {

@@ -171,6 +171,142 @@ describe('syslog sink, edges', () => {
   });
 });
 
+/**
+ * A TLS intake whose first connection reads nothing until the test resets it; later connections
+ * read everything, keep each message's id (m00000042), and answer a close with a close.
+ */
+async function holdingPeer() {
+  const net = await import('node:net');
+  const tls = await import('node:tls');
+  const ctx = tls.createSecureContext({ cert: readFileSync(`${TLS}server.crt`), key: readFileSync(`${TLS}server.key`) });
+  const raws: import('node:net').Socket[] = [];
+  const ids: string[] = [];
+  let holding = false;
+  const server = net.createServer((raw) => {
+    const first = raws.length === 0;
+    raws.push(raw);
+    raw.on('error', () => {});
+    const s = new tls.TLSSocket(raw, { isServer: true, secureContext: ctx });
+    s.on('error', () => {});
+    s.once('secure', () => {
+      if (first) {
+        s.pause();
+        holding = true;
+        return;
+      }
+      let text = '';
+      s.setEncoding('latin1');
+      s.on('data', (chunk: string) => {
+        text += chunk;
+        for (;;) {
+          const sp = text.indexOf(' ');
+          const n = Number(text.slice(0, sp));
+          if (sp < 0 || text.length < sp + 1 + n) break;
+          ids.push(/m\d{8}/.exec(text.slice(sp + 1, sp + 1 + n))?.[0] ?? '?');
+          text = text.slice(sp + 1 + n);
+        }
+      });
+      s.on('end', () => s.end());
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    port: (server.address() as import('node:net').AddressInfo).port,
+    ids,
+    get connections() {
+      return raws.length;
+    },
+    /** The first connection is open (its handshake done on this side too) and reads nothing. */
+    get holding() {
+      return holding;
+    },
+    /** Resets the first connection (a plain TCP reset, as an intake that crashed). */
+    reset: () => raws[0]!.resetAndDestroy(),
+    stop: () => new Promise<void>((r) => {
+      for (const raw of raws) raw.destroy();
+      server.close(() => r());
+    }),
+  };
+}
+
+const EMPTY: Batch = { events: [], bytes: 0, seq: 0 };
+
+describe('syslog sink, stop', () => {
+  it.each([
+    ['resets the connection', 10_000, 'ERELAY_CONNECTION_LOST'],
+    ['does not answer the close within write_timeout_ms', 300, 'ERELAY_WRITE_TIMEOUT'],
+  ])('the intake %s while the stop waits for its answer: reported as lost; an empty send writes the window again on a new connection, closed at once; the stop ends once it is confirmed', async (_what, writeTimeoutMs, code) => {
+    const peer = await holdingPeer();
+    const s = edgeSink(peer.port, 60_000, writeTimeoutMs);
+    const acked: [number, number][] = [];
+    const lost: [string, number][] = [];
+    await s.start({ acknowledged: (seq, n) => acked.push([seq, n]), connectionLost: (e, n) => lost.push([e.code, n]), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+    expect((await s.send(batch(0, 100, 50), AbortSignal.timeout(5_000))).status).toBe('sent');
+    expect(s.unacknowledged).toBe(100);
+    await vi.waitFor(() => expect(peer.holding).toBe(true));
+    let undelivered: number | undefined;
+    const stopping = s.stop(AbortSignal.timeout(20_000)).then((n) => (undelivered = n));
+    if (code === 'ERELAY_CONNECTION_LOST') peer.reset();
+    await vi.waitFor(() => expect(lost).toEqual([[code, 100]]), { timeout: 5_000 });
+    // Still waiting: for the window to be written again and confirmed, or the deadline.
+    expect(undelivered).toBeUndefined();
+    expect(acked).toEqual([]);
+    // While stopping, new batches are refused; an empty send writes the window again.
+    expect((await s.send(batch(100, 1, 10), AbortSignal.timeout(5_000))).status).toBe('retryable');
+    expect((await s.send(EMPTY, AbortSignal.timeout(5_000))).status).toBe('sent');
+    await stopping;
+    expect(undelivered).toBe(0);
+    expect(acked).toEqual([[0, 100]]);
+    expect(s.unacknowledged).toBe(0);
+    expect(peer.connections).toBe(2);
+    expect(new Set(peer.ids).size).toBe(100);
+    expect(peer.ids).toHaveLength(100);
+    await peer.stop();
+  });
+
+  it('a window lost during the stop and not written again by the deadline: the stop returns it as unconfirmed; sends afterwards are refused', async () => {
+    const peer = await holdingPeer();
+    const s = edgeSink(peer.port, 60_000, 10_000);
+    const lost: number[] = [];
+    let acked = 0;
+    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+    await s.send(batch(0, 100, 50), AbortSignal.timeout(5_000));
+    await vi.waitFor(() => expect(peer.holding).toBe(true));
+    const deadline = new AbortController();
+    let undelivered: number | undefined;
+    const stopping = s.stop(deadline.signal).then((n) => (undelivered = n));
+    peer.reset();
+    await vi.waitFor(() => expect(lost).toEqual([100]), { timeout: 5_000 });
+    expect(undelivered).toBeUndefined();
+    deadline.abort();
+    await stopping;
+    expect(undelivered).toBe(100);
+    expect(s.unconfirmed()).toEqual([[0, 100]]);
+    expect((await s.send(EMPTY, AbortSignal.timeout(5_000))).status).toBe('retryable');
+    expect(acked).toBe(0);
+    expect(lost).toEqual([100]); // the deadline's own close is not reported as a loss
+    expect(peer.connections).toBe(1);
+    await peer.stop();
+  });
+
+  it('a hand-over does not wait for a lost window to be written again (the next sink writes it first), and reports no loss', async () => {
+    const peer = await holdingPeer();
+    const s = edgeSink(peer.port, 60_000, 10_000);
+    const lost: number[] = [];
+    await s.start({ acknowledged: () => {}, connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+    await s.send(batch(0, 100, 50), AbortSignal.timeout(5_000));
+    await vi.waitFor(() => expect(peer.holding).toBe(true));
+    const handing = s.handOver(AbortSignal.timeout(20_000));
+    peer.reset();
+    const { state, events } = await handing;
+    expect(events).toBe(100);
+    expect((state as { seq: number; events: number }[]).map((w) => [w.seq, w.events])).toEqual([[0, 100]]);
+    expect(lost).toEqual([]);
+    expect(s.unacknowledged).toBe(0);
+    await peer.stop();
+  });
+});
+
 describe('proof distance', () => {
   it('is this host\'s TCP send maximum plus its receive maximum plus 1 MiB, with Linux\'s defaults where /proc is unreadable', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sysctl-'));

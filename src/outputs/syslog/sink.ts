@@ -14,6 +14,9 @@
 // answer a close within that time, has failed. What a failed connection held is written again,
 // first thing, on the next one (at-least-once; duplicates are counted as resent). Batches are kept
 // as the Buffers written, never as events, so the wait costs the GC nothing.
+// A stop closes every connection and waits for the answers until its deadline; a connection that
+// fails meanwhile is reported as at any time, and the runner's empty send (after its backoff)
+// writes what it held on a new connection, closed at once for confirmation.
 
 import tls from 'node:tls';
 import type { Batch } from '../../core/event.ts';
@@ -65,12 +68,16 @@ export class SyslogTlsSink implements Sink {
   #unacked = 0;
   #unackedBytes = 0;
   #timer: NodeJS.Timeout | undefined;
+  /** A stop or a hand-over began: no new batches; a stop still takes empty sends (writes again what failed). */
+  #draining = false;
+  /** Done: nothing is written any more, and a failed connection is not reported (the stop's count says it). */
   #stopped = false;
   #stopping: Promise<number> | undefined;
   /** A connection being opened to take over from the current one (make before break). */
   #replacing = false;
   readonly #abort = new AbortController();
-  #closingSettled: (() => void) | undefined;
+  /** Called when a connection closing ends, or one fails: a stop waiting checks whether it is done. */
+  #closingChanged: (() => void) | undefined;
   /**
    * Slabs freed by confirmations are kept up to what the window may hold: a confirmation by close
    * frees the whole window at once, and slabs dropped then were old-generation garbage until a full
@@ -101,7 +108,9 @@ export class SyslogTlsSink implements Sink {
 
   async send(batch: Batch, signal: AbortSignal): Promise<SendResult> {
     const o = this.#o;
-    if (this.#stopped) return { status: 'retryable', error: new RelayError('ERELAY_SHUTDOWN', 'Output is stopping.') };
+    if (this.#stopped || (this.#draining && batch.events.length > 0)) return { status: 'retryable', error: new RelayError('ERELAY_SHUTDOWN', 'Output is stopping.') };
+    // Stopping: an empty send only writes again what a failed connection held.
+    if (this.#draining && this.#resend.length === 0) return { status: 'sent' };
     this.#lastSendAt = Date.now();
     let conn = this.#current;
     if (!conn) {
@@ -123,6 +132,8 @@ export class SyslogTlsSink implements Sink {
       this.#resend = [];
       for (const w of resend) this.#write(conn, w.buf, w.seq, w.events);
       conn.confirmSoon = true;
+      // Stopping: nothing follows, so it is closed for confirmation at once.
+      if (this.#draining) this.#rotate(conn);
     }
     if (batch.events.length > 0) {
       if (this.#unackedBytes >= o.proofBytes + HEADROOM_BYTES) {
@@ -247,7 +258,7 @@ export class SyslogTlsSink implements Sink {
       else unflushed.push(w);
     }
     if (unflushed.length > 0) this.#lose(unflushed, new RelayError('ERELAY_CONNECTION_LOST', `Connection to ${this.#o.host}:${this.#o.port} closed before all was written.`));
-    this.#closingChanged();
+    this.#closingChanged?.();
   }
 
   #failed(conn: Connection, error: RelayError): void {
@@ -258,7 +269,7 @@ export class SyslogTlsSink implements Sink {
     conn.socket.destroy();
     conn.release();
     this.#lose(conn.window.drain(), error);
-    this.#closingChanged();
+    this.#closingChanged?.();
   }
 
   /** Batches a connection could not confirm: written again first on the next send. */
@@ -268,12 +279,8 @@ export class SyslogTlsSink implements Sink {
       events += w.events;
       this.#resend.push(w);
     }
-    // While stopping, what is left is reported by stop().
+    // Once stopped (or handing over), what is left is reported by stop() (or handOver()).
     if (!this.#stopped) this.#events?.connectionLost(error, events);
-  }
-
-  #closingChanged(): void {
-    if (this.#closing.size === 0) this.#closingSettled?.();
   }
 
   #connect(signal: AbortSignal): Promise<Connection> {
@@ -334,7 +341,8 @@ export class SyslogTlsSink implements Sink {
    * of this kind (adopt), which writes it first.
    */
   async handOver(deadline: AbortSignal): Promise<{ state: Written[]; events: number }> {
-    const events = await this.stop(deadline);
+    // Nothing is written again here: the next sink writes it first.
+    const events = await (this.#stopping ??= this.#close(deadline, false));
     const state = this.#resend;
     this.#resend = [];
     this.#unacked = 0;
@@ -356,30 +364,48 @@ export class SyslogTlsSink implements Sink {
 
   /**
    * Closes every connection and waits, until `deadline`, for the intake to close its side (it has
-   * then read everything). Returns the events it did not confirm.
+   * then read everything). A connection that fails meanwhile is reported (connectionLost), and the
+   * runner's empty send writes what it held on a new connection, closed at once for confirmation:
+   * the stop ends once everything is confirmed, or at the deadline. Returns the events it did not
+   * confirm.
    */
   stop(deadline: AbortSignal): Promise<number> {
-    this.#stopping ??= (async () => {
-      this.#stopped = true;
-      this.#abort.abort();
-      if (this.#timer) clearInterval(this.#timer);
-      if (this.#current) this.#rotate(this.#current);
-      if (this.#closing.size > 0) {
-        await new Promise<void>((resolve) => {
-          const done = (): void => {
-            deadline.removeEventListener('abort', done);
-            this.#closingSettled = undefined;
-            resolve();
-          };
-          this.#closingSettled = done;
-          if (deadline.aborted) done();
-          else deadline.addEventListener('abort', done, { once: true });
-        });
-      }
-      for (const c of [...this.#closing]) this.#failed(c, new RelayError('ERELAY_SHUTDOWN', 'Output stopped before the intake confirmed.'));
-      return this.#unacked;
-    })();
+    this.#stopping ??= this.#close(deadline, true);
     return this.#stopping;
+  }
+
+  /** `rewrite`: wait for what failed connections held to be written again (a stop), or not (a hand-over). */
+  async #close(deadline: AbortSignal, rewrite: boolean): Promise<number> {
+    this.#draining = true;
+    // A connection being opened to take over (#replace) is not needed.
+    this.#abort.abort();
+    if (!rewrite) {
+      this.#stopped = true;
+      if (this.#timer) clearInterval(this.#timer);
+    }
+    // The timer keeps running for a stop: a close not answered within writeTimeoutMs has failed.
+    if (this.#current) this.#rotate(this.#current);
+    const done = (): boolean => this.#closing.size === 0 && (!rewrite || this.#resend.length === 0);
+    if (!done()) {
+      await new Promise<void>((resolve) => {
+        const end = (): void => {
+          deadline.removeEventListener('abort', end);
+          this.#closingChanged = undefined;
+          resolve();
+        };
+        this.#closingChanged = () => {
+          if (done()) end();
+        };
+        if (deadline.aborted) end();
+        else deadline.addEventListener('abort', end, { once: true });
+      });
+    }
+    this.#stopped = true;
+    if (this.#timer) clearInterval(this.#timer);
+    const shutdown = new RelayError('ERELAY_SHUTDOWN', 'Output stopped before the intake confirmed.');
+    if (this.#current) this.#failed(this.#current, shutdown);
+    for (const c of [...this.#closing]) this.#failed(c, shutdown);
+    return this.#unacked;
   }
 }
 
