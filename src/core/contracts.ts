@@ -109,7 +109,11 @@ export interface Sink {
   send(batch: Batch, signal: AbortSignal): Promise<SendResult>;
   /** Events accepted by send() but not yet acknowledged. */
   readonly unacknowledged: number;
-  /** Close cleanly; returns how many events could not be confirmed as delivered. Idempotent, safe before start. */
+  /**
+   * Close cleanly; returns how many events could not be confirmed as delivered. Until `deadline`,
+   * a sink that confirms by connection (syslog) still reports a lost connection and takes empty
+   * sends, which write its window again; it refuses new batches. Idempotent, safe before start.
+   */
   stop(deadline: AbortSignal): Promise<number>;
   /**
    * After stop(): the events it could not confirm, as [seq, count] ranges, for the caller that
