@@ -16,6 +16,12 @@ export type TimestampMode = 'received' | 'source';
  * one) is cut to it here, its MSG on a character boundary.
  */
 export const INTAKE_MAX_EVENT_BYTES = 250 * 1024;
+/**
+ * What the header and the key element take at most (PRI, TIMESTAMP, HOSTNAME of 255, APP-NAME,
+ * PROCID, LOG, and a key of up to 400 characters): an input that splits events (the file input)
+ * keeps each piece this much under the intake's limit, so that no piece is cut.
+ */
+export const HEADER_ROOM_BYTES = 1024;
 
 /** How an event too large for the intake goes out: with or without its source SD, MSG up to msgEnd. */
 interface Fit {

@@ -7,6 +7,7 @@
 
 import { isAscii } from 'node:buffer';
 import { utf8Boundary } from '../../core/utf8.ts';
+import { HEADER_ROOM_BYTES, INTAKE_MAX_EVENT_BYTES } from '../../syslog/format.ts';
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -50,6 +51,8 @@ interface Group {
 
 export class LineSplitter {
   readonly #o: LineOptions;
+  /** max_line_bytes, and at most what the intake takes once the output's header is added: a piece is never cut there. */
+  readonly #max: number;
   readonly #sink: LineSink;
   /** Bytes fed so far: positions of lines in the stream, for `held`. */
   #fed = 0;
@@ -68,6 +71,7 @@ export class LineSplitter {
   constructor(options: LineOptions, sink: LineSink) {
     this.#o = options;
     this.#sink = sink;
+    this.#max = Math.min(options.maxLineBytes, INTAKE_MAX_EVENT_BYTES - HEADER_ROOM_BYTES);
   }
 
   /**
@@ -142,7 +146,7 @@ export class LineSplitter {
   /** Splits a read (the partial line before it included) into lines; what follows the last newline waits. */
   #split(view: Buffer, base: number, now: number): void {
     this.#sink.begin(view);
-    const max = this.#o.maxLineBytes;
+    const max = this.#max;
     let s = 0;
     for (;;) {
       const nl = view.indexOf(LF, s);
@@ -176,7 +180,7 @@ export class LineSplitter {
 
   /** One complete line buf[s, e) at stream position `at`: oversize handling, then multiline grouping. */
   #line(buf: Buffer, s: number, e: number, at: number, now: number): void {
-    const max = this.#o.maxLineBytes;
+    const max = this.#max;
     const continued = this.#splitting;
     this.#splitting = false;
     if (this.#tooLong(buf, s, e)) {
@@ -244,7 +248,7 @@ export class LineSplitter {
    * byte over 0x7f when it becomes UTF-8.
    */
   #tooLong(buf: Buffer, s: number, e: number): boolean {
-    const max = this.#o.maxLineBytes;
+    const max = this.#max;
     if (e - s > max) return true;
     if (!this.#o.latin1 || 2 * (e - s) <= max) return false;
     let n = e - s;
@@ -254,7 +258,7 @@ export class LineSplitter {
 
   /** The bytes of each piece of a line split: as UTF-8, at most max_line_bytes (Latin-1 may double). */
   #pieceBytes(): number {
-    return this.#o.latin1 ? Math.max(1, Math.floor(this.#o.maxLineBytes / 2)) : this.#o.maxLineBytes;
+    return this.#o.latin1 ? Math.max(1, Math.floor(this.#max / 2)) : this.#max;
   }
 
   #emit(buf: Buffer, s: number, e: number): void {
