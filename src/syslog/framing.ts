@@ -21,6 +21,7 @@ const LF = 0x0a;
 const CR = 0x0d;
 const SP = 0x20;
 const LT = 0x3c;
+const GT = 0x3e;
 const ZERO = 0x30;
 const NINE = 0x39;
 const MAX_LEN_DIGITS = 9;
@@ -59,6 +60,8 @@ export class Deframer {
   /** Skipping the rest of an oversized frame: up to the next LF, or #discardLeft bytes (its announced end), whichever comes first. */
   #discard = false;
   #discardLeft = Infinity;
+  /** The frame being skipped is a real octet-counted one (its count is followed by a PRI): skip exactly, LFs and all. */
+  #discardExact = false;
 
   constructor(maxMessageBytes: number, oversize: Oversize, sink: FrameSink) {
     this.#max = maxMessageBytes;
@@ -150,8 +153,15 @@ export class Deframer {
       this.#need = LINE;
       this.#window = this.#max + 1; // a CR may come before the LF
     } else if (end - this.#body > this.#max) {
-      this.#need = LINE;
-      this.#window = this.#body + this.#max;
+      const pri = priLength(tail, this.#body);
+      if (pri === NEED_MORE) {
+        this.#need = CUT; // a few more bytes tell a real frame (a PRI after the count) from a line
+      } else if (pri > 0) {
+        this.#need = this.#body + this.#max; // a real frame, truncated: its first max_message_bytes
+      } else {
+        this.#need = LINE;
+        this.#window = this.#body + this.#max;
+      }
     } else {
       this.#need = end;
     }
@@ -232,12 +242,17 @@ export class Deframer {
   }
 
   /**
-   * A count over max_message_bytes (the frame announced ends at `end`): read as a line. One that
+   * A count over max_message_bytes (the frame announced ends at `end`). Followed by a PRI, it is a
+   * real frame (#oversizedFrame). Otherwise it only starts like one (`999999 <Warning> ...`), and
+   * is read as a line, as rsyslog's imtcp falls back to octet stuffing. One that
    * fits (its LF within max_message_bytes) is an event; otherwise the frame is too large, and what
    * follows its first max_message_bytes is skipped up to the first LF or `end`, whichever comes
    * first (a real oversized octet-counted frame need not end with LF; a line does).
    */
   #overCount(buf: Buffer, pos: number, body: number, end: number): number {
+    const pri = priLength(buf, body);
+    if (pri === NEED_MORE) return NEED_MORE;
+    if (pri > 0) return this.#oversizedFrame(buf, body, end);
     const limit = body + this.#max;
     const i = buf.indexOf(LF, pos);
     if (i >= 0 && i <= limit) {
@@ -254,6 +269,22 @@ export class Deframer {
     return this.#discarded(buf, limit);
   }
 
+  /**
+   * A real octet-counted frame (a PRI after its count) over max_message_bytes, body at `body`, end at
+   * `end`: dropped or truncated, and skipped to exactly its end, whatever it holds (a multi-line
+   * stack trace, no LF at its end: the frames after it stay in step).
+   */
+  #oversizedFrame(buf: Buffer, body: number, end: number): number {
+    const limit = body + this.#max;
+    if (this.#oversize === 'truncate' && buf.length < limit) return NEED_MORE;
+    this.#oversizedCount(buf, body, limit, end - body);
+    if (end <= buf.length) return end;
+    this.#discard = true;
+    this.#discardExact = true;
+    this.#discardLeft = end - buf.length;
+    return buf.length;
+  }
+
   /** An oversized octet-counted frame: dropped, or its message truncated (`stop`: at most max_message_bytes after `body`). */
   #oversizedCount(buf: Buffer, body: number, stop: number, announced: number): void {
     if (this.#oversize === 'truncate') this.#sink.frame(buf, body, stop, true);
@@ -263,13 +294,14 @@ export class Deframer {
   /** Skips what is left of an oversized frame from `pos`: returns where reading goes on (buf.length: all skipped). */
   #discarded(buf: Buffer, pos: number): number {
     const left = this.#discardLeft;
-    const i = buf.indexOf(LF, pos);
+    const i = this.#discardExact ? -1 : buf.indexOf(LF, pos);
     if (i >= 0 && i - pos < left) {
       this.#discard = false;
       return i + 1;
     }
     if (buf.length - pos >= left) {
       this.#discard = false;
+      this.#discardExact = false;
       return pos + left;
     }
     this.#discardLeft = left - (buf.length - pos);
@@ -289,6 +321,7 @@ export class Deframer {
     this.#more = [];
     this.#moreLen = 0;
     this.#discard = false;
+    this.#discardExact = false;
     if (!buf) return;
     let start = 0;
     let cut = false;
@@ -301,4 +334,15 @@ export class Deframer {
     while (end > start && (buf[end - 1] === CR || buf[end - 1] === LF)) end--;
     if (end > start) this.#sink.frame(buf, start, Math.min(end, start + this.#max), cut || end - start > this.#max);
   }
+}
+
+/** At `at` (a '<'): the length of a PRI (`<` 1 to 3 digits `>`), 0 when there is none, NEED_MORE when the bytes end first. */
+function priLength(buf: Buffer, at: number): number {
+  for (let k = at + 1; k <= at + 4; k++) {
+    if (k >= buf.length) return NEED_MORE;
+    const c = buf[k] as number;
+    if (c === GT) return k > at + 1 ? k + 1 - at : 0;
+    if (c < ZERO || c > NINE) return 0;
+  }
+  return 0;
 }

@@ -83,10 +83,27 @@ describe('Deframer', () => {
 
   it('an oversized count on a line too large: that line is dropped and counted once, reading goes on at its LF', () => {
     const { frames, dropped, d } = collect(100);
-    const stream = Buffer.from(`999999 <13>${'x'.repeat(300)}\n<13>next\n${octet('<13>then')}`);
+    const stream = Buffer.from(`999999 <Warning>${'x'.repeat(300)}\n<13>next\n${octet('<13>then')}`);
     for (let i = 0; i < stream.length; i += 40) d.push(stream.subarray(i, i + 40));
     expect(dropped).toEqual([999999]);
     expect(frames.map((f) => f.text)).toEqual(['<13>next', '<13>then']);
+  });
+
+  it('a real oversized frame (a PRI after its count) is skipped to its announced end, newlines and all: the frames after it are kept', () => {
+    // A multi-line stack trace, octet-counted, no LF at its end (syslog-ng, this relay's output).
+    const trace = `<13>1 - h app - - - Exception in thread main\n${'\tat com.example.Foo.bar(Foo.java:1)\n'.repeat(10)}\t... 12 more`;
+    const after = Array.from({ length: 5 }, (_, i) => `<13>1 - h app - - - normal ${i}`);
+    const stream = Buffer.from(octet(trace) + after.map(octet).join(''));
+    for (const oversize of ['drop', 'truncate'] as const) {
+      for (const step of [stream.length, 64, 7]) {
+        const { frames, dropped, d } = collect(200, oversize);
+        for (let i = 0; i < stream.length; i += step) d.push(stream.subarray(i, i + step));
+        d.end();
+        expect(frames.filter((f) => !f.truncated).map((f) => f.text)).toEqual(after);
+        if (oversize === 'drop') expect(dropped).toEqual([Buffer.byteLength(trace)]);
+        else expect(frames[0]).toEqual({ text: trace.slice(0, 200), truncated: true });
+      }
+    }
   });
 
   it('an oversized octet-counted frame ending with a newline inside its count (rsyslog templates) resynchronises at it', () => {
