@@ -227,6 +227,8 @@ function msgAfter(buf: Buffer, at: number, end: number): number {
 export function scanStructuredData(buf: Uint8Array, start: number, end: number): number {
   let i = start;
   let ids = 0;
+  /** SD-IDs stored in sdIds by this scan (the relay's own is not). */
+  let stored = 0;
   ownFirst = false;
   do {
     const id = i + 1;
@@ -238,10 +240,11 @@ export function scanStructuredData(buf: Uint8Array, start: number, end: number):
     if (sameBytes(buf, id, i, OWN_SD_ID, 0, OWN_SD_ID.length)) {
       if (ids > 0) return -1;
       ownFirst = true;
-    } else if (ids < MAX_IDS_CHECKED) {
-      for (let k = 0; k < ids; k++) if (sameBytes(buf, id, i, buf, sdIds[2 * k] as number, sdIds[2 * k + 1] as number)) return -1;
-      sdIds[2 * ids] = id;
-      sdIds[2 * ids + 1] = i;
+    } else if (stored < MAX_IDS_CHECKED) {
+      for (let k = 0; k < stored; k++) if (sameBytes(buf, id, i, buf, sdIds[2 * k] as number, sdIds[2 * k + 1] as number)) return -1;
+      sdIds[2 * stored] = id;
+      sdIds[2 * stored + 1] = i;
+      stored++;
     }
     ids++;
     for (;;) {

@@ -181,6 +181,15 @@ describe('what RFC 5424 allows through (issue 12)', () => {
     expect(bytes(raw('<13>1 - h a - - [x@1 v="1"] m'))).toMatchObject({ sd: '[x@1 v="1"]', msg: 'm', repaired: 0 });
   });
 
+  it('compares each SD-ID with this frame\'s only: one frame after another in the same read, the second led by a key element', () => {
+    const f1 = '<13>1 - h a p m [origin@123 ip="1.2.3.4"] first';
+    const f2 = '<13>1 - h a p m [SEKOIA@53288 intake_key="UPSTREAM"][origin@123 ip="1.2.3.4"] second';
+    const buf = Buffer.from(`${f1}\n${f2}`);
+    parseSyslog(buf, 0, f1.length, 1_700_000_000_000, '10.1.2.3', D);
+    const e = parseSyslog(buf, f1.length + 1, buf.length, 1_700_000_000_000, '10.1.2.3', D);
+    expect({ sd: structuredDataText(e), msg: buf.toString('utf8', e.msgStart, e.end) }).toEqual({ sd: '[origin@123 ip="1.2.3.4"]', msg: 'second' });
+  });
+
   it('keeps the byte after a closing ] that is not a space: SD stays SD, MSG starts there', () => {
     expect(bytes(raw('<13>1 - h a - - [x@1 v="1"]', [0xc3, 0xa9], 'z'))).toMatchObject({ sd: '[x@1 v="1"]', msg: 'éz', repaired: 1 });
     expect(bytes(raw('<13>1 - h a - - [x@1 v="1"][y@2]Aseq'))).toMatchObject({ sd: '[x@1 v="1"][y@2]', msg: 'Aseq' });
