@@ -14,9 +14,9 @@ import { track } from '../helpers/cleanup.ts';
 import { NO_SIGHTINGS } from '../helpers/frame-input.ts';
 import { metricValue } from '../helpers/relay.ts';
 
-async function setup(o: { idleTimeoutMs: number; maxConnections: number }) {
+async function setup(o: { idleTimeoutMs: number; maxConnections: number; maxEvents?: number }) {
   const metrics = new Metrics(false);
-  const queue = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+  const queue = new BoundedQueue({ maxEvents: o.maxEvents ?? 1000, maxBytes: 1 << 20, whenFull: 'block' });
   const sender = new Sender({ targets: [{ intake: 'i', intakeKey: '', queue, filters: new FilterSet([]) }] }, { canPause: true }, senderTelemetry(metrics, 'in'));
   const telemetry = syslogInputTelemetry(metrics, pino({ level: 'silent' }), 'i', 'in', NO_SIGHTINGS);
   const input = new TcpSyslogInput(
@@ -62,5 +62,30 @@ describe('TCP input: idle_timeout_ms', () => {
     const batch = (await s.queue.take({ maxEvents: 10, maxBytes: 1 << 20, lingerMs: 0 }, new AbortController().signal))!;
     expect(batch.events.map(messageText)).toEqual(['first, then silence', 'second']);
     second.socket.destroy();
+  });
+
+  it('a sender paused by backpressure (a full queue) is not idle: never cut, and what the kernel holds for it is read once the queue drains', async () => {
+    const idle = 100;
+    const s = await setup({ idleTimeoutMs: idle, maxConnections: 10, maxEvents: 100 });
+    const n = 3_000;
+    const socket = net.connect({ port: s.input.port, host: '127.0.0.1' });
+    socket.on('error', () => {});
+    track({ stop: () => socket.destroy() });
+    socket.write(Array.from({ length: n }, (_, i) => `<13>held ${i}\n`).join(''));
+    await vi.waitFor(() => expect(s.queue.pendingEvents).toBeGreaterThanOrEqual(10));
+    // Paused for several idle timeouts: time must pass for the timer to fire, so this one waits.
+    await new Promise((r) => setTimeout(r, 5 * idle));
+    expect(await s.metric('intake_relay_input_connections_rejected_total', { reason: 'idle_timeout' })).toBe(0);
+    const got: string[] = [];
+    while (got.length < n) {
+      const batch = await s.queue.take({ maxEvents: 50, maxBytes: 1 << 20, lingerMs: 0 }, AbortSignal.timeout(10_000));
+      if (!batch) break;
+      got.push(...batch.events.map(messageText));
+      s.queue.settle(batch.seq, batch.events.length);
+      s.queue.release(batch);
+    }
+    expect(got).toHaveLength(n);
+    expect(got.at(-1)).toBe(`held ${n - 1}`);
+    expect(await s.metric('intake_relay_input_connections_rejected_total', { reason: 'idle_timeout' })).toBe(0);
   });
 });

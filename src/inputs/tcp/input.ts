@@ -75,6 +75,9 @@ export class TcpSyslogInput implements Source {
       let ended = false;
       socket.setTimeout(this.#o.idleTimeoutMs);
       socket.on('timeout', () => {
+        // Paused by backpressure (a full queue), it reads nothing: that is the relay waiting, not
+        // the sender idle. Cutting it would lose what the kernel already acknowledged to the sender.
+        if (socket.isPaused()) return void socket.setTimeout(this.#o.idleTimeoutMs);
         // Told to close a timeout ago and still open: cut (counted once, at the first timeout).
         if (ended) return void socket.destroy();
         ended = true;
