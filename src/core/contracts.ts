@@ -112,9 +112,11 @@ export interface Sink {
   /**
    * Close cleanly; returns how many events could not be confirmed as delivered. Until `deadline`,
    * a sink that confirms by connection (syslog) still reports a lost connection and takes empty
-   * sends, which write its window again; it refuses new batches. Idempotent, safe before start.
+   * sends, which write its window again; it refuses new batches. `rewrite: false` when no runner
+   * drives it any more (a background stop after a reload): what a lost connection held is then
+   * reported at once, not waited for. Idempotent, safe before start.
    */
-  stop(deadline: AbortSignal): Promise<number>;
+  stop(deadline: AbortSignal, rewrite?: boolean): Promise<number>;
   /**
    * After stop(): the events it could not confirm, as [seq, count] ranges, for the caller that
    * counts them as dropped to settle them in the queue (else its settled mark would wait for

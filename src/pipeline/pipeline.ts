@@ -140,7 +140,8 @@ export class Pipeline {
     } else {
       const name = this.intake.name;
       const queue = this.queue;
-      background(old.stop(AbortSignal.timeout(shutdownTimeoutMs)).then((lost) => {
+      // Its runner is detached: nothing would write again what a lost connection held.
+      background(old.stop(AbortSignal.timeout(shutdownTimeoutMs), false).then((lost) => {
         if (lost > 0) m.eventsDropped.inc({ intake: name, stage: 'output', reason: 'shutdown' }, lost);
         // Counted as dropped, so settled: the queue's settled mark must not wait for them.
         for (const [seq, n] of old.unconfirmed?.() ?? []) queue.settle(seq, n);

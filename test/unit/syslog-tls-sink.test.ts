@@ -289,6 +289,20 @@ describe('syslog sink, stop', () => {
     await peer.stop();
   });
 
+  it('a stop with no runner to write again (rewrite: false, a background stop after a reload): a lost window ends it at once, returned as unconfirmed', async () => {
+    const peer = await holdingPeer();
+    const s = edgeSink(peer.port, 60_000, 10_000);
+    await s.start({ acknowledged: () => {}, connectionLost: () => {}, connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+    await s.send(batch(0, 100, 50), AbortSignal.timeout(5_000));
+    await vi.waitFor(() => expect(peer.holding).toBe(true));
+    // A deadline far away: the stop must not wait for it.
+    const stopping = s.stop(AbortSignal.timeout(60_000), false);
+    peer.reset();
+    expect(await stopping).toBe(100);
+    expect(s.unconfirmed()).toEqual([[0, 100]]);
+    await peer.stop();
+  });
+
   it('a hand-over does not wait for a lost window to be written again (the next sink writes it first), and reports no loss', async () => {
     const peer = await holdingPeer();
     const s = edgeSink(peer.port, 60_000, 10_000);

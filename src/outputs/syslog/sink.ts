@@ -369,8 +369,8 @@ export class SyslogTlsSink implements Sink {
    * the stop ends once everything is confirmed, or at the deadline. Returns the events it did not
    * confirm.
    */
-  stop(deadline: AbortSignal): Promise<number> {
-    this.#stopping ??= this.#close(deadline, true);
+  stop(deadline: AbortSignal, rewrite = true): Promise<number> {
+    this.#stopping ??= this.#close(deadline, rewrite);
     return this.#stopping;
   }
 
