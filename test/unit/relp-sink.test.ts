@@ -1,16 +1,20 @@
 // The RELP sink alone against a scripted RELP server on loopback (plain TCP): the open's
 // negotiation, the window of unanswered transactions, per-message refusals, lost sessions and
-// exactly what is written again, ack timeouts, answers out of order, the close at a stop, and a
-// reload's hand-over. The server reads the sink's bytes with its own parser (not src/relp's).
+// exactly what is written again, ack timeouts, answers out of order, the close at a stop (and a
+// session lost while it waits, written again on a new one), and a reload's hand-over. The server
+// reads the sink's bytes with its own parser (not src/relp's).
 import net from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { SinkEvents } from '../../src/core/contracts.ts';
 import type { RelayError } from '../../src/core/errors.ts';
 import type { Batch } from '../../src/core/event.ts';
 import { PeerTextRedactor } from '../../src/core/peer-text.ts';
+import { BoundedQueue } from '../../src/core/queue.ts';
+import { SinkRunner } from '../../src/core/runner.ts';
 import { RelpSink } from '../../src/outputs/relp/sink.ts';
 import { headerlessEvent } from '../../src/syslog/parse.ts';
 import { Rfc5424Formatter } from '../../src/syslog/format.ts';
+import { FakeTelemetry } from '../helpers/fake-output.ts';
 import { assertRfc5424Frame } from '../helpers/rfc5424-grammar.ts';
 
 // ---- A scripted RELP server -------------------------------------------------------------------
@@ -177,13 +181,19 @@ afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-async function started(fake: FakeRelp, o: { window?: number; ackTimeoutMs?: number; intakeKey?: string } = {}) {
-  const sink = new RelpSink({
+type SinkOptions = { window?: number; ackTimeoutMs?: number; intakeKey?: string };
+
+function relpSink(fake: FakeRelp, o: SinkOptions = {}): RelpSink {
+  return new RelpSink({
     host: '127.0.0.1', port: fake.port, tls: false, serverName: undefined, ca: undefined, cert: undefined, key: undefined,
     connectTimeoutMs: 5_000, window: o.window ?? 16, ackTimeoutMs: o.ackTimeoutMs ?? 60_000,
     formatter: new Rfc5424Formatter(o.intakeKey ?? 'KEY', 'received'),
     ...(o.intakeKey ? { peerText: new PeerTextRedactor([o.intakeKey]) } : {}),
   });
+}
+
+async function started(fake: FakeRelp, o: SinkOptions = {}) {
+  const sink = relpSink(fake, o);
   const reports: Report[] = [];
   const events: SinkEvents = {
     acknowledged: (seq, n) => reports.push(['acked', seq, n]),
@@ -494,6 +504,158 @@ describe('RELP sink: stop and hand-over', () => {
     await send(sink, batch(0, 5));
     await vi.waitFor(() => expect(fake.conns[0]?.outstanding.size).toBe(3));
     expect(await sink.stop(AbortSignal.timeout(300))).toBe(3);
+  });
+
+  // The server answers the first `answered` syslog transactions, then (once the stop waits for the
+  // rest) drops the session. The test plays the runner: on the loss, an empty send.
+  const answersOf = (c: Conn, n: number): string => c.syslog.slice(0, n).map((f) => `${f.txnr} rsp 6 200 OK\n`).join('');
+  it.each([
+    ['serverclose', 4, 60_000, (c: Conn) => c.socket.end(`${answersOf(c, 4)}0 serverclose 0\n`)],
+    ['a reset', 0, 60_000, (c: Conn) => c.socket.resetAndDestroy()],
+    ['no answer for ackTimeoutMs', 3, 1_500, undefined],
+  ] as const)('a session lost while the stop waits for answers (%s): reported, and the empty send writes exactly the unanswered messages again on a new session; the stop ends with everything answered', async (_what, answered, ackTimeoutMs, drop) => {
+    const fake = await startFakeRelp({ syslog: (c, f) => f.n < answered && drop === undefined && c.answer(f.txnr) });
+    const { sink, reports, acked, lost } = await started(fake, { ackTimeoutMs });
+    expect(await send(sink, batch(0, 10))).toEqual({ status: 'sent' });
+    const first = fake.conns[0] as Conn;
+    await vi.waitFor(() => expect(first.syslog).toHaveLength(10));
+    let stopped: number | undefined;
+    const stopping = sink.stop(AbortSignal.timeout(30_000)).then((n) => (stopped = n));
+    // Stopping: a new batch is refused (the runner keeps it), nothing of it held.
+    expect(await send(sink, batch(10, 2))).toMatchObject({ status: 'retryable', error: { code: 'ERELAY_SHUTDOWN' } });
+    expect(sink.unacknowledged).toBe(10);
+    drop?.(first);
+    await vi.waitFor(() => expect(lost()).toHaveLength(1), { timeout: 10_000 });
+    expect(lost()[0]?.[1].code).toBe(drop === undefined ? 'ERELAY_ACK_TIMEOUT' : 'ERELAY_CONNECTION_LOST');
+    // Exactly what the session left unanswered (the runner counts it as resent).
+    expect(lost()[0]?.[2]).toBe(10 - answered);
+    await vi.waitFor(() => expect(first.closed).toBe(true));
+    // The stop waits for the rewrite, which only the runner's empty send starts.
+    expect(stopped).toBeUndefined();
+    expect(fake.conns).toHaveLength(1);
+    fake.script = {};
+    expect(await send(sink, EMPTY)).toEqual({ status: 'sent' });
+    expect(await stopping).toBe(0);
+    const second = fake.conns[1] as Conn;
+    expect(numbers(second.syslog)).toEqual(range(answered, 10));
+    expect(second.syslog.map((f) => f.txnr)).toEqual(range(2, 12 - answered));
+    // Closed once everything was answered, and closed by the client after the answer.
+    expect(second.frames.at(-1)).toMatchObject({ command: 'close', txnr: 12 - answered });
+    await vi.waitFor(() => expect(second.closed).toBe(true));
+    // Every event acknowledged once, nothing refused, one loss, nothing left.
+    expect(acked()).toEqual([[0, 10]]);
+    expect(reports.filter((r) => r[0] === 'refused')).toEqual([]);
+    expect(lost()).toHaveLength(1);
+    expect(sink.unacknowledged).toBe(0);
+    expect(sink.unconfirmed()).toEqual([]);
+    expect(fake.conns).toHaveLength(2);
+    // Stopped: even an empty send is refused now.
+    expect(await send(sink, EMPTY)).toMatchObject({ status: 'retryable', error: { code: 'ERELAY_SHUTDOWN' } });
+  });
+
+  it('a session lost again while the stop writes the unanswered messages again: reported again, written again, until all are answered', async () => {
+    const fake = await startFakeRelp({ syslog: () => {} });
+    const { sink, acked, lost } = await started(fake);
+    await send(sink, batch(0, 6));
+    await vi.waitFor(() => expect(fake.conns[0]?.syslog).toHaveLength(6));
+    const stopping = sink.stop(AbortSignal.timeout(30_000));
+    (fake.conns[0] as Conn).socket.end(`${answersOf(fake.conns[0] as Conn, 2)}0 serverclose 0\n`);
+    await vi.waitFor(() => expect(lost()).toHaveLength(1));
+    expect(lost()[0]?.[2]).toBe(4);
+    // The second session answers one, then is reset.
+    fake.script = { syslog: (c) => c.syslog.length === 4 && c.socket.end(`${answersOf(c, 1)}0 serverclose 0\n`) };
+    await send(sink, EMPTY);
+    await vi.waitFor(() => expect(lost()).toHaveLength(2));
+    expect(lost()[1]?.[2]).toBe(3);
+    fake.script = {};
+    await send(sink, EMPTY);
+    expect(await stopping).toBe(0);
+    expect(fake.conns.map((c) => numbers(c.syslog))).toEqual([range(0, 6), [2, 3, 4, 5], [3, 4, 5]]);
+    expect(acked()).toEqual([[0, 6]]);
+    expect(sink.unacknowledged).toBe(0);
+  });
+
+  it('a stop whose lost session is not written again in time: at the deadline, what was answered is reported, the rest returned and named', async () => {
+    const fake = await startFakeRelp({ syslog: () => {} });
+    const { sink, acked, lost } = await started(fake);
+    await send(sink, batch(0, 5));
+    await vi.waitFor(() => expect(fake.conns[0]?.syslog).toHaveLength(5));
+    const stopping = sink.stop(AbortSignal.timeout(500));
+    (fake.conns[0] as Conn).socket.end(`${answersOf(fake.conns[0] as Conn, 2)}0 serverclose 0\n`);
+    await vi.waitFor(() => expect(lost()).toHaveLength(1));
+    // No empty send comes (the runner's backoff outlasts the deadline).
+    expect(await stopping).toBe(3);
+    expect(acked()).toEqual([[0, 2]]);
+    expect(sink.unconfirmed()).toEqual([[2, 3]]);
+    expect(fake.conns).toHaveLength(1);
+  });
+
+  it('with the runner: a session lost while the stop waits is written again after the backoff; every event acknowledged once, the rewrite counted as resent, nothing dropped', async () => {
+    const fake = await startFakeRelp({ syslog: (c, f) => f.n < 4 && c.answer(f.txnr) });
+    const queue = new BoundedQueue({ maxEvents: 1_000, maxBytes: 1 << 20, whenFull: 'block' });
+    const b = batch(0, 10);
+    queue.offer([...b.events], b.bytes, true);
+    const sink = relpSink(fake);
+    let sinkStopping = false;
+    const stopSink = sink.stop.bind(sink);
+    sink.stop = (deadline, rewrite) => ((sinkStopping = true), stopSink(deadline, rewrite));
+    const t = new FakeTelemetry();
+    const runner = new SinkRunner({
+      intake: 'i', queue, sink, batch: { maxEvents: 1_000, maxBytes: 1 << 20, lingerMs: 0 },
+      backoff: { initialMs: 20, maxMs: 100 }, maxRetries: undefined, telemetry: t,
+    });
+    stops.push(() => fake.stop());
+    await runner.start();
+    await vi.waitFor(() => expect(fake.conns[0]?.syslog).toHaveLength(10));
+    const first = fake.conns[0] as Conn;
+    await vi.waitFor(() => expect(first.outstanding.size).toBe(6));
+    queue.close();
+    const stopping = runner.stop(AbortSignal.timeout(20_000));
+    await vi.waitFor(() => expect(sinkStopping).toBe(true));
+    fake.script = {};
+    first.serverclose();
+    expect(await stopping).toBe(0);
+    expect(numbers((fake.conns[1] as Conn).syslog)).toEqual(range(4, 10));
+    expect((fake.conns[1] as Conn).frames.at(-1)?.command).toBe('close');
+    const sum = (m: Parameters<FakeTelemetry['args']>[0]): number => t.args(m).reduce((a, [n]) => a + (n as number), 0);
+    expect(sum('acknowledged')).toBe(10);
+    expect(sum('resent')).toBe(6);
+    expect(t.args('dropped')).toEqual([]);
+    expect(queue.pendingEvents).toBe(0);
+    expect(sink.unacknowledged).toBe(0);
+    expect(fake.conns).toHaveLength(2);
+  });
+
+  it('a stop with no runner to write again (rewrite: false, a background stop after a reload): a lost session ends it at once, no loss reported, the rest returned', async () => {
+    const fake = await startFakeRelp({ syslog: () => {} });
+    const { sink, acked, lost } = await started(fake);
+    await send(sink, batch(0, 8));
+    const first = fake.conns[0] as Conn;
+    await vi.waitFor(() => expect(first.syslog).toHaveLength(8));
+    // A deadline far away: the stop must not wait for it.
+    const deadline = AbortSignal.timeout(60_000);
+    const stopping = sink.stop(deadline, false);
+    first.socket.end(`${answersOf(first, 3)}0 serverclose 0\n`);
+    expect(await stopping).toBe(5);
+    expect(deadline.aborted).toBe(false);
+    expect(acked()).toEqual([[0, 3]]);
+    expect(sink.unconfirmed()).toEqual([[3, 5]]);
+    expect(lost()).toEqual([]);
+    expect(await send(sink, EMPTY)).toMatchObject({ status: 'retryable', error: { code: 'ERELAY_SHUTDOWN' } });
+    expect(fake.conns).toHaveLength(1);
+  });
+
+  it('a close not answered within ackTimeoutMs ends the stop (everything was answered), not its deadline', async () => {
+    const fake = await startFakeRelp({ close: () => {} });
+    const { sink, acked } = await started(fake, { ackTimeoutMs: 300 });
+    await send(sink, batch(0, 3));
+    await vi.waitFor(() => expect(acked()).toEqual([[0, 3]]));
+    const deadline = AbortSignal.timeout(30_000);
+    expect(await sink.stop(deadline)).toBe(0);
+    expect(deadline.aborted).toBe(false);
+    const c = fake.conns[0] as Conn;
+    expect(c.frames.at(-1)?.command).toBe('close');
+    await vi.waitFor(() => expect(c.closedByClient).toBe(true));
   });
 
   it('a reload reports what was answered, hands the unanswered messages to the next sink, which writes only those again and settles the rest', async () => {

@@ -8,6 +8,10 @@
 // session: at-least-once, duplicates bounded by the window and counted as resent.
 // The sink keeps each batch's events (not bytes) until all are answered: transaction numbers
 // belong to a session, so frames are built when written.
+// A stop waits for the answers, then sends "close" and waits for its answer, until its deadline; a
+// session lost meanwhile is reported as at any time, and the runner's empty send (after its
+// backoff) writes exactly the unanswered messages again on a new session, closed in turn once
+// everything is answered.
 
 import type { Batch, LogEvent } from '../../core/event.ts';
 import { RelayError, classifyConnectError } from '../../core/errors.ts';
@@ -72,6 +76,8 @@ class Session {
   /** Resolves once the server answered our "close" (or the session ended). */
   closed: (() => void) | undefined;
   closeTxnr = -1;
+  /** When the close was written (a close not answered within ackTimeoutMs ends the session). */
+  closeSentAt = 0;
 
   constructor(open: OpenSession) {
     this.open = open;
@@ -111,12 +117,15 @@ export class RelpSink implements Sink {
   #held: Held[] = [];
   #unacked = 0;
   #timer: NodeJS.Timeout | undefined;
+  /** A stop or a hand-over began: no new batches; a stop still takes empty sends (writes again what a lost session left). */
+  #draining = false;
+  /** Done: nothing is written any more, and a lost session is not reported (the stop's count says it). */
   #stopped = false;
   #stopping: Promise<number> | undefined;
   readonly #abort = new AbortController();
   #lastLoss: RelayError | undefined;
-  /** Resolves a stop waiting for the last answers. */
-  #allAnswered: (() => void) | undefined;
+  /** Called when the last answer came, a session was lost or a new one opened: a stop waiting checks whether to go on. */
+  #changed: (() => void) | undefined;
 
   constructor(options: RelpSinkOptions) {
     this.#o = options;
@@ -135,7 +144,9 @@ export class RelpSink implements Sink {
   }
 
   async send(batch: Batch, signal: AbortSignal): Promise<SendResult> {
-    if (this.#stopped) return { status: 'retryable', error: new RelayError('ERELAY_SHUTDOWN', 'Output is stopping.') };
+    if (this.#stopped || (this.#draining && batch.events.length > 0)) return { status: 'retryable', error: new RelayError('ERELAY_SHUTDOWN', 'Output is stopping.') };
+    // Stopping: an empty send only writes again what a lost session left unanswered.
+    if (this.#draining && this.#held.length === 0) return { status: 'sent' };
     let session = this.#session;
     if (!session) {
       try {
@@ -213,6 +224,7 @@ export class RelpSink implements Sink {
         });
       },
     );
+    this.#changed?.();
     return session;
   }
 
@@ -269,9 +281,7 @@ export class RelpSink implements Sink {
     }
     if (txnr === s.closeTxnr) {
       // The close is answered: the client closes (relp.md, "close"); a server may wait for that.
-      s.done = true;
-      s.open.socket.destroy();
-      s.closed?.();
+      this.#ended(s);
       return;
     }
     // Answers come in the order of the commands (relp.html); one out of order is looked up.
@@ -312,7 +322,7 @@ export class RelpSink implements Sink {
       this.#unacked -= h.counted;
       this.#report(h);
     }
-    if (this.#unacked === 0) this.#allAnswered?.();
+    if (this.#held.length === 0) this.#changed?.();
   }
 
   /**
@@ -351,7 +361,6 @@ export class RelpSink implements Sink {
     if (this.#session === s) this.#session = undefined;
     s.open.socket.destroy();
     s.closed?.();
-    this.#allAnswered?.();
     let events = 0;
     for (let k = s.head; k < s.txnrs.length; k++) {
       if (s.txnrs[k] === -1) continue;
@@ -363,11 +372,27 @@ export class RelpSink implements Sink {
     }
     // A send() waiting for its batch to go out returns: the batch is held, and written on the next session.
     for (const h of this.#held) h.written?.();
-    if (!this.#stopped) this.#events?.connectionLost(error, events);
+    // Once stopped (or handing over), what is left is reported by stop() (or handOver()). While
+    // stopping, a session lost with everything answered (its close under way) leaves nothing to write again.
+    if (!this.#stopped && !(this.#draining && this.#held.length === 0)) this.#events?.connectionLost(error, events);
+    this.#changed?.();
+  }
+
+  /** The session ended cleanly (its close answered, or not answered in time with nothing unanswered). */
+  #ended(s: Session): void {
+    s.done = true;
+    if (this.#session === s) this.#session = undefined;
+    s.open.socket.destroy();
+    s.closed?.();
   }
 
   #tick(now: number): void {
     const s = this.#session;
+    // A close not answered in time: nothing is unanswered (it is sent only then), so nothing is lost.
+    if (s && s.closing) {
+      if (now - s.closeSentAt >= this.#o.ackTimeoutMs) this.#ended(s);
+      return;
+    }
     if (s && s.unanswered > 0 && now - s.lastAnswerAt >= this.#o.ackTimeoutMs) {
       this.#lost(s, new RelayError('ERELAY_ACK_TIMEOUT', `RELP intake ${this.#where} answered nothing for ${this.#o.ackTimeoutMs} ms (output.ack_timeout_ms) with ${s.unanswered} message(s) waiting: the session is dropped and they are written again.`));
     }
@@ -388,7 +413,8 @@ export class RelpSink implements Sink {
 
   /** For a reload: closes as at a stop, then gives what is unanswered to the next RELP sink (adopt), which writes it first. */
   async handOver(deadline: AbortSignal): Promise<{ state: Held[]; events: number }> {
-    const events = await this.stop(deadline);
+    // Nothing is written again here: the next sink writes it first.
+    const events = await (this.#stopping ??= this.#close(deadline, false));
     const state = this.#held;
     this.#held = [];
     this.#unacked = 0;
@@ -411,34 +437,63 @@ export class RelpSink implements Sink {
 
   /**
    * Waits, until `deadline`, for the answers to everything written, then closes the session with
-   * "close" (the intake answers it and closes). Returns the events not answered.
+   * "close" (the intake answers it and closes). A session lost meanwhile is reported
+   * (connectionLost), and the runner's empty send writes exactly its unanswered messages again on
+   * a new session, closed in turn once they are answered: the stop ends once everything is
+   * answered, or at the deadline. `rewrite: false` (no runner drives this sink any more): a lost
+   * session ends the stop at once. Returns the events not answered.
    */
-  stop(deadline: AbortSignal): Promise<number> {
-    this.#stopping ??= (async () => {
+  stop(deadline: AbortSignal, rewrite = true): Promise<number> {
+    this.#stopping ??= this.#close(deadline, rewrite);
+    return this.#stopping;
+  }
+
+  /** `rewrite`: wait for what lost sessions left to be written again (a stop), or not (a hand-over, a background stop). */
+  async #close(deadline: AbortSignal, rewrite: boolean): Promise<number> {
+    this.#draining = true;
+    if (!rewrite) {
       this.#stopped = true;
       if (this.#timer) clearInterval(this.#timer);
+    }
+    // The timer keeps running for a stop: an intake silent for ackTimeoutMs has lost the session.
+    while (!deadline.aborted) {
       const s = this.#session;
       if (s && !s.done) {
-        if (s.unanswered > 0) await until(deadline, (done) => (this.#allAnswered = done), () => s.done || s.unanswered === 0);
-        this.#allAnswered = undefined;
-        if (!s.done) {
+        if (this.#held.length > 0) {
+          this.#pump(s);
+          await until(deadline, (wake) => (this.#changed = wake), () => s.done || this.#held.length === 0);
+          continue;
+        }
+        if (!s.closing) {
           s.closing = true;
           s.closeTxnr = s.txnr;
+          s.closeSentAt = Date.now();
           s.open.socket.write(relpFrame(s.txnr, 'close'));
-          await until(deadline, (done) => (s.closed = done), () => s.done);
-          s.done = true;
-          s.open.socket.destroy();
         }
+        await until(deadline, (wake) => (s.closed = wake), () => s.done);
+        continue;
       }
-      this.#abort.abort();
-      this.#session = undefined;
-      // What was answered of batches answered in part counts too (the rest is what stop returns).
-      for (const h of this.#held) if (h.answered > h.reported) this.#report(h);
-      let unanswered = 0;
-      for (const h of this.#held) unanswered += h.events.length - h.answered;
-      return unanswered;
-    })();
-    return this.#stopping;
+      // No session: done, unless what a lost one left is to be written again on the next one
+      // (opened by the runner's empty send, after its backoff).
+      if (!rewrite || this.#held.length === 0) break;
+      await until(deadline, (wake) => (this.#changed = wake), () => this.#session !== undefined && !this.#session.done);
+    }
+    this.#changed = undefined;
+    this.#stopped = true;
+    if (this.#timer) clearInterval(this.#timer);
+    // A session being opened is not needed any more.
+    this.#abort.abort();
+    const s = this.#session;
+    if (s && !s.done) {
+      s.done = true;
+      s.open.socket.destroy();
+    }
+    this.#session = undefined;
+    // What was answered of batches answered in part counts too (the rest is what stop returns).
+    for (const h of this.#held) if (h.answered > h.reported) this.#report(h);
+    let unanswered = 0;
+    for (const h of this.#held) unanswered += h.events.length - h.answered;
+    return unanswered;
   }
 }
 
