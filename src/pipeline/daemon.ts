@@ -460,6 +460,13 @@ export class Daemon implements HealthSource, ReloadTarget {
     // finishes first, within half the timeout, while the queues are open and the outputs deliver.
     await Promise.all(sources.map((s) => s.finish?.(timeoutMs / 2).catch(() => {})));
     await this.#reloading.catch(() => {});
+    // A reload under way when the stop began may have started inputs since: stopped the same way.
+    const late = [...this.pipelines.flatMap((p) => [...p.sources.values()]), ...this.shared.map((s) => s.source)].filter((s) => !sources.includes(s));
+    if (late.length > 0) {
+      await Promise.all(late.map((s) => s.stop().catch(() => {})));
+      await Promise.all(late.map((s) => s.finish?.(timeoutMs / 2).catch(() => {})));
+      sources.push(...late);
+    }
     const perIntake: Record<string, number> = {};
     let undelivered = 0;
     await Promise.all(
