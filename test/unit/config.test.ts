@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadMetricsSettings, parseConfig } from '../../src/config/load.ts';
-import { summarize } from '../../src/cli/summary.ts';
+import { effectiveYaml, summarize } from '../../src/cli/summary.ts';
 import { TLS } from '../helpers/relay.ts';
 import { unreadCapacityBytes } from '../../src/outputs/syslog/tcp-buffers.ts';
 import { configJsonSchema } from '../../src/config/json-schema.ts';
@@ -156,6 +156,16 @@ intakes:
   it('reports YAML syntax errors and duplicate keys with their position', () => {
     expect(problems('intakes:\n  - name: a\n    name: b\n')[0]).toMatch(/^relay\.yaml:3:5: YAML: Map keys must be unique/);
     expect(problems('intakes: [\n')[0]).toMatch(/^relay\.yaml:\d+:\d+: YAML: /);
+  });
+
+  it('an HTTP output\'s proxy credentials never show in validate\'s summary or effective configuration', () => {
+    const secret = 'Sup3rS3cretPw';
+    const c = parseConfig(`intakes:\n  - name: h\n    intake_key: ${KEY}\n    inputs: [{ type: tcp, port: 5140 }]\n    output: { type: http, proxy: "http://relay:${secret}@proxy.example:3128" }\n`, 'x.yaml', {});
+    const printed = `${summarize(c)}\n${effectiveYaml(c)}`;
+    expect(printed).not.toContain(secret);
+    expect(printed).not.toContain('relay:');
+    expect(summarize(c)).toContain('proxy http://[redacted]@proxy.example:3128');
+    expect(effectiveYaml(c)).toContain('proxy: http://[redacted]@proxy.example:3128');
   });
 
   it('file inputs: defaults, paths resolved against the configuration file, data_dir from systemd, bad patterns reported', () => {

@@ -55,17 +55,29 @@ export const httpOutput = {
 
   describe: (o) => {
     const c = o.concurrency === 'adaptive' ? `adaptive up to ${o.max_concurrency}` : String(o.concurrency);
-    return `HTTP POST to ${o.endpoint}, ${o.gzip ? 'gzip, ' : ''}events as ${o.event}, concurrency ${c}, proxy ${o.proxy}, CA ${o.ca_file ?? 'system store'}`;
+    return `HTTP POST to ${o.endpoint}, ${o.gzip ? 'gzip, ' : ''}events as ${o.event}, concurrency ${c}, proxy ${shownProxy(o.proxy)}, CA ${o.ca_file ?? 'system store'}`;
   },
   where: (o) => o.endpoint,
   endpoint: (o) => {
     const u = new URL(o.endpoint);
     return { host: u.hostname, port: Number(u.port || (u.protocol === 'https:' ? 443 : 80)), serverName: u.hostname, ca: o.caPem, cert: undefined, key: undefined };
   },
-  effective: (o) => ({ ...o, url: o.endpoint.replace(JSONS_PATH, '') }),
+  effective: (o) => ({ ...o, url: o.endpoint.replace(JSONS_PATH, ''), proxy: shownProxy(o.proxy) }),
   checkNote: (o) =>
-    o.proxy !== 'none' && (o.proxy !== 'env' || process.env.HTTPS_PROXY || process.env.https_proxy) ? ` (the relay goes through proxy ${o.proxy}; checked directly here)` : '',
+    o.proxy !== 'none' && (o.proxy !== 'env' || process.env.HTTPS_PROXY || process.env.https_proxy) ? ` (the relay goes through proxy ${shownProxy(o.proxy)}; checked directly here)` : '',
   maxRetries: (o) => o.max_retries,
   handOverMs: () => 1_000,
   backoff: (o) => ({ initialMs: o.backoff.initial_ms, maxMs: o.backoff.max_ms }),
 } satisfies OutputDefinition<HttpOutputConfig, ResolvedHttpOutput>;
+
+/** `proxy` as printed (validate, check): the user and password of a proxy URL are secrets. */
+export function shownProxy(proxy: string): string {
+  if (proxy === 'none' || proxy === 'env') return proxy;
+  try {
+    const u = new URL(proxy);
+    if (u.username === '' && u.password === '') return proxy;
+    return `${u.protocol}//[redacted]@${u.host}${u.pathname === '/' ? '' : u.pathname}`;
+  } catch {
+    return '[redacted]';
+  }
+}
