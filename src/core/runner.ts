@@ -237,7 +237,9 @@ export class SinkRunner {
       }
       if (result.unknownOutcome && batch.events.length > 0) t.resent(batch.events.length);
       t.retried();
-      const delay = result.retryAfterMs ?? backoffDelay(this.#failures, this.#o.backoff);
+      // What the intake asked, but never less than the first backoff step: a Retry-After of 0 (or a
+      // date past) would otherwise retry at once, again and again.
+      const delay = result.retryAfterMs !== undefined ? Math.max(result.retryAfterMs, this.#o.backoff.initialMs) : backoffDelay(this.#failures, this.#o.backoff);
       if (result.pauseAll) this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + delay);
       else await sleep(delay, stop);
     }

@@ -149,6 +149,14 @@ describe('SinkRunner: retries', () => {
     expect(gaps(sink)).toEqual([5_000]);
   });
 
+  it('a Retry-After of 0 (or a date past) waits the first backoff step, never retries at once', async () => {
+    const { sink, runner } = rig((c, s) => (c.n < 3 ? retryable({ retryAfterMs: 0, pauseAll: true }) : acked(c, s)));
+    await runner.start();
+    await run(1_000);
+    expect(sink.calls).toHaveLength(4);
+    expect(gaps(sink)).toEqual([INITIAL_MS, INITIAL_MS, INITIAL_MS]);
+  });
+
   it.each([
     ['pauses the whole output: no send starts during the pause', true, 1_000],
     ['without pauseAll, only the failed batch waits', false, 0],
