@@ -3,7 +3,7 @@
 // case), inputs by label within their intake, listeners by label; a component whose configuration
 // is unchanged is kept with its connections, one that changed is closed and opened again.
 
-import type { Config, ResolvedIntake } from '../config/resolve.ts';
+import type { Config, ResolvedIntake, ResolvedQueue } from '../config/resolve.ts';
 import type { ResolvedListener } from '../inputs/registry.ts';
 
 /** Kept, restarted (changed), added and removed members of a set of components, by label. */
@@ -78,6 +78,19 @@ export function planReload(old: Config, next: Config): ReloadPlan {
 /** Whether an intake changed at all (filters, queue limits, output, or its inputs). */
 export function changed(c: IntakeChange): boolean {
   return c.filters || c.queue === 'limits' || c.output;
+}
+
+/**
+ * The queue settings in force after a reload: the new ones, less what only a restart applies (a
+ * queue's type or path; a disk queue's memory stage, segments and fsync). Kept on the intake, so
+ * that the next reload still reports the difference and the workers follow the queue that runs.
+ */
+export function queueInForce(o: ResolvedQueue, n: ResolvedQueue): ResolvedQueue {
+  if (o.type !== n.type || (o.type === 'disk' && n.type === 'disk' && o.path !== n.path)) return o;
+  if (o.type === 'disk' && n.type === 'disk') {
+    return { ...n, memory_events: o.memory_events, memory_bytes: o.memory_bytes, segment_bytes: o.segment_bytes, fsync_interval_ms: o.fsync_interval_ms };
+  }
+  return n;
 }
 
 function queueChange(o: ResolvedIntake, n: ResolvedIntake, notApplied: string[]): IntakeChange['queue'] {

@@ -4,14 +4,16 @@
 // reported and the rest of the new configuration is in force.
 
 import type { Logger } from 'pino';
-import type { Config } from '../config/resolve.ts';
-import type { Routing } from '../core/component.ts';
+import type { Config, ResolvedIntake, ResolvedQueue } from '../config/resolve.ts';
+import type { Routing, Target } from '../core/component.ts';
 import type { Source } from '../core/contracts.ts';
-import type { ResolvedListener } from '../inputs/registry.ts';
+import { BoundedQueue } from '../core/queue.ts';
+import { inputOf, type ResolvedListener } from '../inputs/registry.ts';
+import { FilterSet } from '../routing/filters.ts';
 import type { Sender } from '../routing/sender.ts';
 import type { PipelineEnv } from './env.ts';
 import { Pipeline } from './pipeline.ts';
-import { changed, planReload } from './reload-plan.ts';
+import { changed, planReload, queueInForce } from './reload-plan.ts';
 
 export interface ReloadReport {
   readonly added: string[];
@@ -46,6 +48,29 @@ export interface ReloadTarget {
   retargetStats(): void;
 }
 
+/** A new intake waiting for its queue's directory: a memory stage takes its events meanwhile. */
+class Staged {
+  readonly intake: ResolvedIntake;
+  readonly target: Target;
+  constructor(intake: ResolvedIntake) {
+    this.intake = intake;
+    const q = intake.queue as Extract<ResolvedQueue, { type: 'disk' }>;
+    const queue = new BoundedQueue({ maxEvents: q.memory_events, maxBytes: Math.min(q.memory_bytes, q.max_bytes), whenFull: 'block' });
+    this.target = { intake: intake.name, intakeKey: intake.intakeKey, queue, filters: new FilterSet(intake.filters) };
+  }
+
+  get name(): string {
+    return this.intake.name;
+  }
+}
+const staged = (n: ResolvedIntake): Staged => new Staged(n);
+
+/** A shared listener's routing among `slots` (as the daemon's routing(), before they are in force). */
+function routingOf(l: ResolvedListener, slots: readonly { readonly name: string; readonly target: Target }[]): Routing {
+  const index = (name: string): number => slots.findIndex((p) => p.name.toLowerCase() === name.toLowerCase());
+  return { targets: slots.map((p) => p.target), router: inputOf(l).router(l, index) };
+}
+
 export async function applyReload(d: ReloadTarget, next: Config): Promise<ReloadReport> {
   const old = d.config;
   // Planned against what runs: an intake or a listener an earlier reload could not add is new again.
@@ -55,6 +80,41 @@ export async function applyReload(d: ReloadTarget, next: Config): Promise<Reload
   for (const w of next.warnings) d.log.warn(w);
   await d.startEmulator(next);
   const deadline = (): AbortSignal => AbortSignal.timeout(next.shutdown_timeout_ms);
+
+  /** A new intake, opened and started (after the drain of an earlier queue in its directory); or undefined, reported. */
+  const add = async (n: ResolvedIntake): Promise<Pipeline | undefined> => {
+    try {
+      // Never two queues on one directory: wait for a removed intake's queue there to finish.
+      if (n.queue.type === 'disk') await d.drainingDisks.get(n.queue.path);
+      const np = new Pipeline(n, d.env);
+      await np.runner.start();
+      report.added.push(n.name);
+      return np;
+    } catch (err) {
+      d.log.error({ intake: n.name, err }, 'Reload: cannot add this intake.');
+      report.failed.push(n.name);
+      return undefined;
+    }
+  };
+  const handOver = async (s: Staged, to: Pipeline | undefined): Promise<void> => {
+    const from = s.target.queue;
+    const all = { maxEvents: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER, lingerMs: 0 };
+    while (from.pendingEvents > 0) {
+      const b = await from.take(all, AbortSignal.timeout(1_000));
+      if (!b) continue;
+      from.release(b);
+      if (!to) {
+        d.env.metrics.eventsDropped.inc({ intake: s.intake.name, stage: 'queue', reason: 'shutdown' }, b.events.length);
+        from.settle(b.seq, b.events.length);
+        continue;
+      }
+      // Its senders were told to wait: the queue takes them all, whatever its when_full.
+      to.queue.offer([...b.events], b.bytes, true, true);
+      const end = to.queue.nextSeq;
+      void to.queue.untilSafe(end).then(() => from.settle(b.seq, b.events.length));
+    }
+    from.close();
+  };
 
   // 1. Close what goes away or changed: inputs of removed intakes, changed inputs and listeners.
   // Its state is saved before a replacement starts from it; what it has in flight (HTTP requests)
@@ -82,7 +142,37 @@ export async function applyReload(d: ReloadTarget, next: Config): Promise<Reload
   d.shared = d.shared.filter((x) => !gone.has(x.config.label));
   report.restarted.push(...plan.listeners.restart);
 
-  // 2. Intakes: let go (their queues drain in the background), change in place, add.
+  // 2. Intakes: change in place, add; then point kept listeners at them, and only then let removed
+  // intakes go (their queues drain in the background): what a listener routes is never offered to
+  // a closed queue. A new intake on the disk queue directory of one removed now cannot open before
+  // that queue finished: until then a memory stage holds its events (its senders wait), handed over
+  // to its queue once open.
+  const removedDisks = new Set(removed.flatMap((p) => (p.intake.queue.type === 'disk' ? [p.intake.queue.path] : [])));
+  const slots: (Pipeline | Staged)[] = [];
+  for (const n of next.intakes) {
+    const k = plan.kept.find((x) => x.name.toLowerCase() === n.name.toLowerCase());
+    if (!k) {
+      if (n.queue.type === 'disk' && removedDisks.has(n.queue.path)) {
+        slots.push(staged(n));
+        continue;
+      }
+      const np = await add(n);
+      if (np) slots.push(np);
+      continue;
+    }
+    const p = d.pipelines.find((x) => x.name.toLowerCase() === k.name.toLowerCase()) as Pipeline;
+    if (k.queue === 'limits') p.setLimits(n);
+    if (k.output) await p.replaceOutput(n, (w) => d.background(w), next.shutdown_timeout_ms);
+    // The queue as it runs: what only a restart applies stays as it was (and is reported again).
+    p.update({ ...n, queue: queueInForce(p.intake.queue, n.queue) }, k.filters);
+    if (changed(k)) report.changed.push(n.name);
+    slots.push(p);
+  }
+  const kept = d.shared.filter((s) => next.listeners.some((l) => l.label === s.config.label));
+  const retarget = (): void => {
+    for (const s of kept) s.sender.retarget(routingOf(s.config, slots));
+  };
+  retarget();
   for (const p of removed) {
     report.removed.push(p.name);
     d.env.metrics.configInfo.remove({ intake: p.name, output: p.sink.type });
@@ -96,31 +186,17 @@ export async function applyReload(d: ReloadTarget, next: Config): Promise<Reload
       d.drainingDisks.set(q.path, done);
     }
   }
-  const pipelines: Pipeline[] = [];
-  for (const n of next.intakes) {
-    const k = plan.kept.find((x) => x.name.toLowerCase() === n.name.toLowerCase());
-    if (!k) {
-      try {
-        // Never two queues on one directory: wait for a removed intake's queue there to finish.
-        if (n.queue.type === 'disk') await d.drainingDisks.get(n.queue.path);
-        const np = new Pipeline(n, d.env);
-        await np.runner.start();
-        pipelines.push(np);
-        report.added.push(n.name);
-      } catch (err) {
-        d.log.error({ intake: n.name, err }, 'Reload: cannot add this intake.');
-        report.failed.push(n.name);
-      }
-      continue;
-    }
-    const p = d.pipelines.find((x) => x.name.toLowerCase() === k.name.toLowerCase()) as Pipeline;
-    if (k.queue === 'limits') p.setLimits(n);
-    if (k.output) await p.replaceOutput(n, (w) => d.background(w), next.shutdown_timeout_ms);
-    p.update(n, k.filters);
-    if (changed(k)) report.changed.push(n.name);
-    pipelines.push(p);
+  for (let i = 0; i < slots.length; i++) {
+    const s = slots[i] as Pipeline | Staged;
+    if (s instanceof Pipeline) continue;
+    const np = await add(s.intake);
+    if (np) slots[i] = np;
+    else slots.splice(i--, 1);
+    // The held events go to the queue first, then the listeners route to it.
+    await handOver(s, np);
+    retarget();
   }
-  d.pipelines = pipelines;
+  d.pipelines = slots as Pipeline[];
 
   // 3. Open what is new, and point kept listeners at the current intakes.
   const started = async (what: string, start: () => Promise<void>): Promise<void> => {
@@ -142,12 +218,13 @@ export async function applyReload(d: ReloadTarget, next: Config): Promise<Reload
     }
   }
   for (const l of next.listeners) {
-    const kept = d.shared.find((s) => s.config.label === l.label);
-    if (kept) kept.sender.retarget(d.routing(l));
+    const k = d.shared.find((s) => s.config.label === l.label);
+    if (k) k.sender.retarget(d.routing(l));
     else await started(l.label, () => d.openListener(l));
   }
   // The configuration in force; what a reload cannot change stays as it was.
-  d.config = { ...next, metrics: old.metrics, emulator: old.emulator, dataDir: old.dataDir };
+  const inForce = (i: ResolvedIntake): ResolvedIntake => d.pipelines.find((p) => p.name.toLowerCase() === i.name.toLowerCase())?.intake ?? i;
+  d.config = { ...next, intakes: next.intakes.map(inForce), metrics: old.metrics, emulator: old.emulator, dataDir: old.dataDir };
   if (plan.stats) d.startStats(next);
   else d.retargetStats();
   const level = report.failed.length > 0 ? 'error' : report.notApplied.length > 0 ? 'warn' : 'info';
