@@ -67,6 +67,8 @@ export class Daemon implements HealthSource, ReloadTarget {
   readonly drainingDisks = new Map<string, Promise<unknown>>();
   #reloading: Promise<unknown> = Promise.resolve();
   #emulator: IntakeEmulator | undefined;
+  /** In a worker: the main thread's emulator (it may start one at a reload: reloadWorker gives it). */
+  #workerEmulator: WorkerData['emulator'];
   #ops: OpsServer | undefined;
   #stats: StatsSource | undefined;
   #phase: HealthSource['phase'] = 'starting';
@@ -101,9 +103,10 @@ export class Daemon implements HealthSource, ReloadTarget {
     metrics.buildInfo.set({ version: VERSION, commit: commit(), node: process.version }, 1);
     const taps = new Taps(metrics, () => this.pipelines.map((p) => p.intake.intakeKey));
     const worker = options.worker;
+    this.#workerEmulator = worker?.emulator;
     this.env = {
       metrics, log, dataDir: config.dataDir, senders: new SenderTables(metrics, log, worker?.sightings), taps,
-      emulator: () => (worker ? worker.emulator : this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem }),
+      emulator: () => (worker ? this.#workerEmulator : this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem }),
     };
     // Each thread's utilization: the main thread's since the last scrape (at least half a second),
     // the workers' as they reported it (a worker reports to the main thread instead).
@@ -277,7 +280,9 @@ export class Daemon implements HealthSource, ReloadTarget {
         const report = await applyReload(this, shareBounds(next, this.threads));
         // Then the workers, on the ports this thread now listens on.
         const plan = this.#workerConfig();
-        const theirs = this.#workers ? await this.#workers.reload(plan) : [];
+        // The emulator this reload may have started (an intake without a key added) is theirs too.
+        const emulator = this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem };
+        const theirs = this.#workers ? await this.#workers.reload(plan, emulator) : [];
         if (this.#workers) workersHold(heldPorts(plan));
         for (const r of theirs) report.failed.push(...r.failed.filter((f) => !report.failed.includes(f)));
         if (threadsFor(next) !== this.threads) {
@@ -295,6 +300,12 @@ export class Daemon implements HealthSource, ReloadTarget {
     });
     this.#reloading = run;
     return run;
+  }
+
+  /** In a worker: a reload from the main thread, with the emulator it runs now (started by that reload, maybe). */
+  reloadWorker(next: Config, emulator: WorkerData['emulator']): Promise<ReloadReport> {
+    this.#workerEmulator = emulator;
+    return this.reload(next);
   }
 
   /** A reload that could not even begin: the new file is invalid (the running configuration stays). */

@@ -64,7 +64,7 @@ export async function runWorker(): Promise<void> {
         void daemon.metrics.registry.getMetricsAsJSON().then(reply, () => reply([]));
         return;
       case 'reload':
-        void daemon.reload(revive(m.config) as Config).then(reply, (err: unknown) => {
+        void daemon.reloadWorker(revive(m.config) as Config, m.emulator).then(reply, (err: unknown) => {
           daemon.log.error({ err }, 'Reload failed in a worker.');
           reply({ ...emptyReport(), failed: [`worker ${data.intakeRelayWorker}: ${(err as Error).message}`] });
         });

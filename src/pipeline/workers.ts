@@ -120,7 +120,7 @@ export interface WorkerData {
 
 export type ToWorker =
   | { readonly kind: 'metrics'; readonly id: number }
-  | { readonly kind: 'reload'; readonly id: number; readonly config: Config }
+  | { readonly kind: 'reload'; readonly id: number; readonly config: Config; readonly emulator: WorkerData['emulator'] }
   | { readonly kind: 'stop'; readonly id: number }
   | { readonly kind: 'tap-open'; readonly tap: number; readonly query: TapQuery }
   | { readonly kind: 'tap-close'; readonly tap: number };
@@ -232,7 +232,7 @@ class WorkerThread {
   }
 
   /** Asks; resolves with the answer, or undefined if the worker has ended. */
-  ask<T>(m: { readonly kind: 'metrics' } | { readonly kind: 'reload'; readonly config: Config } | { readonly kind: 'stop' }): Promise<T | undefined> {
+  ask<T>(m: { readonly kind: 'metrics' } | { readonly kind: 'reload'; readonly config: Config; readonly emulator: WorkerData['emulator'] } | { readonly kind: 'stop' }): Promise<T | undefined> {
     if (this.#exited) return Promise.resolve(undefined);
     const id = this.#next++;
     return new Promise((resolve) => {
@@ -329,9 +329,9 @@ export class Workers {
     return all.filter((m) => m !== undefined);
   }
 
-  /** Applies a new worker configuration in every worker; their reports. */
-  async reload(config: Config): Promise<ReloadReport[]> {
-    const reports = await Promise.all(this.#threads.map((t) => t.ask<ReloadReport>({ kind: 'reload', config })));
+  /** Applies a new worker configuration in every worker, with the emulator the main thread runs now; their reports. */
+  async reload(config: Config, emulator: WorkerData['emulator']): Promise<ReloadReport[]> {
+    const reports = await Promise.all(this.#threads.map((t) => t.ask<ReloadReport>({ kind: 'reload', config, emulator })));
     return reports.map((r, i) => r ?? { ...emptyReport(), failed: [`worker ${i + 1}: it has ended`] });
   }
 

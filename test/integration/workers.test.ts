@@ -169,6 +169,24 @@ describe('workers: reload and stop under load', () => {
     await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: total, dropped: 0, queued: 0, unacked: 0, balanced: true }), { timeout: 10_000 });
   }, 60_000);
 
+  it('a reload that adds an intake without a key starts the emulator, and every thread\'s copy of that intake sends to it', async () => {
+    const intake = track(await startTestIntake());
+    const port = await freePort();
+    const base = relayYaml({ intakePort: intake.port, extra: 'shutdown_timeout_ms: 2000\nworkers: 3\nemulator: { when: no_intake_key }' });
+    const relay = track(await startRelay(base));
+    const keyless = `${base}  - name: k\n    intake_key: ""\n    inputs: [{ type: tcp, name: kin, address: 127.0.0.1, port: ${port} }]\n`;
+    const report = await relay.daemon.reload(parseConfig(keyless, 'v2.yaml', {}));
+    expect(report.failed).toEqual([]);
+    expect(report.added).toEqual(['k']);
+    // Enough connections that every thread takes some (SO_REUSEPORT spreads them).
+    await sendTcpFrom(port, '127.0.0.2', 'k', 24, 5);
+    const seen = (): string[] => relay.logs.filter((l) => l.msg === 'Emulator received a valid message.').map((l) => String(l.message));
+    await vi.waitFor(() => expect(seen()).toHaveLength(120), { timeout: 15_000 });
+    expect(new Set(seen().map((m) => /k-\d+-\d+/.exec(m)?.[0])).size).toBe(120);
+    expect(intake.received).toEqual([]);
+    await vi.waitFor(async () => expect(await books(relay, 'k')).toMatchObject({ received: 120, dropped: 0, balanced: true }), { timeout: 10_000 });
+  }, 60_000);
+
   it('a stop under load: every thread stops its inputs, drains its queue and closes its output; what was taken in is delivered', async () => {
     const intake = track(await startTestIntake());
     const relay = await startRelay(relayYaml({ intakePort: intake.port, inputs: `      - { type: tcp, address: 127.0.0.1, port: 0 }`, extra: 'shutdown_timeout_ms: 10000\nworkers: 4' }));
