@@ -4,8 +4,8 @@
 // old one, and the directory fsynced, so a crash leaves either the old or the new checkpoints.
 
 import { createHash } from 'node:crypto';
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { mkdir, open, readdir, readFile, rename } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 
 /** Bytes at the start of a file that identify it along with its device and inode. */
 export const FINGERPRINT_BYTES = 256;
@@ -103,5 +103,95 @@ export class CheckpointStore {
       await dir.close();
     }
     this.#last = text;
+  }
+}
+
+// ---- Hand-over between inputs ----
+// A checkpoint file is named after its intake and its input: an input moved to another intake, or
+// renamed (its default name is its first path), finds no checkpoint of its own. It takes over the
+// checkpoint another input's file holds for the same file (device, inode and first bytes) when
+// that input is gone: not one running in this process (its checkpoint file is live), and each
+// entry once (it is marked adopted in the file it came from; its own input, if it comes back,
+// still resumes from it).
+
+/** Checkpoint files of the file inputs of this process, from creation until their last save. */
+const live = new Set<string>();
+
+export function holdLive(file: string): void {
+  live.add(file);
+}
+
+export function releaseLive(file: string): void {
+  live.delete(file);
+}
+
+let handOver: Promise<unknown> = Promise.resolve();
+
+/** Runs `work` after any other input's start (hand-overs are looked for and marked one at a time). */
+export function oneAtATime<T>(work: () => Promise<T>): Promise<T> {
+  const run = handOver.then(work, work);
+  handOver = run.catch(() => {});
+  return run;
+}
+
+/** A checkpoint another (gone) input's file holds. */
+export interface Adoptable {
+  readonly from: string;
+  readonly cp: Checkpoint;
+}
+
+/**
+ * The checkpoints that the other checkpoint files beside `own` hold, by file key, of inputs not
+ * running (live) and not adopted already; older than `maxAgeMs`, none. Unreadable files are skipped.
+ */
+export async function othersCheckpoints(own: string, maxAgeMs: number): Promise<Map<string, Adoptable[]>> {
+  const found = new Map<string, Adoptable[]>();
+  const dir = dirname(own);
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return found;
+  }
+  const now = Date.now();
+  for (const name of names.sort()) {
+    const from = join(dir, name);
+    if (!name.endsWith('.json') || from === own || live.has(from)) continue;
+    let data: { version?: unknown; files?: unknown };
+    try {
+      data = JSON.parse(await readFile(from, 'utf8')) as typeof data;
+    } catch {
+      continue;
+    }
+    if (data.version !== 1 || !Array.isArray(data.files)) continue;
+    for (const f of data.files as (Checkpoint & { adopted?: boolean })[]) {
+      if (f.adopted === true || typeof f.key !== 'string' || !Number.isSafeInteger(f.offset) || f.offset < 0 || typeof f.fp !== 'string' || !Number.isSafeInteger(f.fpLen)) continue;
+      const seenAt = Number(f.seenAt) || 0;
+      if (now - seenAt > maxAgeMs) continue;
+      const cp: Checkpoint = { key: f.key, path: String(f.path), offset: f.offset, fpLen: f.fpLen, fp: f.fp, seenAt };
+      found.set(f.key, [...(found.get(f.key) ?? []), { from, cp }]);
+    }
+  }
+  return found;
+}
+
+/** Marks the entries of `keys` in checkpoint file `file` adopted (atomically): no other input takes them over. */
+export async function markAdopted(file: string, keys: ReadonlySet<string>): Promise<void> {
+  const data = JSON.parse(await readFile(file, 'utf8')) as StoredFile;
+  for (const f of data.files as (Checkpoint & { adopted?: boolean })[]) if (keys.has(f.key)) f.adopted = true;
+  const tmp = `${file}.tmp`;
+  const fh = await open(tmp, 'w', 0o600);
+  try {
+    await fh.writeFile(JSON.stringify(data));
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, file);
+  const d = await open(dirname(file), 'r');
+  try {
+    await d.sync();
+  } finally {
+    await d.close();
   }
 }

@@ -16,7 +16,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import { open, stat } from 'node:fs/promises';
 import type { ResolvedFileInput } from './config.ts';
-import { FINGERPRINT_BYTES, fingerprint, type Checkpoint } from './checkpoints.ts';
+import { FINGERPRINT_BYTES, fingerprint, type Adoptable, type Checkpoint } from './checkpoints.ts';
 import { expandGlobs } from './glob.ts';
 import { fileKey, findSibling, fingerprintOf, readHead, type FingerprintOf, type OnFileError, type Sibling } from './identity.ts';
 import type { LineSplitter } from './lines.ts';
@@ -71,6 +71,10 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
   saved = new Map<string, Checkpoint>();
   /** No checkpoint file existed: files there at start are read from read_from. */
   #firstStart = false;
+  /** At start: checkpoints of gone inputs (other checkpoint files in data_dir), by file key, for files this input has none of its own. */
+  #adoptable = new Map<string, Adoptable[]>();
+  /** Checkpoint files whose entries (keys) this input took over: marked adopted there once this input's checkpoints are saved. */
+  readonly adopted = new Map<string, Set<string>>();
 
   /** `reader`: the parts of a followed file that read it (its lines and events), made when it is first followed. */
   constructor(cfg: ResolvedFileInput, telemetry: FileTelemetry, reader: (path: string) => R) {
@@ -81,9 +85,16 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
   }
 
   /** The checkpoints loaded at start; `firstStart`: there was no checkpoint file. */
-  restore(saved: Map<string, Checkpoint>, firstStart: boolean): void {
+  restore(saved: Map<string, Checkpoint>, firstStart: boolean, adoptable = new Map<string, Adoptable[]>()): void {
     this.saved = saved;
     this.#firstStart = firstStart;
+    this.#adoptable = adoptable;
+  }
+
+  /** The start is over: checkpoints of gone inputs are taken over only while starting. */
+  endAdoption(): void {
+    this.#adoptable = new Map();
+    this.adopted.clear();
   }
 
   /** The file offset before which every line has been forwarded (the rest waits in its line splitter). */
@@ -233,6 +244,7 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     // was stopped (copytruncate), or deleted and its inode reused.
     const replaced = cp !== undefined && cp.fpLen > 0 && (!sameStart || cp.offset > size);
     const copy = replaced ? await this.#readCopy({ key, path }, cp.offset, cp.fp, cp.fpLen, undefined) : undefined;
+    const taken = cp === undefined ? this.#adopt(key, path, size, fpOf) : undefined;
     if (cp && (copy || (sameStart && cp.offset > size))) {
       // Truncated while stopped (its old content's copy is beside it, or it is shorter): read again from the start.
       this.#t.rotated('truncate');
@@ -240,6 +252,8 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
       start = 0;
     } else if (cp && sameStart) {
       start = cp.offset; // known: resume
+    } else if (taken !== undefined) {
+      start = taken; // another input's checkpoint (that input is gone): resume from it
     } else {
       const original = head.length >= FINGERPRINT_BYTES ? this.#copyOf(key, fpOf(FINGERPRINT_BYTES) as string) : undefined;
       if (original !== undefined && original <= size) {
@@ -259,6 +273,28 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     // Held open from now on (within max_open_files): a rename before the first read cannot hide it.
     await this.open(t, false);
     this.#t.log.logger.debug({ file: path, offset: start }, 'Following a file.');
+  }
+
+  /**
+   * The checkpoint that a gone input (moved to another intake, renamed) left for this file (same
+   * key and first bytes, not past its end), the most recently seen if several: its offset; the
+   * entries for this key are marked adopted in their files once this input has saved its own.
+   */
+  #adopt(key: string, path: string, size: number, fpOf: FingerprintOf): number | undefined {
+    const all = this.#adoptable.get(key);
+    if (!all) return undefined;
+    const same = all.filter((a) => (a.cp.fpLen === 0 || fpOf(a.cp.fpLen) === a.cp.fp) && a.cp.offset <= size).sort((a, b) => b.cp.seenAt - a.cp.seenAt);
+    const best = same[0];
+    if (!best) return undefined;
+    this.#adoptable.delete(key);
+    for (const a of all) {
+      const keys = this.adopted.get(a.from) ?? new Set<string>();
+      keys.add(key);
+      this.adopted.set(a.from, keys);
+    }
+    this.#t.log.logger.info({ file: path, offset: best.cp.offset, from: best.from },
+      'No checkpoint of this input for the file: taking over the one of an input gone (moved to another intake or renamed).');
+    return best.cp.offset;
   }
 
   /** The offset reached in a followed or checkpointed file whose first bytes are `fp`, if any. */

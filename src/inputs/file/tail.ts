@@ -18,7 +18,7 @@ import type { ResolvedFileInput } from './config.ts';
 import { SingleFlight } from '../../core/single-flight.ts';
 import type { Sender } from '../../core/component.ts';
 import { FrameBuilder } from '../frame-builder.ts';
-import { CheckpointStore, FINGERPRINT_BYTES } from './checkpoints.ts';
+import { CheckpointStore, FINGERPRINT_BYTES, holdLive, markAdopted, oneAtATime, othersCheckpoints, releaseLive } from './checkpoints.ts';
 import { Discovery, type Mark, type Tracked as FollowedFile } from './discovery.ts';
 import { globBase } from './glob.ts';
 import { longerFingerprint, replaced } from './identity.ts';
@@ -68,6 +68,8 @@ export class FileInput {
     this.#t = telemetry;
     this.#intake = sender.owner;
     this.#store = new CheckpointStore(checkpointFile, this.#intake, cfg.label);
+    // Running from now on (until its last save): no other input takes its checkpoints over.
+    holdLive(checkpointFile);
     this.#files = new Discovery(cfg, telemetry, this.#reader(cfg, sender, cfg.hostname ?? hostname));
     this.dispose = telemetry.watchFiles(() => {
       let open = 0;
@@ -96,6 +98,19 @@ export class FileInput {
   }
 
   async start(): Promise<void> {
+    // One input at a time looks for checkpoints of gone inputs and marks those it takes over.
+    try {
+      await oneAtATime(() => this.#start());
+    } catch (err) {
+      releaseLive(this.#store.file);
+      throw err;
+    }
+    this.#checkpointTimer = setInterval(() => void this.#save(), CHECKPOINT_EVERY_MS);
+    this.#checkpointTimer.unref();
+    this.#loop = this.#run();
+  }
+
+  async #start(): Promise<void> {
     let loaded;
     try {
       loaded = await this.#store.load();
@@ -103,15 +118,17 @@ export class FileInput {
       throw new Error(`File input "${this.label}" of intake "${this.#intake}": cannot use the checkpoint file ${this.#store.file}: ${(err as Error).message}. Check data_dir.`, { cause: err });
     }
     if (loaded.problem) this.#t.log.logger.error({ file: this.#store.file, problem: loaded.problem }, 'Checkpoint file damaged: files are read as new ones (duplicates possible, nothing skipped).');
-    this.#files.restore(loaded.entries, !loaded.existed);
+    this.#files.restore(loaded.entries, !loaded.existed, await othersCheckpoints(this.#store.file, this.#cfg.forget_after_ms));
     await this.#scan(true);
     this.#nextScan = Date.now() + this.#cfg.glob_interval_ms;
     await this.#files.recoverRotatedWhileStopped();
     // Saved at once, so that a crash from here on is not taken for a first start.
     await this.#save();
-    this.#checkpointTimer = setInterval(() => void this.#save(), CHECKPOINT_EVERY_MS);
-    this.#checkpointTimer.unref();
-    this.#loop = this.#run();
+    // Then the checkpoints taken over are marked in the files they came from: not taken twice.
+    for (const [from, keys] of this.#files.adopted) {
+      await markAdopted(from, keys).catch((err: unknown) => this.#error('checkpoint', from, err, { file: from }, `Cannot mark the checkpoints taken over in ${from}: another input could take them over again.`));
+    }
+    this.#files.endAdoption();
   }
 
   /** Stops reading. Checkpoints are written by save(), once the queue has drained (or before a replacement starts). */
@@ -129,6 +146,8 @@ export class FileInput {
     if (this.#checkpointTimer) clearInterval(this.#checkpointTimer);
     await this.#save(true);
     for (const t of this.#files.tracked.values()) await this.#files.close(t);
+    // Gone: an input that starts later may take its checkpoints over.
+    releaseLive(this.#store.file);
   }
 
   /** Makes the reading parts of a newly followed file: its lines go to its event builder. */
