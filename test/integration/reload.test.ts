@@ -140,6 +140,58 @@ describe('reload', () => {
     await vi.waitFor(() => expect(byKey(intake, KEYS.b)).toEqual(['b at last']));
   });
 
+  it('a queue type change needs a restart: the running queue stays, and every reload reports it until then', async () => {
+    const intake = track(await startTestIntake());
+    const p: Ports = { intake: intake.port, a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };
+    const dir = tempDir('reload-type-');
+    const v1 = configYaml(intakeYaml('a', p.a, p.intake), p);
+    const v2 = configYaml(intakeYaml('a', p.a, p.intake, `    queue: { type: disk, path: ${dir}/a }`), p);
+    const relay = track(await startRelay(v1));
+    for (const v of ['v2', 'v3']) {
+      const report = await relay.daemon.reload(parseConfig(v2, `${v}.yaml`, {}));
+      expect(report).toMatchObject({ notApplied: ['intakes.a.queue (type or path)'], failed: [] });
+      expect(relay.daemon.pipelines[0]?.intake.queue.type).toBe('memory');
+      expect(relay.daemon.config.intakes[0]?.queue.type).toBe('memory');
+    }
+    await sendTcp(p.a, syslogLines(0, 100, (i) => `m ${i}`));
+    await vi.waitFor(() => expect(byKey(intake, KEYS.a)).toEqual(syslogMessages(0, 100, (i) => `m ${i}`)));
+    // Removed: its memory queue holds no directory, so no later queue waits for one.
+    const withoutA = configYaml(intakeYaml('b', p.b, p.intake), p).replace('intake: a }', 'intake: b }');
+    expect(await relay.daemon.reload(parseConfig(withoutA, 'v4.yaml', {}))).toMatchObject({ removed: ['a'], added: ['b'], notApplied: [] });
+    expect(relay.daemon.drainingDisks.size).toBe(0);
+  });
+
+  it('an intake renamed onto its own disk queue directory: the HTTP listener, kept, takes its events while the old queue drains', async () => {
+    const p: Ports = { intake: await freePort(), a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };
+    const http = await freePort();
+    const dir = tempDir('reload-rename-');
+    const queue = `    queue: { type: disk, path: ${dir}/q }`;
+    const listener = `  - { type: http, name: api, address: 127.0.0.1, port: ${http}, respond_when: queued }\n`;
+    const v1 = configYaml(intakeYaml('a', p.a, p.intake, queue), p, 'shutdown_timeout_ms: 1500').replace('shutdown_timeout_ms: 3000\n', '') + listener;
+    // Renamed, same key: the HTTP listener's configuration is unchanged, so it is kept.
+    const v2 = configYaml(intakeYaml('b', p.b, p.intake, queue).replace(KEYS.b, KEYS.a), p, 'shutdown_timeout_ms: 1500').replace('shutdown_timeout_ms: 3000\n', '').replace('intake: a }', 'intake: b }') + listener;
+    const post = async (body: string) => (await fetch(`http://127.0.0.1:${http}/plain`, { method: 'POST', body, headers: { authorization: `Basic ${Buffer.from(`:${KEYS.a}`).toString('base64')}` } })).status;
+    // No intake yet: the old queue cannot deliver, so its drain lasts shutdown_timeout_ms.
+    const relay = track(await startRelay(v1));
+    expect(await post('before')).toBe(200);
+    const reloading = relay.daemon.reload(parseConfig(v2, 'v2.yaml', {}));
+    let done = false;
+    void reloading.finally(() => (done = true));
+    // The old queue drains: the new intake waits for its directory.
+    await vi.waitFor(() => expect(relay.daemon.drainingDisks.size).toBe(1));
+    const during = Array.from({ length: 5 }, (_, i) => post(`during ${i}`));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(done).toBe(false);
+    expect(await reloading).toMatchObject({ removed: ['a'], added: ['b'], failed: [] });
+    expect(await Promise.all(during)).toEqual([200, 200, 200, 200, 200]);
+    expect(await post('after')).toBe(200);
+    const intake = track(await startTestIntake(p.intake));
+    const want = ['before', ...Array.from({ length: 5 }, (_, i) => `during ${i}`), 'after'];
+    await vi.waitFor(() => expect(new Set(byKey(intake, KEYS.a))).toEqual(new Set(want)), { timeout: 10_000 });
+    expect(await relay.metric('intake_relay_events_dropped_total', { intake: 'a' })).toBe(0);
+    expect(await relay.metric('intake_relay_events_dropped_total', { intake: 'b' })).toBe(0);
+  });
+
   it('a changed data_dir (it needs a restart) leaves file inputs as they are', async () => {
     const intake = track(await startTestIntake());
     const p: Ports = { intake: intake.port, a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };

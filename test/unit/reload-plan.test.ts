@@ -2,7 +2,7 @@
 // only a restart applies, from two configurations.
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
-import { changed, planReload } from '../../src/pipeline/reload-plan.ts';
+import { changed, planReload, queueInForce } from '../../src/pipeline/reload-plan.ts';
 
 const K1 = 'AbCdEfGh0123456789IjKlMnOpQrStUv';
 const K2 = 'ZyXwVuTs9876543210RqPoNmLkJiHgFe';
@@ -80,5 +80,15 @@ describe('reload plan', () => {
     const p = planReload(cfg(base), cfg(next));
     expect(p.kept.find((k) => k.name === 'c')).toMatchObject({ output: true, queue: 'same' });
     expect(p.stats).toBe(true);
+  });
+
+  it('the queue in force after a reload: a new type or path stays as it was, a disk queue keeps its memory stage but takes new limits', () => {
+    const mem = { type: 'memory', max_events: 10, max_bytes: 1000, when_full: 'block' } as const;
+    const disk = { type: 'disk', path: '/q', max_bytes: 1000, when_full: 'block', memory_events: 5, memory_bytes: 500, segment_bytes: 100, fsync_interval_ms: 10 } as const;
+    expect(queueInForce(mem, disk)).toBe(mem);
+    expect(queueInForce(disk, mem)).toBe(disk);
+    expect(queueInForce(disk, { ...disk, path: '/other' })).toBe(disk);
+    expect(queueInForce(mem, { ...mem, max_events: 20 })).toEqual({ ...mem, max_events: 20 });
+    expect(queueInForce(disk, { ...disk, max_bytes: 2000, memory_events: 50, fsync_interval_ms: 99 })).toEqual({ ...disk, max_bytes: 2000 });
   });
 });
