@@ -183,7 +183,7 @@ export class Metrics {
   });
   readonly fileErrors = new Counter({
     name: 'intake_relay_file_errors_total',
-    help: 'Errors of a file input: reason is the system error code (EACCES, EMFILE, ...), checkpoint (the checkpoint file could not be written), or, for a file copytruncated while the relay was stopped, copy_compressed (its rotated copy, holding unread lines, was already compressed) or copy_missing (no rotated copy found).',
+    help: 'Errors of a file input: reason is the system error code (EACCES, EMFILE, ...), checkpoint (the checkpoint file could not be written), or, for a file copytruncated while the relay was stopped, copy_compressed (its rotated copy, holding unread lines, was already compressed) or copy_missing (no rotated copy found), or deleted_unread (a file closed at max_open_files with unread bytes was deleted or replaced before it could be reopened: those bytes are lost).',
     labelNames: ['intake', 'input', 'reason'] as const,
     registers: [this.registry],
   });

@@ -11,7 +11,10 @@
 //   read: what it held unread is counted (file_errors_total, copy_compressed / copy_missing) and logged;
 // - delete: read to its end, then let go;
 // - copy: a file that starts with the same bytes as one already read starts where that one was.
-// At most max_open_files are held open: the least recently active is closed for one with unread bytes.
+// At most max_open_files are held open: for one with unread bytes, the least recently active with
+// nothing unread is closed, or, only when every open file has unread bytes, the least recently
+// active of them. A file closed with unread bytes and deleted (or replaced) before it is reopened
+// cannot be read: its unread bytes are counted (file_errors_total, deleted_unread) and logged.
 
 import type { FileHandle } from 'node:fs/promises';
 import { open, stat } from 'node:fs/promises';
@@ -24,7 +27,7 @@ import type { FileTelemetry } from '../../core/telemetry.ts';
 import { reportError } from './telemetry.ts';
 
 /** Why the unread end of a file's old content could not be read (file_errors_total's reason). */
-type CopyLost = 'copy_compressed' | 'copy_missing';
+type CopyLost = 'copy_compressed' | 'copy_missing' | 'deleted_unread';
 
 export interface Mark {
   /** The queue's next sequence number after an offer: everything before it came from lines before `offset`. */
@@ -196,16 +199,30 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     return false;
   }
 
-  /** Opens a followed file; at max_open_files, only when it has unread bytes (`evict`), by closing the least active. */
+  /**
+   * Opens a followed file; at max_open_files, only when it has unread bytes (`evict`), by closing
+   * the least recently active one with nothing unread, or, if every open file has unread bytes,
+   * the least recently active. A file closed with unread bytes that is gone for good (the scan did
+   * not find it, and its path is gone or holds another file) cannot be read: counted once, logged.
+   */
   async open(t: FileState, evict: boolean): Promise<boolean> {
     const max = this.#cfg.max_open_files;
     const open_ = [...this.tracked.values()].filter((x) => x.fh);
     if (open_.length >= max) {
       if (!evict) return false;
-      // Close the least recently active file still at its path (it is reopened when it grows).
-      const idle = open_.filter((x) => x.goneAt === 0).sort((a, b) => a.lastActiveAt - b.lastActiveAt)[0];
-      if (!idle) return false;
-      await this.close(idle);
+      // Files still at their path (reopened when they grow), least recently active first.
+      const candidates = open_.filter((x) => x.goneAt === 0).sort((a, b) => a.lastActiveAt - b.lastActiveAt);
+      if (candidates.length === 0) return false;
+      let victim: FileState | undefined;
+      for (const x of candidates) {
+        // Its size now: one that grew since it was last read has unread bytes too.
+        const st = await x.fh?.stat().catch(() => undefined);
+        if (st && st.size === x.offset) {
+          victim = x;
+          break;
+        }
+      }
+      await this.close(victim ?? (candidates[0] as FileState));
     }
     try {
       const fh = await open(t.path, 'r');
@@ -213,6 +230,7 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
       if (fileKey(st) !== t.key) {
         // The path now holds another file; the next scan sorts it out.
         await fh.close();
+        this.#goneUnread(t);
         return false;
       }
       t.fh = fh;
@@ -221,8 +239,22 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
       if (code !== 'ENOENT') this.#error(code, t.path, err, { file: t.path }, 'Cannot open a matched file.');
+      else this.#goneUnread(t);
       return false;
     }
+  }
+
+  /**
+   * `t`, closed with unread bytes, cannot be reopened: if the scan found it gone too (not at any
+   * matched path, nor beside its old one), those bytes are lost: counted once (deleted_unread) and
+   * logged; nothing is left to read in it, and it is let go once its lines read are settled.
+   */
+  #goneUnread(t: FileState): void {
+    if (t.goneAt === 0 || t.size <= t.offset) return;
+    const bytes = t.size - t.offset;
+    this.#lost('deleted_unread', t, t.offset, { bytes },
+      `File deleted (or replaced) while closed at max_open_files with unread lines: the ${bytes} bytes after the last line read are not read (raise max_open_files, or keep files until they are read).`);
+    t.offset = t.size;
   }
 
   async close(t: FileState): Promise<void> {
@@ -354,7 +386,7 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
   #lost(reason: CopyLost, t: { readonly path: string }, offset: number, fields: object, msg: string): void {
     this.#t.error(reason);
     const log = { file: t.path, offset, code: reason, ...fields };
-    if (reason === 'copy_missing') this.#t.log.warn(`${reason}|${t.path}`, log, msg);
+    if (reason !== 'copy_compressed') this.#t.log.warn(`${reason}|${t.path}`, log, msg);
     else this.#t.log.error(`${reason}|${t.path}`, undefined, log, msg);
   }
 
