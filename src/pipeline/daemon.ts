@@ -10,6 +10,7 @@ import type { Config } from '../config/resolve.ts';
 import type { Routing } from '../core/component.ts';
 import type { Source } from '../core/contracts.ts';
 import { IntakeEmulator, maskKey } from '../emulator/intake-emulator.ts';
+import { holdConfiguredCheckpoints } from '../inputs/file/definition.ts';
 import { inputOf, type ResolvedListener } from '../inputs/registry.ts';
 import { Sender } from '../routing/sender.ts';
 import { Metrics } from '../telemetry/metrics.ts';
@@ -148,6 +149,8 @@ export class Daemon implements HealthSource, ReloadTarget {
     for (const w of cfg.warnings) this.log.warn(w);
     try {
       await this.startEmulator(cfg);
+      // Every configured file input's checkpoints are its own, whichever input starts first.
+      holdConfiguredCheckpoints(cfg.dataDir, cfg.intakes);
       for (const intake of cfg.intakes) this.pipelines.push(new Pipeline(intake, this.env));
       for (const p of this.pipelines) await p.runner.start();
       for (const p of this.pipelines) {
@@ -277,6 +280,9 @@ export class Daemon implements HealthSource, ReloadTarget {
     const run = this.#reloading.catch(() => {}).then(async () => {
       if (this.#phase !== 'running') return emptyReport();
       try {
+        // The new configuration's file inputs keep their checkpoints (one rebuilt by this reload
+        // too); those of inputs it removes may be taken over by an input moved or renamed.
+        holdConfiguredCheckpoints(this.config.dataDir, next.intakes);
         const report = await applyReload(this, shareBounds(next, this.threads));
         // Then the workers, on the ports this thread now listens on.
         const plan = this.#workerConfig();

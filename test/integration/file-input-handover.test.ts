@@ -114,4 +114,27 @@ describe('file input: checkpoints taken over from a gone input', () => {
     await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ queued: 0, balanced: true, received: 5 }), { timeout: 5_000 });
     expect(tagged(intake, 'b').length).toBe(300);
   }, 40_000);
+
+  it('an input configured with the same file, started before the one whose checkpoint it is, does not take it over', async () => {
+    const dir = tmp();
+    const file = join(dir, 'app.log');
+    writeFileSync(file, '');
+    intake = await startTestIntake();
+    const tcp = '{ type: tcp, address: 127.0.0.1, port: 0 }';
+    const app = `{ type: file, name: app, paths: ["${file}"], poll_interval_ms: 50 }`;
+    relay = await startRelay(twoIntakes(intake.port, dir, tcp, app));
+    appendFileSync(file, lines('a', 0, 100));
+    await vi.waitFor(() => expect(tagged(intake!, 'a').length).toBe(100), { timeout: 10_000, interval: 20 });
+    await vi.waitFor(async () => expect(await books(relay!, 'u')).toMatchObject({ queued: 0, balanced: true }), { timeout: 5_000 });
+    await relay.stop();
+    appendFileSync(file, lines('b', 0, 300));
+    // Intake t (listed, so started, first) gets a new input on the same file, from its beginning;
+    // u's "app" resumes from its own checkpoint.
+    relay = await startRelay(twoIntakes(intake.port, dir, `{ type: file, name: fresh, paths: ["${file}"], read_from: beginning, new_files_from: beginning, poll_interval_ms: 50 }`, app));
+    await vi.waitFor(() => expect(tagged(intake!, 'b').length).toBe(600), { timeout: 10_000, interval: 20 });
+    await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ received: 400, queued: 0, balanced: true }), { timeout: 5_000 });
+    await vi.waitFor(async () => expect(await books(relay!, 'u')).toMatchObject({ received: 300, queued: 0, balanced: true }), { timeout: 5_000 });
+    // "a" once from the first run (u), once from t's first read of the whole file.
+    expect(tagged(intake, 'a').length).toBe(200);
+  }, 40_000);
 });

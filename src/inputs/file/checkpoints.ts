@@ -116,6 +116,16 @@ export class CheckpointStore {
 
 /** Checkpoint files of the file inputs of this process, from creation until their last save. */
 const live = new Set<string>();
+/**
+ * Checkpoint files of the file inputs of the configuration being started or reloaded (holdConfigured):
+ * an input configured but not created yet (started after another, rebuilt by a reload) is no gone one.
+ */
+let configured = new Set<string>();
+
+/** The checkpoint files of every file input the configuration in force (or being applied) names. */
+export function holdConfigured(files: Iterable<string>): void {
+  configured = new Set(files);
+}
 
 export function holdLive(file: string): void {
   live.add(file);
@@ -142,7 +152,7 @@ export interface Adoptable {
 
 /**
  * The checkpoints that the other checkpoint files beside `own` hold, by file key, of inputs not
- * running (live) and not adopted already; older than `maxAgeMs`, none. Unreadable files are skipped.
+ * running (live) nor configured, and not adopted already; older than `maxAgeMs`, none. Unreadable files are skipped.
  */
 export async function othersCheckpoints(own: string, maxAgeMs: number): Promise<Map<string, Adoptable[]>> {
   const found = new Map<string, Adoptable[]>();
@@ -156,7 +166,7 @@ export async function othersCheckpoints(own: string, maxAgeMs: number): Promise<
   const now = Date.now();
   for (const name of names.sort()) {
     const from = join(dir, name);
-    if (!name.endsWith('.json') || from === own || live.has(from)) continue;
+    if (!name.endsWith('.json') || from === own || live.has(from) || configured.has(from)) continue;
     let data: { version?: unknown; files?: unknown };
     try {
       data = JSON.parse(await readFile(from, 'utf8')) as typeof data;

@@ -6,6 +6,7 @@ import { join, resolve as resolvePath } from 'node:path';
 import type { InputDefinition } from '../../core/component.ts';
 import { fileSafe } from '../../core/config-values.ts';
 import type { FileInputConfig, ResolvedFileInput } from './config.ts';
+import { holdConfigured } from './checkpoints.ts';
 import { FileInput } from './tail.ts';
 
 export const fileInput = {
@@ -34,10 +35,23 @@ export const fileInput = {
   // Its lines keep in the file: it waits for room even under drop_newest.
   alwaysWait: true,
   // Checkpoints: data_dir/files/<intake>--<input>.json, from the data_dir in force (a reload keeps it).
-  create: (c, ctx) => new FileInput(c, ctx.sender, join(ctx.dataDir, 'files', `${fileSafe(ctx.sender.owner)}--${fileSafe(c.label)}.json`), hostname(), ctx.instruments.file()),
+  create: (c, ctx) => new FileInput(c, ctx.sender, checkpointFileOf(ctx.dataDir, ctx.sender.owner, c.label), hostname(), ctx.instruments.file()),
   describe: (c, where) => [
     `input ${c.label}: lines of ${c.paths.join(', ')}${c.exclude.length > 0 ? ` except ${c.exclude.join(', ')}` : ''}` +
       `, from the ${c.read_from} at first start, max ${c.max_line_bytes} bytes per line (${c.oversize})${c.multiline ? `, multiline from /${c.multiline.start_pattern}/` : ''}`,
     `  checkpoints in ${where.dataDir}`,
   ],
 } satisfies InputDefinition<FileInputConfig, ResolvedFileInput>;
+
+/** The checkpoint file of file input `label` of intake `intake`. */
+export function checkpointFileOf(dataDir: string, intake: string, label: string): string {
+  return join(dataDir, 'files', `${fileSafe(intake)}--${fileSafe(label)}.json`);
+}
+
+/**
+ * Marks the checkpoint files of every file input of `intakes` as configured: none of them is taken
+ * over by another input, whichever starts first (holdConfigured).
+ */
+export function holdConfiguredCheckpoints(dataDir: string, intakes: readonly { readonly name: string; readonly inputs: readonly { readonly type: string; readonly label: string }[] }[]): void {
+  holdConfigured(intakes.flatMap((i) => i.inputs.filter((c) => c.type === 'file').map((c) => checkpointFileOf(dataDir, i.name, c.label))));
+}
