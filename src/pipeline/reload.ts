@@ -171,6 +171,8 @@ export async function applyReload(d: ReloadTarget, next: Config): Promise<Reload
   const kept = d.shared.filter((s) => next.listeners.some((l) => l.label === s.config.label));
   const retarget = (): void => {
     for (const s of kept) s.sender.retarget(routingOf(s.config, slots));
+    // In force as soon as they take events: health, stats and the tap's key list follow them.
+    d.pipelines = slots.filter((s): s is Pipeline => s instanceof Pipeline);
   };
   retarget();
   for (const p of removed) {
