@@ -3,24 +3,19 @@
 // unread bytes deleted meanwhile is still open and read to its end. Where every open file has
 // unread bytes, one of them is closed; deleted before it is reopened, its unread bytes are lost:
 // counted (file_errors_total, deleted_unread) and logged with the bytes lost.
-import { mkdtempSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { books, startRelay, type RunningRelay } from '../helpers/relay.ts';
 import { freePort, startTestIntake, type TestIntake } from '../helpers/peers.ts';
+import { tempDir, track } from '../helpers/cleanup.ts';
 import { relayYaml } from '../helpers/config.ts';
 
+// Stopped when each test ends (track), restarted ones too.
 let relay: RunningRelay | undefined;
 let intake: TestIntake | undefined;
-afterEach(async () => {
-  await relay?.stop();
-  relay = undefined;
-  await intake?.stop();
-  intake = undefined;
-});
 
-const tmp = (): string => mkdtempSync(join(tmpdir(), 'file-evict-'));
+const tmp = (): string => tempDir('file-evict-');
 /** Lines of exactly 1024 bytes: a turn of the reader (8 reads of 512 KiB) ends on a line boundary. */
 const LINE = 1024;
 const lines = (tag: string, from: number, to: number): string => {
@@ -54,12 +49,12 @@ describe('file input at max_open_files, the reader held back by a full queue', (
     writeFileSync(join(dir, 'b.log'), lines('b', 0, 5));
     writeFileSync(join(dir, 'c.log'), lines('c', 0, 500));
     const port = await freePort();
-    relay = await startRelay(yaml(port, dir, 2));
+    relay = track(await startRelay(yaml(port, dir, 2)));
     // c.log was opened (its lines are queued) and the reader waits for room.
     await vi.waitFor(async () => expect(await relay!.metric('intake_relay_queue_events')).toBeGreaterThan(TURN / LINE + 5), { timeout: 10_000, interval: 20 });
     expect(await relay.metric('intake_relay_files_open')).toBe(2);
     unlinkSync(join(dir, 'a.log'));
-    intake = await startTestIntake(port);
+    intake = track(await startTestIntake(port));
     await vi.waitFor(() => expect(intake!.received.length).toBe(5505), { timeout: 20_000, interval: 20 });
     expect(tagged(intake, 'a')).toEqual(expected('a', 0, 5000));
     expect(tagged(intake, 'b')).toEqual(expected('b', 0, 5));
@@ -75,11 +70,11 @@ describe('file input at max_open_files, the reader held back by a full queue', (
     writeFileSync(join(dir, 'b.log'), lines('b', 0, 500));
     const size = statSync(a).size;
     const port = await freePort();
-    relay = await startRelay(yaml(port, dir, 1));
+    relay = track(await startRelay(yaml(port, dir, 1)));
     // a.log was read for a turn, then closed for b.log, whose lines fill the queue.
     await vi.waitFor(async () => expect(await relay!.metric('intake_relay_queue_events')).toBeGreaterThan(TURN / LINE), { timeout: 10_000, interval: 20 });
     unlinkSync(a);
-    intake = await startTestIntake(port);
+    intake = track(await startTestIntake(port));
     const read = TURN / LINE;
     await vi.waitFor(() => expect(intake!.received.length).toBe(read + 500), { timeout: 20_000, interval: 20 });
     await vi.waitFor(async () => expect(await relay!.metric('intake_relay_file_errors_total', { reason: 'deleted_unread' })).toBe(1), { timeout: 5_000, interval: 20 });

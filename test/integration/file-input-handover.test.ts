@@ -3,25 +3,20 @@
 // that the gone input left for the same file (same device, inode and first bytes) instead of
 // starting at the file's end; a running input's checkpoints are never taken, and one taken over is
 // not taken twice.
-import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
 import { books, startRelay, TEST_KEY, TLS, type RunningRelay } from '../helpers/relay.ts';
 import { startTestIntake, type TestIntake } from '../helpers/peers.ts';
+import { tempDir, track } from '../helpers/cleanup.ts';
 import { relayYaml } from '../helpers/config.ts';
 
+// Stopped when each test ends (track), restarted ones too.
 let relay: RunningRelay | undefined;
 let intake: TestIntake | undefined;
-afterEach(async () => {
-  await relay?.stop();
-  relay = undefined;
-  await intake?.stop();
-  intake = undefined;
-});
 
-const tmp = (): string => mkdtempSync(join(tmpdir(), 'file-handover-'));
+const tmp = (): string => tempDir('file-handover-');
 const lines = (tag: string, from: number, to: number): string => {
   let s = '';
   for (let i = from; i < to; i++) s += `${tag} ${String(i).padStart(6, '0')} ${'x'.repeat(40)}\n`;
@@ -57,10 +52,10 @@ describe('file input: checkpoints taken over from a gone input', () => {
     const dir = tmp();
     const file = join(dir, 'app.log');
     writeFileSync(file, '');
-    intake = await startTestIntake();
+    intake = track(await startTestIntake());
     const port = intake.port;
     const input = `{ type: file, name: f, paths: ["${file}"], poll_interval_ms: 50 }`;
-    relay = await startRelay(twoIntakes(port, dir, input, ''));
+    relay = track(await startRelay(twoIntakes(port, dir, input, '')));
     appendFileSync(file, lines('a', 0, 100));
     await vi.waitFor(() => expect(tagged(intake!, 'a').length).toBe(100), { timeout: 10_000, interval: 20 });
     await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ queued: 0, balanced: true }), { timeout: 5_000 });
@@ -76,7 +71,7 @@ describe('file input: checkpoints taken over from a gone input', () => {
     // u takes over f's checkpoint (after the 100 settled lines) and reads the 2,000 lines again.
     await vi.waitFor(async () => expect(await relay!.metric('intake_relay_events_received_total', { intake: 'u' })).toBe(2_000), { timeout: 10_000, interval: 20 });
     expect(relay.logs.some((l) => l.msg?.toString().includes('taking over'))).toBe(true);
-    intake = await startTestIntake(port);
+    intake = track(await startTestIntake(port));
     appendFileSync(file, lines('c', 0, 10));
     // Every line arrives (b twice: from t's queue and from u), nothing counted lost.
     await vi.waitFor(() => expect(new Set(tagged(intake!, 'b')).size).toBe(2_000), { timeout: 15_000, interval: 20 });
@@ -88,8 +83,8 @@ describe('file input: checkpoints taken over from a gone input', () => {
     const dir = tmp();
     const file = join(dir, 'app.log');
     writeFileSync(file, '');
-    intake = await startTestIntake();
-    relay = await startRelay(yaml(intake.port, dir, `      - { type: file, name: one, paths: ["${file}"], poll_interval_ms: 50 }`));
+    intake = track(await startTestIntake());
+    relay = track(await startRelay(yaml(intake.port, dir, `      - { type: file, name: one, paths: ["${file}"], poll_interval_ms: 50 }`)));
     appendFileSync(file, lines('a', 0, 100));
     await vi.waitFor(() => expect(tagged(intake!, 'a').length).toBe(100), { timeout: 10_000, interval: 20 });
     await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ queued: 0, balanced: true }), { timeout: 5_000 });
@@ -97,8 +92,8 @@ describe('file input: checkpoints taken over from a gone input', () => {
     appendFileSync(file, lines('b', 0, 300));
     // Renamed (and a second new input on the same file): "two" takes over one's checkpoint;
     // "three" finds one's checkpoint taken and two's running: a first start, from the end.
-    relay = await startRelay(yaml(intake.port, dir, `      - { type: file, name: two, paths: ["${file}"], poll_interval_ms: 50 }
-      - { type: file, name: three, paths: ["${file}"], poll_interval_ms: 50 }`));
+    relay = track(await startRelay(yaml(intake.port, dir, `      - { type: file, name: two, paths: ["${file}"], poll_interval_ms: 50 }
+      - { type: file, name: three, paths: ["${file}"], poll_interval_ms: 50 }`)));
     appendFileSync(file, lines('c', 0, 20));
     await vi.waitFor(() => expect(tagged(intake!, 'c').length).toBe(40), { timeout: 10_000, interval: 20 });
     await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ queued: 0, balanced: true }), { timeout: 5_000 });
@@ -109,7 +104,7 @@ describe('file input: checkpoints taken over from a gone input', () => {
     await relay.stop();
     // Both stopped: renamed again, "four" takes over the most recent of theirs (nothing re-read).
     appendFileSync(file, lines('d', 0, 5));
-    relay = await startRelay(yaml(intake.port, dir, `      - { type: file, name: four, paths: ["${file}"], poll_interval_ms: 50 }`));
+    relay = track(await startRelay(yaml(intake.port, dir, `      - { type: file, name: four, paths: ["${file}"], poll_interval_ms: 50 }`)));
     await vi.waitFor(() => expect(tagged(intake!, 'd').length).toBe(5), { timeout: 10_000, interval: 20 });
     await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ queued: 0, balanced: true, received: 5 }), { timeout: 5_000 });
     expect(tagged(intake, 'b').length).toBe(300);
@@ -119,10 +114,10 @@ describe('file input: checkpoints taken over from a gone input', () => {
     const dir = tmp();
     const file = join(dir, 'app.log');
     writeFileSync(file, '');
-    intake = await startTestIntake();
+    intake = track(await startTestIntake());
     const tcp = '{ type: tcp, address: 127.0.0.1, port: 0 }';
     const app = `{ type: file, name: app, paths: ["${file}"], poll_interval_ms: 50 }`;
-    relay = await startRelay(twoIntakes(intake.port, dir, tcp, app));
+    relay = track(await startRelay(twoIntakes(intake.port, dir, tcp, app)));
     appendFileSync(file, lines('a', 0, 100));
     await vi.waitFor(() => expect(tagged(intake!, 'a').length).toBe(100), { timeout: 10_000, interval: 20 });
     await vi.waitFor(async () => expect(await books(relay!, 'u')).toMatchObject({ queued: 0, balanced: true }), { timeout: 5_000 });
@@ -130,7 +125,7 @@ describe('file input: checkpoints taken over from a gone input', () => {
     appendFileSync(file, lines('b', 0, 300));
     // Intake t (listed, so started, first) gets a new input on the same file, from its beginning;
     // u's "app" resumes from its own checkpoint.
-    relay = await startRelay(twoIntakes(intake.port, dir, `{ type: file, name: fresh, paths: ["${file}"], read_from: beginning, new_files_from: beginning, poll_interval_ms: 50 }`, app));
+    relay = track(await startRelay(twoIntakes(intake.port, dir, `{ type: file, name: fresh, paths: ["${file}"], read_from: beginning, new_files_from: beginning, poll_interval_ms: 50 }`, app)));
     await vi.waitFor(() => expect(tagged(intake!, 'b').length).toBe(600), { timeout: 10_000, interval: 20 });
     await vi.waitFor(async () => expect(await books(relay!, 't')).toMatchObject({ received: 400, queued: 0, balanced: true }), { timeout: 5_000 });
     await vi.waitFor(async () => expect(await books(relay!, 'u')).toMatchObject({ received: 300, queued: 0, balanced: true }), { timeout: 5_000 });

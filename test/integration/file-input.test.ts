@@ -359,24 +359,39 @@ function order(t: TestIntake, tag: string, after: string): [number, number] {
   return [msgs.findLastIndex((m) => m.startsWith(`${tag} `)), msgs.findIndex((m) => m.startsWith(`${after} `))];
 }
 
+/**
+ * app.log in a new directory, followed by a relay (`options` after its paths; the intake on `port`,
+ * if given) that delivers `n` lines tagged run1 and is stopped. The intake stays up (also in `intake`).
+ */
+async function deliveredThenStopped(n: number, options = '', port?: number): Promise<{ file: string; yaml: string; intake: TestIntake }> {
+  const dir = tmp();
+  const file = join(dir, 'app.log');
+  writeFileSync(file, '');
+  intake = await startTestIntake(port);
+  const yaml = fileYaml(intake.port, dir, `paths: ["${file}"]${options}`);
+  relay = await startRelay(yaml);
+  appendFileSync(file, lines('run1', 0, n));
+  await waitFor(intake, n);
+  await balanced(relay);
+  await relay.stop();
+  relay = undefined;
+  return { file, yaml, intake };
+}
+
+/** copytruncate as logrotate does it: copied to `file`.1, truncated in place. */
+function copytruncate(file: string): void {
+  copyFileSync(file, `${file}.1`);
+  truncateSync(file, 0);
+}
+
 describe('file input, copytruncate while the relay was stopped', () => {
   it('the lines written after the checkpoint are read once from the rotated copy (outside the paths), before the truncated file is read again from its start', async () => {
-    const dir = tmp();
-    const file = join(dir, 'app.log');
-    writeFileSync(file, '');
-    intake = await startTestIntake();
-    const yaml = fileYaml(intake.port, dir, `paths: ["${file}"], rotate_wait_ms: 200`);
-    relay = await startRelay(yaml);
-    appendFileSync(file, lines('run1', 0, 100));
-    await waitFor(intake, 100);
-    await balanced(relay);
-    await relay.stop();
-    relay = undefined;
-    // While stopped: more lines (more than one turn of reads: 8 x 512 KiB), then copytruncate (copy
-    // to app.log.1, truncate in place), then new lines.
+    const first = await deliveredThenStopped(100, ', rotate_wait_ms: 200');
+    intake = first.intake;
+    const { file, yaml } = first;
+    // While stopped: more lines (more than one turn of reads: 8 x 512 KiB), then copytruncate, then new lines.
     appendFileSync(file, lines('stopped', 0, 200, 30_000));
-    copyFileSync(file, `${file}.1`);
-    truncateSync(file, 0);
+    copytruncate(file);
     appendFileSync(file, lines('after', 0, 100));
     relay = await startRelay(yaml);
     await waitFor(intake, 400);
@@ -405,21 +420,12 @@ describe('file input, copytruncate while the relay was stopped', () => {
   }, 40_000);
 
   it('stopped again before the copy\'s lines were delivered: the next start reads the copy from its own checkpoint', async () => {
-    const dir = tmp();
-    const file = join(dir, 'app.log');
-    writeFileSync(file, '');
     const port = await freePort();
-    intake = await startTestIntake(port);
-    const yaml = fileYaml(intake.port, dir, `paths: ["${file}"], rotate_wait_ms: 200`);
-    relay = await startRelay(yaml);
-    appendFileSync(file, lines('run1', 0, 50));
-    await waitFor(intake, 50);
-    await balanced(relay);
-    await relay.stop();
-    relay = undefined;
+    const first = await deliveredThenStopped(50, ', rotate_wait_ms: 200', port);
+    intake = first.intake;
+    const { file, yaml } = first;
     appendFileSync(file, lines('stopped', 0, 100));
-    copyFileSync(file, `${file}.1`);
-    truncateSync(file, 0);
+    copytruncate(file);
     appendFileSync(file, lines('after', 0, 20));
     // The intake is down: the copy is read into the queue and closed (rotate_wait_ms), nothing is
     // delivered, the relay stops.
@@ -441,20 +447,11 @@ describe('file input, copytruncate while the relay was stopped', () => {
   }, 40_000);
 
   it('a copy that is gone: counted (reason copy_missing) and logged; the truncated file is read', async () => {
-    const dir = tmp();
-    const file = join(dir, 'app.log');
-    writeFileSync(file, '');
-    intake = await startTestIntake();
-    const yaml = fileYaml(intake.port, dir, `paths: ["${file}"]`);
-    relay = await startRelay(yaml);
-    appendFileSync(file, lines('run1', 0, 50));
-    await waitFor(intake, 50);
-    await balanced(relay);
-    await relay.stop();
-    relay = undefined;
+    const first = await deliveredThenStopped(50);
+    intake = first.intake;
+    const { file, yaml } = first;
     appendFileSync(file, lines('stopped', 0, 100));
-    copyFileSync(file, `${file}.1`);
-    truncateSync(file, 0);
+    copytruncate(file);
     unlinkSync(`${file}.1`); // logrotate's rotate 0, or maxage
     appendFileSync(file, lines('after', 0, 20));
     relay = await startRelay(yaml);
