@@ -210,6 +210,25 @@ async function started(fake: FakeRelp, o: SinkOptions = {}) {
 }
 
 const send = (sink: RelpSink, b: Batch) => sink.send(b, AbortSignal.timeout(20_000));
+
+/** The answers ("200 OK") to the first `n` syslog messages `c` received. */
+const answersOf = (c: Conn, n: number): string => c.syslog.slice(0, n).map((f) => `${f.txnr} rsp 6 200 OK\n`).join('');
+
+/**
+ * A sink whose intake holds `n` messages unanswered; a stop begins (its deadline `deadlineMs` away),
+ * then the intake answers the first `answered` and closes the session (serverclose): all of it,
+ * once the sink has reported the loss.
+ */
+async function lostWhileStopping(n: number, answered: number, deadlineMs: number) {
+  const fake = await startFakeRelp({ syslog: () => {} });
+  const s = await started(fake);
+  await send(s.sink, batch(0, n));
+  await vi.waitFor(() => expect(fake.conns[0]?.syslog).toHaveLength(n));
+  const stopping = s.sink.stop(AbortSignal.timeout(deadlineMs));
+  (fake.conns[0] as Conn).socket.end(`${answersOf(fake.conns[0] as Conn, answered)}0 serverclose 0\n`);
+  await vi.waitFor(() => expect(s.lost()).toHaveLength(1));
+  return { ...s, fake, stopping };
+}
 const numbers = (frames: readonly Seen[]): number[] => frames.map((f) => f.n);
 const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, i) => from + i);
 
@@ -344,7 +363,6 @@ describe('RELP sink: window and answers', () => {
 describe('RELP sink: a lost session writes exactly the unanswered messages again, first and in order', () => {
   // The server answers the first `answered` with its closing (one write: no room opens before),
   // or resets without answering. The client's count is exact: what it wrote minus what was answered.
-  const answersOf = (c: Conn, n: number): string => c.syslog.slice(0, n).map((f) => `${f.txnr} rsp 6 200 OK\n`).join('');
   it.each([
     ['serverclose', 4, (c: Conn) => c.socket.end(`${answersOf(c, 4)}0 serverclose 0\n`)],
     ['a plain close', 4, (c: Conn) => c.socket.end(answersOf(c, 4))],
@@ -508,7 +526,6 @@ describe('RELP sink: stop and hand-over', () => {
 
   // The server answers the first `answered` syslog transactions, then (once the stop waits for the
   // rest) drops the session. The test plays the runner: on the loss, an empty send.
-  const answersOf = (c: Conn, n: number): string => c.syslog.slice(0, n).map((f) => `${f.txnr} rsp 6 200 OK\n`).join('');
   it.each([
     ['serverclose', 4, 60_000, (c: Conn) => c.socket.end(`${answersOf(c, 4)}0 serverclose 0\n`)],
     ['a reset', 0, 60_000, (c: Conn) => c.socket.resetAndDestroy()],
@@ -554,13 +571,7 @@ describe('RELP sink: stop and hand-over', () => {
   });
 
   it('a session lost again while the stop writes the unanswered messages again: reported again, written again, until all are answered', async () => {
-    const fake = await startFakeRelp({ syslog: () => {} });
-    const { sink, acked, lost } = await started(fake);
-    await send(sink, batch(0, 6));
-    await vi.waitFor(() => expect(fake.conns[0]?.syslog).toHaveLength(6));
-    const stopping = sink.stop(AbortSignal.timeout(30_000));
-    (fake.conns[0] as Conn).socket.end(`${answersOf(fake.conns[0] as Conn, 2)}0 serverclose 0\n`);
-    await vi.waitFor(() => expect(lost()).toHaveLength(1));
+    const { fake, sink, acked, lost, stopping } = await lostWhileStopping(6, 2, 30_000);
     expect(lost()[0]?.[2]).toBe(4);
     // The second session answers one, then is reset.
     fake.script = { syslog: (c) => c.syslog.length === 4 && c.socket.end(`${answersOf(c, 1)}0 serverclose 0\n`) };
@@ -576,13 +587,7 @@ describe('RELP sink: stop and hand-over', () => {
   });
 
   it('a stop whose lost session is not written again in time: at the deadline, what was answered is reported, the rest returned and named', async () => {
-    const fake = await startFakeRelp({ syslog: () => {} });
-    const { sink, acked, lost } = await started(fake);
-    await send(sink, batch(0, 5));
-    await vi.waitFor(() => expect(fake.conns[0]?.syslog).toHaveLength(5));
-    const stopping = sink.stop(AbortSignal.timeout(500));
-    (fake.conns[0] as Conn).socket.end(`${answersOf(fake.conns[0] as Conn, 2)}0 serverclose 0\n`);
-    await vi.waitFor(() => expect(lost()).toHaveLength(1));
+    const { fake, sink, acked, stopping } = await lostWhileStopping(5, 2, 500);
     // No empty send comes (the runner's backoff outlasts the deadline).
     expect(await stopping).toBe(3);
     expect(acked()).toEqual([[0, 2]]);

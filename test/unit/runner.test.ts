@@ -60,6 +60,16 @@ const SENT_AND_HELD: Script = (c, s) => {
   return SENT;
 };
 
+/** Closes `queue` and starts `runner`, then stops it: the stop's deadline, and what the stop returned (once it has). */
+async function stopping(queue: BoundedQueue, runner: SinkRunner): Promise<{ deadline: AbortController; undelivered: () => number | undefined }> {
+  queue.close();
+  await runner.start();
+  const deadline = new AbortController();
+  let undelivered: number | undefined;
+  void runner.stop(deadline.signal).then((n) => (undelivered = n));
+  return { deadline, undelivered: () => undelivered };
+}
+
 /** A send answered when the test says. */
 function held(): { promise: Promise<SendResult>; resolve: (r: SendResult) => void } {
   return Promise.withResolvers<SendResult>();
@@ -346,17 +356,13 @@ describe('SinkRunner: stop and detach', () => {
   it('stop() keeps retrying until the deadline, then returns what was not delivered: queued plus unconfirmed by the sink', async () => {
     const { queue, sink, runner } = rig(() => retryable(), { events: 5 });
     sink.unconfirmedAtStop = 2;
-    queue.close();
-    await runner.start();
-    const deadline = new AbortController();
-    let undelivered: number | undefined;
-    void runner.stop(deadline.signal).then((n) => (undelivered = n));
+    const { deadline, undelivered } = await stopping(queue, runner);
     await run(10_000);
-    expect(undelivered).toBeUndefined();
+    expect(undelivered()).toBeUndefined();
     expect(sink.calls.length).toBeGreaterThan(3);
     deadline.abort();
     await run();
-    expect(undelivered).toBe(7);
+    expect(undelivered()).toBe(7);
     expect(sink.stops).toEqual([deadline.signal]);
     expect(queue.pendingEvents).toBe(5);
   });
@@ -379,11 +385,7 @@ describe('SinkRunner: stop and detach', () => {
       sink.stops.push(deadline);
       return stopped.promise;
     };
-    queue.close();
-    await runner.start();
-    const deadline = new AbortController();
-    let undelivered: number | undefined;
-    void runner.stop(deadline.signal).then((n) => (undelivered = n));
+    const { undelivered } = await stopping(queue, runner);
     await run();
     // The queue is empty: the sink is stopping, waiting for the intake's answer to its close.
     expect(sink.calls).toHaveLength(1);
@@ -397,7 +399,7 @@ describe('SinkRunner: stop and detach', () => {
     expect(sink.calls[1]!.batch.events).toHaveLength(0);
     expect(sink.calls[1]!.at - lostAt).toBe(INITIAL_MS);
     await run();
-    expect(undelivered).toBe(0);
+    expect(undelivered()).toBe(0);
     expect(queue.settledBelow).toBe(3);
     expect(t.args('acknowledged')).toEqual([[3, Date.now()]]);
     expect(t.args('resent')).toEqual([[3]]);
@@ -417,21 +419,17 @@ describe('SinkRunner: stop and detach', () => {
       sink.stops.push(deadline);
       return new Promise((resolve) => deadline.addEventListener('abort', () => resolve(sink.unacknowledged), { once: true }));
     };
-    queue.close();
-    await runner.start();
-    const deadline = new AbortController();
-    let undelivered: number | undefined;
-    void runner.stop(deadline.signal).then((n) => (undelivered = n));
+    const { deadline, undelivered } = await stopping(queue, runner);
     await run();
     const lostAt = Date.now();
     sink.events.connectionLost(new RelayError('ERELAY_CONNECTION_LOST', 'Scripted loss.'), 3);
     await run(1_000);
     // Empty sends after 100 ms (the loss's backoff), then 200 and 400 ms more (each failure's).
     expect(sink.calls.slice(1).map((c) => [c.names.length, c.at - lostAt])).toEqual([[0, 100], [0, 300], [0, 700]]);
-    expect(undelivered).toBeUndefined();
+    expect(undelivered()).toBeUndefined();
     deadline.abort();
     await run();
-    expect(undelivered).toBe(3);
+    expect(undelivered()).toBe(3);
     expect(sink.calls.at(-1)!.signal.aborted).toBe(true);
     await run(60_000);
     expect(sink.calls).toHaveLength(4);
