@@ -68,9 +68,10 @@ export class CheckpointStore {
       const data = JSON.parse(text) as StoredFile;
       if (data.version !== 1 || !Array.isArray(data.files)) throw new Error('unknown format');
       const entries = new Map<string, Checkpoint>();
+      const now = Date.now();
       for (const f of data.files) {
-        if (typeof f.key !== 'string' || !Number.isSafeInteger(f.offset) || f.offset < 0 || typeof f.fp !== 'string' || !Number.isSafeInteger(f.fpLen)) continue;
-        entries.set(f.key, { key: f.key, path: String(f.path), offset: f.offset, fpLen: f.fpLen, fp: f.fp, seenAt: Number(f.seenAt) || Date.now() });
+        const cp = storedCheckpoint(f, now);
+        if (cp) entries.set(cp.key, cp);
       }
       this.#last = text;
       return { entries, existed: true };
@@ -87,22 +88,34 @@ export class CheckpointStore {
     const data: StoredFile = { version: 1, intake: this.#intake, input: this.#input, files: [...entries] };
     const text = JSON.stringify(data);
     if (text === this.#last) return;
-    const tmp = `${this.file}.tmp`;
-    const fh = await open(tmp, 'w', 0o600);
-    try {
-      await fh.writeFile(text);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, this.file);
-    const dir = await open(dirname(this.file), 'r');
-    try {
-      await dir.sync();
-    } finally {
-      await dir.close();
-    }
+    await writeDurably(this.file, text);
     this.#last = text;
+  }
+}
+
+/** A stored entry as a checkpoint (`seenAt` where it has none), or undefined when it is not one. */
+function storedCheckpoint(f: Partial<Record<keyof Checkpoint, unknown>>, seenAt: number): Checkpoint | undefined {
+  const { key, offset, fp, fpLen } = f;
+  if (typeof key !== 'string' || !Number.isSafeInteger(offset) || (offset as number) < 0 || typeof fp !== 'string' || !Number.isSafeInteger(fpLen)) return undefined;
+  return { key, path: String(f.path), offset: offset as number, fpLen: fpLen as number, fp, seenAt: Number(f.seenAt) || seenAt };
+}
+
+/** Writes `text` to `file` atomically (a temporary file renamed over it) and durably (file and directory fsynced). */
+async function writeDurably(file: string, text: string): Promise<void> {
+  const tmp = `${file}.tmp`;
+  const fh = await open(tmp, 'w', 0o600);
+  try {
+    await fh.writeFile(text);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, file);
+  const dir = await open(dirname(file), 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
   }
 }
 
@@ -175,11 +188,9 @@ export async function othersCheckpoints(own: string, maxAgeMs: number): Promise<
     }
     if (data.version !== 1 || !Array.isArray(data.files)) continue;
     for (const f of data.files as (Checkpoint & { adopted?: boolean })[]) {
-      if (f.adopted === true || typeof f.key !== 'string' || !Number.isSafeInteger(f.offset) || f.offset < 0 || typeof f.fp !== 'string' || !Number.isSafeInteger(f.fpLen)) continue;
-      const seenAt = Number(f.seenAt) || 0;
-      if (now - seenAt > maxAgeMs) continue;
-      const cp: Checkpoint = { key: f.key, path: String(f.path), offset: f.offset, fpLen: f.fpLen, fp: f.fp, seenAt };
-      found.set(f.key, [...(found.get(f.key) ?? []), { from, cp }]);
+      const cp = f.adopted === true ? undefined : storedCheckpoint(f, 0);
+      if (!cp || now - cp.seenAt > maxAgeMs) continue;
+      found.set(cp.key, [...(found.get(cp.key) ?? []), { from, cp }]);
     }
   }
   return found;
@@ -189,19 +200,5 @@ export async function othersCheckpoints(own: string, maxAgeMs: number): Promise<
 export async function markAdopted(file: string, keys: ReadonlySet<string>): Promise<void> {
   const data = JSON.parse(await readFile(file, 'utf8')) as StoredFile;
   for (const f of data.files as (Checkpoint & { adopted?: boolean })[]) if (keys.has(f.key)) f.adopted = true;
-  const tmp = `${file}.tmp`;
-  const fh = await open(tmp, 'w', 0o600);
-  try {
-    await fh.writeFile(JSON.stringify(data));
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, file);
-  const d = await open(dirname(file), 'r');
-  try {
-    await d.sync();
-  } finally {
-    await d.close();
-  }
+  await writeDurably(file, JSON.stringify(data));
 }
