@@ -63,7 +63,6 @@ class Staged {
     return this.intake.name;
   }
 }
-const staged = (n: ResolvedIntake): Staged => new Staged(n);
 
 /** A shared listener's routing among `slots` (as the daemon's routing(), before they are in force). */
 function routingOf(l: ResolvedListener, slots: readonly { readonly name: string; readonly target: Target }[]): Routing {
@@ -153,7 +152,7 @@ export async function applyReload(d: ReloadTarget, next: Config): Promise<Reload
     const k = plan.kept.find((x) => x.name.toLowerCase() === n.name.toLowerCase());
     if (!k) {
       if (n.queue.type === 'disk' && removedDisks.has(n.queue.path)) {
-        slots.push(staged(n));
+        slots.push(new Staged(n));
         continue;
       }
       const np = await add(n);
