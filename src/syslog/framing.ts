@@ -1,12 +1,14 @@
 // Stream deframing for syslog over TCP (RFC 6587): each frame is detected on its own as
 // octet-counted (§3.4.1, `MSG-LEN SP SYSLOG-MSG`, the message starting with '<') or as
-// non-transparent (§3.4.2, LF-terminated; a CR before the LF is removed). An octet count over
-// max_message_bytes is a framing error, read as rsyslog's imtcp reads it (MaxFrameSize: "change to
-// octet stuffing"): that frame is a line. So a line that only starts like a count ("999999 <Warning>
-// disk full") is one event, and the frames after it are kept. A frame too large either way is
-// dropped (counted) or truncated, and reading goes on at the first LF or at its announced end,
-// whichever comes first. Memory is bounded by max_message_bytes plus one read, whatever the sender
-// does; a frame split over reads is joined once, when whole (never a copy per read).
+// non-transparent (§3.4.2, LF-terminated; a CR before the LF is removed). An octet-counted frame
+// over max_message_bytes (its count followed by a PRI) is dropped (counted) or truncated, and
+// skipped to exactly its announced end, newlines and all. A count over max_message_bytes that no
+// PRI follows is no frame: that frame is a line, as rsyslog's imtcp reads it (MaxFrameSize: "change
+// to octet stuffing"), so a line that only starts like a count ("999999 <Warning> disk full") is one
+// event and the frames after it are kept; too large as a line, it is dropped or truncated and
+// reading goes on at its first LF or its announced end, whichever comes first. Memory is bounded by
+// max_message_bytes plus one read, whatever the sender does; a frame split over reads is joined
+// once, when whole (never a copy per read).
 
 export type Oversize = 'drop' | 'truncate';
 
