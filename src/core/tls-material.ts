@@ -5,6 +5,7 @@
 
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import tls from 'node:tls';
+import { isoUtc } from './iso-time.ts';
 
 const DAY_MS = 86_400_000;
 /** A certificate that ends sooner than this gets a warning at load. */
@@ -64,9 +65,9 @@ function privateKey(pem: Buffer, problems: TlsProblem[]): KeyObject | undefined 
 
 function expiry(c: X509Certificate, now: number, warnings: string[], what: string): string | undefined {
   const end = Date.parse(c.validTo);
-  if (end < now) return `expired on ${new Date(end).toISOString().slice(0, 10)} (${c.subject.replace(/\n/g, ', ')})`;
-  if (Date.parse(c.validFrom) > now) return `is not valid before ${new Date(Date.parse(c.validFrom)).toISOString().slice(0, 10)}`;
-  if (end - now < EXPIRY_WARNING_DAYS * DAY_MS) warnings.push(`${what} expires on ${new Date(end).toISOString().slice(0, 10)}, in ${Math.ceil((end - now) / DAY_MS)} days`);
+  if (end < now) return `expired on ${isoUtc(end).slice(0, 10)} (${c.subject.replace(/\n/g, ', ')})`;
+  if (Date.parse(c.validFrom) > now) return `is not valid before ${isoUtc(Date.parse(c.validFrom)).slice(0, 10)}`;
+  if (end - now < EXPIRY_WARNING_DAYS * DAY_MS) warnings.push(`${what} expires on ${isoUtc(end).slice(0, 10)}, in ${Math.ceil((end - now) / DAY_MS)} days`);
   return undefined;
 }
 

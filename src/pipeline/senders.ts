@@ -9,6 +9,7 @@
 import type { Logger } from 'pino';
 import type { SendersConfig } from '../core/config-parts.ts';
 import { byteSize, type LogEvent } from '../core/event.ts';
+import { isoUtc } from '../core/iso-time.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 
 export type { SendersConfig };
@@ -216,7 +217,7 @@ export class SenderTable {
     if (newly.length === 0) return;
     if (newly.length <= NAMED_SILENT) {
       for (const [sender, e] of newly) {
-        this.#log.warn({ ...this.#where(), sender, last_seen: new Date(e.last).toISOString(), events: e.events }, 'A sender went silent.');
+        this.#log.warn({ ...this.#where(), sender, last_seen: isoUtc(e.last), events: e.events }, 'A sender went silent.');
       }
       return;
     }
@@ -244,7 +245,7 @@ export class SenderTable {
       if (out.length >= limit) return;
       const newest = [...map].slice(-(limit - out.length)).reverse();
       for (const [sender, e] of newest) {
-        out.push({ sender, events: e.events, bytes: e.bytes, first_seen: new Date(e.first).toISOString(), last_seen: new Date(e.last).toISOString(), silent });
+        out.push({ sender, events: e.events, bytes: e.bytes, first_seen: isoUtc(e.first), last_seen: isoUtc(e.last), silent });
       }
     };
     add(this.#quiet, true);

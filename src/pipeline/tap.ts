@@ -10,6 +10,7 @@ import { Writable } from 'node:stream';
 import type { LogEvent } from '../core/event.ts';
 import { messageText, structuredDataText, timestampText } from '../core/event.ts';
 import type { EventTap } from '../core/telemetry.ts';
+import { isoUtc } from '../core/iso-time.ts';
 import { FACILITIES, SEVERITIES } from '../syslog/priorities.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 
@@ -92,7 +93,7 @@ class Viewer {
 
   #line(input: string, intake: string, e: LogEvent, keys: readonly string[]): string {
     let line = JSON.stringify({
-      received_at: new Date(e.receivedAt).toISOString(),
+      received_at: isoUtc(e.receivedAt),
       intake,
       input,
       sender: e.sender,

@@ -6,6 +6,7 @@
 import type { LogEvent } from '../core/event.ts';
 import { timestampText } from '../core/event.ts';
 import { utf8Boundary } from '../core/utf8.ts';
+import { isoUtc } from '../core/iso-time.ts';
 import { bsdConversion } from './timestamps.ts';
 
 export type TimestampMode = 'received' | 'source';
@@ -73,7 +74,7 @@ export class Rfc5424Formatter {
   #received(ms: number): string {
     if (ms !== this.#lastMs) {
       this.#lastMs = ms;
-      this.#lastIso = new Date(ms).toISOString();
+      this.#lastIso = isoUtc(ms);
     }
     return this.#lastIso;
   }

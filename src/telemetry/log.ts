@@ -2,6 +2,7 @@
 // never logs them).
 
 import { pino, type Logger } from 'pino';
+import { isoUtc } from '../core/iso-time.ts';
 
 export type { Logger };
 
@@ -25,7 +26,8 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     {
       level,
       base: { service: 'intake-relay' },
-      timestamp: pino.stdTimeFunctions.isoTime,
+      // pino's isoTime calls toISOString (see core/iso-time.ts).
+      timestamp: () => `,"time":"${isoUtc(Date.now())}"`,
       formatters: { level: (label) => ({ level: label }) },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     },

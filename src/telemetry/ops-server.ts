@@ -9,6 +9,7 @@ import { http } from '../core/builtins.ts';
 import { isIPv4, type AddressInfo } from 'node:net';
 import type { Writable } from 'node:stream';
 import { listen } from '../core/net.ts';
+import { isoUtc } from '../core/iso-time.ts';
 
 export interface IntakeHealth {
   readonly name: string;
@@ -137,7 +138,7 @@ export class OpsServer {
             stalled: i.stalled,
             queued_events: i.queuedEvents,
             unacked_events: i.unackedEvents,
-            last_delivery: i.lastDeliveryAt ? new Date(i.lastDeliveryAt).toISOString() : null,
+            last_delivery: i.lastDeliveryAt ? isoUtc(i.lastDeliveryAt) : null,
             last_error: i.lastError ?? null,
           })),
           ...(listeners.length > 0
