@@ -20,8 +20,17 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CACHE = join(ROOT, 'build', 'cache');
 const require = createRequire(import.meta.url);
 
-/** The launchers' V8 flag (bin/intake-relay.js, `npm start`): RSS and speed measured in README, "Performance". */
-const EXEC_ARGV = ['--max-semi-space-size=8'];
+/**
+ * The launchers' V8 flag (bin/intake-relay.js, `npm start`): RSS and speed measured in README,
+ * "Performance". And one for the executable only: its start-up made two functions (Node's internal
+ * require, the logger's redaction path parser) hot enough for Maglev at the default 400, and that
+ * one compilation kept 2.2 MiB of the compiler's code resident in a relay that then saw no traffic
+ * (`npm run bench:floor`: 60.7 -> 59.0 MiB at rest); under load every hot function still passes
+ * 1,500 within microseconds (same CPU per event, measured). From dist/ the ES module loader makes
+ * dozens of functions hot at start, so the flag changes nothing there. V8 keeps the flags in its
+ * code cache's check, so the blob is made with them too.
+ */
+const EXEC_ARGV = ['--max-semi-space-size=8', '--invocation-count-for-maglev=1500'];
 /**
  * NODE_OPTIONS meant for some other Node program on the host (a --require, a heap limit) must not
  * reach the daemon; an operator who wants a Node flag says so on its command line instead:
@@ -221,7 +230,7 @@ async function main(): Promise<void> {
       else log(`native UDP receive not included: ${built.stderr.trim()}`);
     }
     writeFileSync(config, JSON.stringify({ main, output: blob, assets, disableExperimentalSEAWarning: true, useSnapshot: false, useCodeCache: native, execArgv: EXEC_ARGV, execArgvExtension: EXEC_ARGV_EXTENSION }, null, 2));
-    execFileSync(host, ['--experimental-sea-config', config], { stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync(host, [...EXEC_ARGV, '--experimental-sea-config', config], { stdio: ['ignore', 'ignore', 'inherit'] });
 
     const exe = join(out, `intake-relay-linux-${arch}`);
     const partial = `${exe}.partial`;
