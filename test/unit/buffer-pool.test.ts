@@ -49,6 +49,28 @@ describe('BufferPool', () => {
     expect(reused.size).toBe(2);
   });
 
+  it('frees the memory of a slab it lets go at once (trim, or more free than its bound), never of one a batch still holds', () => {
+    const pool = new BufferPool(8 * MiB);
+    const slabBatches = 15; // 270,000-byte batches per 4 MiB slab
+    const batches = Array.from({ length: 5 * slabBatches }, () => pool.take(270_000));
+    const slabs = [...new Set(batches.map((b) => b.buffer))];
+    expect(slabs.length).toBe(5);
+    const held = batches.slice(-slabBatches - 1); // the last slab's batches, and one of the fourth slab's
+    for (const b of batches.slice(0, -slabBatches - 1)) pool.give(b);
+    // Three slabs were given back whole: two are kept (the bound is 8 MiB), the third is let go.
+    const freed = slabs.filter((a) => a.byteLength === 0);
+    expect(freed).toHaveLength(1);
+    for (const b of held) expect(b.length).toBe(270_000);
+    pool.trim();
+    // trim keeps one free slab: one more freed; the slabs batches still hold are untouched.
+    expect(slabs.filter((a) => a.byteLength === 0)).toHaveLength(2);
+    for (const b of held) expect(b.length).toBe(270_000);
+    held.forEach((b, i) => b.fill(i & 0xff));
+    held.forEach((b, i) => expect(b[269_999]).toBe(i & 0xff));
+    // What is left still serves batches.
+    expect(pool.take(270_000).length).toBe(270_000);
+  });
+
   it('a batch over a quarter slab gets its own buffer; giving it back is harmless', () => {
     const pool = new BufferPool(8 * MiB);
     const big = pool.take(2 * MiB);

@@ -3,7 +3,9 @@
 // hold tens of MB of dead off-heap memory between major collections; rounding each to a
 // power-of-two size class wasted up to half of each (a 270 KB batch took 512 KiB). Batches are
 // cut from 4 MiB slabs one after another instead, and a slab is reused once every batch cut from
-// it has been given back, so the window costs what it holds plus at most a slab.
+// it has been given back, so the window costs what it holds plus at most a slab. A slab let go is
+// released at once (its ArrayBuffer detached), not when a garbage collection finds it: a relay at
+// rest after a burst collects rarely, and kept tens of MB of let-go slabs for a minute or more.
 
 const SLAB_BYTES = 4 * 1024 * 1024;
 
@@ -48,7 +50,7 @@ export class BufferPool {
 
   /** Drops the free slabs but one (after a burst, when nothing has been written for a while). */
   trim(): void {
-    this.#free.length = Math.min(this.#free.length, 1);
+    for (const s of this.#free.splice(1)) release(s);
   }
 
   /** Only for a buffer from take() that nothing refers to any more (the kernel has taken it). */
@@ -61,6 +63,13 @@ export class BufferPool {
     if (this.#free.length < this.#maxFree) {
       s.used = 0;
       this.#free.push(s);
+    } else {
+      release(s);
     }
   }
+}
+
+/** Frees a slab's memory now. Only for one nothing was cut from that is not given back (live 0). */
+function release(s: Slab): void {
+  (s.buf.buffer as ArrayBuffer).transfer(0);
 }
