@@ -14,8 +14,9 @@ ARG TARGETARCH
 WORKDIR /src
 # tini for the target architecture, from Debian 12 (the package the smoke test uses); its static
 # build needs no library. /skel/intake-relay is an empty directory, copied below as the volumes.
-# gcc builds the UDP input's native batched receive (native/, at npm ci), which the executable
-# carries when the target is the builder's own architecture (otherwise it receives with dgram).
+# gcc builds the native addon (native/, at npm ci: the UDP batched receive and the memory trim),
+# which the executable carries when the target is the builder's own architecture (otherwise it
+# receives with dgram and does not trim).
 RUN dpkg --add-architecture "$TARGETARCH" \
  && apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null \

@@ -1,9 +1,9 @@
-// Builds native/build/udp-recvmmsg.node, the UDP input's batched receive (native/udp-recvmmsg.c),
-// with the machine's C compiler and the Node-API headers of the Node running this script. Run by
+// Builds native/build/udp-recvmmsg.node, the relay's native addon (native/udp-recvmmsg.c: the UDP
+// input's batched receive, and the memory trim the syslog output calls in a lull), with the machine's C compiler and the Node-API headers of the Node running this script. Run by
 // `npm ci` / `npm install` (the install script, also in an installed npm package: plain JavaScript,
 // since Node does not strip types under node_modules), `npm run build` and `npm run package`.
 // Where it cannot build (not Linux, no compiler, no headers), it says so in one line and exits 0:
-// the UDP input then uses Node's dgram. `--strict` makes that an error.
+// the UDP input then uses Node's dgram, and nothing is trimmed. `--strict` makes that an error.
 //   node native/compile.mjs [--strict]
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
@@ -49,6 +49,6 @@ const r = buildNative();
 if (r.built) {
   if (r.reason !== 'up to date') console.error(`intake-relay: native UDP receive ${r.reason}: ${NATIVE_OUT}.`);
 } else {
-  console.warn(`intake-relay: native UDP receive not built: ${r.reason}. UDP inputs use Node's dgram (slower per datagram).`);
+  console.warn(`intake-relay: native UDP receive not built: ${r.reason}. UDP inputs use Node's dgram (slower per datagram), and memory freed after a burst is not trimmed.`);
   if (process.argv.includes('--strict')) process.exit(1);
 }

@@ -13,6 +13,8 @@
 //   start(handle, onBatch(buf, ends, from, addrs), onError(code))
 //   drain(handle)   read what the socket holds now, synchronously, calling onBatch (for a stop)
 //   close(handle)   idempotent; info/start on a closed handle throw, drain does nothing
+//   trimMemory() -> bool   gives the C library's free memory back to the system (glibc's
+//                          malloc_trim: free pages inside its heaps too); false where there is none
 
 #define _GNU_SOURCE
 #define NAPI_VERSION 8
@@ -26,6 +28,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #define BATCH 64
 #define SLOT 65536
@@ -470,6 +475,20 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// After a burst, glibc keeps what was freed inside its heaps (holes below the top are never given
+// back by free()): tens of MB in a relay at rest. The relay calls this once a lull begins.
+static napi_value js_trim_memory(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value out;
+#ifdef __GLIBC__
+  malloc_trim(0);
+  napi_get_boolean(env, true, &out);
+#else
+  napi_get_boolean(env, false, &out);
+#endif
+  return out;
+}
+
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_property_descriptor props[] = {
     {"open", NULL, js_open, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -477,6 +496,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     {"start", NULL, js_start, NULL, NULL, NULL, napi_enumerable, NULL},
     {"drain", NULL, js_drain, NULL, NULL, NULL, napi_enumerable, NULL},
     {"close", NULL, js_close, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"trimMemory", NULL, js_trim_memory, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

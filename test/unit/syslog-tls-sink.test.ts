@@ -119,10 +119,10 @@ async function controlledPeer() {
   };
 }
 
-function edgeSink(port: number, confirmAfterMs: number, writeTimeoutMs: number): SyslogTlsSink {
+function edgeSink(port: number, confirmAfterMs: number, writeTimeoutMs: number, lullMs?: number): SyslogTlsSink {
   return new SyslogTlsSink({
     host: '127.0.0.1', port, serverName: 'localhost', ca: readFileSync(`${TLS}ca.crt`), cert: undefined, key: undefined,
-    connectTimeoutMs: 5_000, confirmAfterMs, proofBytes: 1 << 30, writeTimeoutMs, formatter: new Rfc5424Formatter('K', 'received'),
+    connectTimeoutMs: 5_000, confirmAfterMs, proofBytes: 1 << 30, writeTimeoutMs, formatter: new Rfc5424Formatter('K', 'received'), lullMs,
   });
 }
 
@@ -145,6 +145,31 @@ describe('syslog sink, edges', () => {
     expect(lost).toEqual([]);
     await s.stop(AbortSignal.timeout(5_000));
     await peer.stop();
+  });
+
+  it('at rest no timer runs: it stops once a lull is trimmed with nothing to watch, and the next send arms it again', async () => {
+    const peer = await controlledPeer();
+    const armed = vi.spyOn(globalThis, 'setInterval');
+    const stopped = vi.spyOn(globalThis, 'clearInterval');
+    try {
+      const s = edgeSink(peer.port, 100, 10_000, 300);
+      let acked = 0;
+      await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: () => {}, connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+      const timer = armed.mock.results.at(-1)?.value as NodeJS.Timeout;
+      await s.send(batch(0, 10, 10), AbortSignal.timeout(5_000));
+      // Confirmed by a close (the proof distance is 1 GiB): the timer's work.
+      await vi.waitFor(() => expect(acked).toBe(10), { timeout: 5_000 });
+      await vi.waitFor(() => expect(stopped).toHaveBeenCalledWith(timer), { timeout: 5_000 });
+      const arms = armed.mock.calls.length;
+      await s.send(batch(10, 10, 10), AbortSignal.timeout(5_000));
+      expect(armed.mock.calls.length).toBe(arms + 1);
+      await vi.waitFor(() => expect(acked).toBe(20), { timeout: 5_000 });
+      expect(await s.stop(AbortSignal.timeout(5_000))).toBe(0);
+    } finally {
+      armed.mockRestore();
+      stopped.mockRestore();
+      await peer.stop();
+    }
   });
 
   it('an intake that closes its side on its own while ours is still being written confirms nothing', async () => {

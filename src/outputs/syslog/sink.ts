@@ -21,6 +21,7 @@
 import tls from 'node:tls';
 import type { Batch } from '../../core/event.ts';
 import { RelayError, classifyConnectError } from '../../core/errors.ts';
+import { releaseFreeMemory } from '../../core/native-addon.ts';
 import { BufferPool } from './buffer-pool.ts';
 import { Connection, type Written } from './connection.ts';
 import { verifiedTlsOptions } from '../tls-options.ts';
@@ -43,6 +44,8 @@ export interface SyslogTlsOptions {
   /** A connection that takes nothing, or does not answer a close, for this long has failed. */
   readonly writeTimeoutMs: number;
   readonly formatter: Rfc5424Formatter;
+  /** A lull: this long with nothing written and nothing unconfirmed (TRIM_AFTER_MS; shorter in tests). */
+  readonly lullMs?: number;
 }
 
 /** Bytes left in Node's socket buffer before send() waits for it to drain. */
@@ -87,6 +90,8 @@ export class SyslogTlsSink implements Sink {
    */
   readonly #pool: BufferPool;
   #lastSendAt = 0;
+  /** Trimmed since the last send: a lull began (TRIM_AFTER_MS with nothing written and nothing unconfirmed). */
+  #lull = false;
   readonly #alloc = (n: number): Buffer => this.#pool.take(n);
 
   constructor(options: SyslogTlsOptions) {
@@ -100,6 +105,15 @@ export class SyslogTlsSink implements Sink {
 
   async start(events: SinkEvents): Promise<void> {
     this.#events = events;
+    this.#arm();
+  }
+
+  /**
+   * Runs the timer (confirmation by close, write timeouts, the lull's trim) while there is anything
+   * to watch; #tick stops it once there is nothing, so that a relay at rest runs no code at all.
+   */
+  #arm(): void {
+    if (this.#timer || this.#stopped) return;
     const o = this.#o;
     const every = Math.max(20, Math.min(100, o.confirmAfterMs / 4, o.writeTimeoutMs / 4));
     this.#timer = setInterval(() => this.#tick(Date.now()), every);
@@ -112,6 +126,8 @@ export class SyslogTlsSink implements Sink {
     // Stopping: an empty send only writes again what a failed connection held.
     if (this.#draining && this.#resend.length === 0) return { status: 'sent' };
     this.#lastSendAt = Date.now();
+    this.#lull = false;
+    this.#arm();
     let conn = this.#current;
     if (!conn) {
       try {
@@ -194,7 +210,13 @@ export class SyslogTlsSink implements Sink {
 
   #tick(now: number): void {
     const o = this.#o;
-    if (this.#unackedBytes === 0 && now - this.#lastSendAt >= TRIM_AFTER_MS) this.#pool.trim();
+    if (!this.#lull && this.#unackedBytes === 0 && now - this.#lastSendAt >= (o.lullMs ?? TRIM_AFTER_MS)) {
+      // Once per lull: the slabs let go are freed at once, and the C library gives back what the
+      // burst freed inside its heaps (tens of MB otherwise kept resident at rest).
+      this.#lull = true;
+      this.#pool.trim();
+      releaseFreeMemory();
+    }
     const cur = this.#current;
     if (cur) {
       const head = cur.window.peek();
@@ -210,6 +232,13 @@ export class SyslogTlsSink implements Sink {
       if (now - c.progressAt >= o.writeTimeoutMs) {
         this.#failed(c, new RelayError('ERELAY_WRITE_TIMEOUT', `Intake ${o.host}:${o.port} did not answer the close of a connection within ${o.writeTimeoutMs} ms (output.write_timeout_ms): its unconfirmed events are written again.`));
       }
+    }
+    // At rest: everything confirmed, nothing closing or to write again, the lull's trim done, and
+    // the connection (if one is open) holding nothing. The next send arms the timer again.
+    const idle = this.#current === undefined || (this.#current.written === this.#current.taken && this.#current.window.peek() === undefined);
+    if (this.#lull && idle && this.#unackedBytes === 0 && this.#closing.size === 0 && this.#resend.length === 0 && !this.#replacing && !this.#draining) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
     }
   }
 
@@ -384,6 +413,7 @@ export class SyslogTlsSink implements Sink {
       if (this.#timer) clearInterval(this.#timer);
     }
     // The timer keeps running for a stop: a close not answered within writeTimeoutMs has failed.
+    if (rewrite) this.#arm();
     if (this.#current) this.#rotate(this.#current);
     const done = (): boolean => this.#closing.size === 0 && (!rewrite || this.#resend.length === 0);
     if (!done()) {
