@@ -61,6 +61,8 @@ export class SenderTable {
   readonly #series = new Map<string, { inc(n: number): void }>();
   #evicted = 0;
   #evictLogged = 0;
+  /** What the gauges show: set only when it changes (check() runs every second, also at rest). */
+  readonly #shown = { tracked: 0, silent: 0 };
 
   /** `intake`: the input's intake, '' for a shared listener. */
   constructor(intake: string, input: string, config: SendersConfig, metrics: Metrics, log: Logger, forward?: (s: Sighting) => void) {
@@ -107,7 +109,7 @@ export class SenderTable {
       e = this.#quiet.get(sender);
       if (e) {
         this.#quiet.delete(sender);
-        this.#m.sendersSilent.set(this.#labels, this.#quiet.size);
+        this.#showSizes();
         this.#log.info({ ...this.#where(), sender, silent_for_s: Math.round((now - e.last) / 1000) }, 'A silent sender is sending again.');
         e.moved = now;
       } else {
@@ -208,8 +210,13 @@ export class SenderTable {
     }
     this.#makeRoom(c.max_tracked, now);
     this.#reportSilent(newly);
-    this.#m.sendersTracked.set(this.#labels, this.size);
-    this.#m.sendersSilent.set(this.#labels, this.#quiet.size);
+    this.#showSizes();
+  }
+
+  #showSizes(): void {
+    const shown = this.#shown;
+    if (this.size !== shown.tracked) this.#m.sendersTracked.set(this.#labels, (shown.tracked = this.size));
+    if (this.#quiet.size !== shown.silent) this.#m.sendersSilent.set(this.#labels, (shown.silent = this.#quiet.size));
   }
 
   /** One warning per sender that went silent; past a few at once (a partition), one for all. */
