@@ -55,7 +55,7 @@ function builtFile(): string {
 }
 
 function load(): { readonly exports: Record<string, unknown> | undefined; readonly reason: string } {
-  if (process.platform !== 'linux') return { exports: undefined, reason: `recvmmsg is Linux only (this is ${process.platform})` };
+  if (process.platform !== 'linux') return { exports: undefined, reason: `the native addon is Linux only (this is ${process.platform})` };
   try {
     const module = { exports: {} as Record<string, unknown> };
     if (typeof INTAKE_RELAY_BUILD !== 'undefined') {
@@ -63,7 +63,7 @@ function load(): { readonly exports: Record<string, unknown> | undefined; readon
     } else {
       process.dlopen(module, builtFile());
     }
-    return { exports: { ...module.exports }, reason: 'recvmmsg' };
+    return { exports: { ...module.exports }, reason: 'loaded' };
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     return { exports: undefined, reason: e.code === 'ERR_DLOPEN_FAILED' && /No such file/.test(e.message) ? 'not built (no C compiler at install: see native/compile.mjs)' : e.message };

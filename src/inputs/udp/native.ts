@@ -24,7 +24,7 @@ export interface NativeUdp {
 export function nativeUdp(): { readonly udp: NativeUdp | undefined; readonly reason: string } {
   if (process.env.INTAKE_RELAY_UDP_RECVMMSG === '0') return { udp: undefined, reason: 'turned off by INTAKE_RELAY_UDP_RECVMMSG=0' };
   const addon = nativeAddon();
-  return { udp: addon.exports as NativeUdp | undefined, reason: addon.reason };
+  return addon.exports ? { udp: addon.exports as unknown as NativeUdp, reason: 'recvmmsg' } : { udp: undefined, reason: addon.reason };
 }
 
 /**
