@@ -172,6 +172,31 @@ describe('syslog sink, edges', () => {
     }
   });
 
+  it('a connect slower than a lull: the batch it then writes is still confirmed by a close (the timer is armed by the write)', async () => {
+    const net = await import('node:net');
+    const tls = await import('node:tls');
+    // The intake starts its TLS handshake 600 ms after the TCP connection: longer than the lull (300 ms).
+    const server = net.createServer((raw) => {
+      setTimeout(() => {
+        const t = new tls.TLSSocket(raw, { isServer: true, cert: readFileSync(`${TLS}server.crt`), key: readFileSync(`${TLS}server.key`) });
+        t.on('data', () => {});
+        t.on('error', () => {});
+      }, 600);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    try {
+      const s = edgeSink((server.address() as import('node:net').AddressInfo).port, 100, 10_000, 300);
+      let acked = 0;
+      await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: () => {}, connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+      await new Promise((r) => setTimeout(r, 500)); // the first lull: the timer stops
+      expect((await s.send(batch(0, 10, 10), AbortSignal.timeout(5_000))).status).toBe('sent');
+      await vi.waitFor(() => expect(acked).toBe(10), { timeout: 3_000 });
+      expect(await s.stop(AbortSignal.timeout(5_000))).toBe(0);
+    } finally {
+      server.close();
+    }
+  });
+
   it('an intake that closes its side on its own while ours is still being written confirms nothing', async () => {
     const peer = await controlledPeer();
     const s = edgeSink(peer.port, 100, 10_000);

@@ -105,6 +105,8 @@ export class SyslogTlsSink implements Sink {
 
   async start(events: SinkEvents): Promise<void> {
     this.#events = events;
+    // The first lull comes TRIM_AFTER_MS after the start, not at the first tick.
+    this.#lastSendAt = Date.now();
     this.#arm();
   }
 
@@ -127,7 +129,6 @@ export class SyslogTlsSink implements Sink {
     if (this.#draining && this.#resend.length === 0) return { status: 'sent' };
     this.#lastSendAt = Date.now();
     this.#lull = false;
-    this.#arm();
     let conn = this.#current;
     if (!conn) {
       try {
@@ -175,6 +176,10 @@ export class SyslogTlsSink implements Sink {
   }
 
   #write(conn: Connection, buf: Buffer, seq: number, events: number): void {
+    // What is written is watched (confirmation, write timeout), also after a connect that took
+    // longer than a lull, during which the timer may have stopped.
+    this.#lull = false;
+    this.#arm();
     const w: Written = { buf, seq, events, at: Date.now(), end: -1 };
     // The write timeout counts from when the connection had something to take: not across a lull.
     if (conn.written === conn.taken) conn.progressAt = w.at;
