@@ -30,7 +30,5 @@ export function isoUtc(ms: number): string {
   rest -= mm * 60_000;
   const ss = Math.floor(rest / 1000);
   const msec = rest - ss * 1000;
-  const yyyy = year >= 1000 ? `${year}` : `${year}`.padStart(4, '0');
-  const sss = msec >= 100 ? `${msec}` : msec >= 10 ? `0${msec}` : `00${msec}`;
-  return `${yyyy}-${TWO[month]}-${TWO[day]}T${TWO[hh]}:${TWO[mm]}:${TWO[ss]}.${sss}Z`;
+  return `${String(year).padStart(4, '0')}-${TWO[month]}-${TWO[day]}T${TWO[hh]}:${TWO[mm]}:${TWO[ss]}.${String(msec).padStart(3, '0')}Z`;
 }

@@ -90,7 +90,7 @@ export class SyslogTlsSink implements Sink {
    */
   readonly #pool: BufferPool;
   #lastSendAt = 0;
-  /** Trimmed since the last send: a lull began (TRIM_AFTER_MS with nothing written and nothing unconfirmed). */
+  /** Trimmed since the last write: a lull began (TRIM_AFTER_MS with nothing written and nothing unconfirmed). */
   #lull = false;
   readonly #alloc = (n: number): Buffer => this.#pool.take(n);
 
@@ -128,7 +128,6 @@ export class SyslogTlsSink implements Sink {
     // Stopping: an empty send only writes again what a failed connection held.
     if (this.#draining && this.#resend.length === 0) return { status: 'sent' };
     this.#lastSendAt = Date.now();
-    this.#lull = false;
     let conn = this.#current;
     if (!conn) {
       try {
@@ -239,7 +238,7 @@ export class SyslogTlsSink implements Sink {
       }
     }
     // At rest: everything confirmed, nothing closing or to write again, the lull's trim done, and
-    // the connection (if one is open) holding nothing. The next send arms the timer again.
+    // the connection (if one is open) holding nothing. The next write (or a stop) arms it again.
     const idle = this.#current === undefined || (this.#current.written === this.#current.taken && this.#current.window.peek() === undefined);
     if (this.#lull && idle && this.#unackedBytes === 0 && this.#closing.size === 0 && this.#resend.length === 0 && !this.#replacing && !this.#draining) {
       clearInterval(this.#timer);
