@@ -357,6 +357,7 @@ async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputY
   const other = cpuOf(receiver.proc.pid as number) + cpuOf(process.pid) - other0;
   const rss = relay.peakRssMb();
   const resent = await metric(relay, 'intake_relay_events_resent_total');
+  const connects = await metric(relay, 'intake_relay_output_connects_total');
   const wire = await metric(relay, 'intake_relay_bytes_sent_total');
   const json = await metric(relay, 'intake_relay_http_body_bytes_total');
   const compression = json > 0 ? `; ${(json / 2 ** 20).toFixed(0)} MiB of JSON sent as ${(wire / 2 ** 20).toFixed(0)} MiB` : '';
@@ -370,7 +371,7 @@ async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputY
   return finish(relay, receiver, done, n, secs, cpu, rss,
       `${n} events of 200 bytes in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; ` +
       `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per event); idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB (${mem}); ` +
-      `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}, resent ${resent}; ` +
+      `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}, resent ${resent}, output connections ${connects}; ` +
       `load + receiver CPU ${other.toFixed(2)} s on the other core${compression}`,
   );
 }
@@ -431,6 +432,7 @@ async function udpScenario(rate = 100_000, sources = 1): Promise<RunFigures> {
   const rss = relay.peakRssMb();
   const kernelDrops = await metric(relay, 'intake_relay_udp_kernel_drops_total');
   const dropped = await metric(relay, 'intake_relay_events_dropped_total');
+  const connects = await metric(relay, 'intake_relay_output_connects_total');
   await relay.stop();
   receiver.proc.send('stop');
   if (done.frames < n) process.exitCode = 1;
@@ -441,7 +443,7 @@ async function udpScenario(rate = 100_000, sources = 1): Promise<RunFigures> {
     idleRssMb: relay.idleRssMb,
     line:
       `${n} datagrams offered at ${Math.round(n / offeredSecs).toLocaleString('en')}/s for ${offeredSecs.toFixed(1)} s; ` +
-      `received ${done.frames}/${n}, kernel drops ${kernelDrops}, relay drops ${dropped}; relay CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per datagram (${Math.round((100 * sys) / cpu)}% of it in the kernel); idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB`,
+      `received ${done.frames}/${n}, kernel drops ${kernelDrops}, relay drops ${dropped}; relay CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per datagram (${Math.round((100 * sys) / cpu)}% of it in the kernel); idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB; output connections ${connects}`,
   };
 }
 

@@ -47,7 +47,7 @@ export function summarize(cfg: Config): string {
  * are replaced, file contents (certificates) left out: keys, key files' contents, bearer tokens.
  */
 export function effectiveYaml(cfg: Config): string {
-  const internal = new Set(['label', 'tlsFiles', 'caPem', 'clientCertPem', 'clientKeyPem', 'proofBytes', 'keySource', 'toEmulator', 'endpoint', 'file', 'format', 'warnings']);
+  const internal = new Set(['label', 'tlsFiles', 'caPem', 'clientCertPem', 'clientKeyPem', 'proofBytes', 'windowBytes', 'keySource', 'toEmulator', 'endpoint', 'file', 'format', 'warnings']);
   const plain = JSON.parse(
     JSON.stringify(cfg, (k, v: unknown) => {
       if (internal.has(k) || Buffer.isBuffer(v)) return undefined;

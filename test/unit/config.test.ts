@@ -35,14 +35,22 @@ describe('configuration', () => {
     expect(Object.isFrozen(i.output)).toBe(true);
   });
 
-  it('resolves resend_window_bytes auto from the TCP buffers, and warns about settings that cannot keep their promise', () => {
+  it('resolves the resend window and the proof distance from the TCP buffers, and warns about settings that cannot keep their promise', () => {
     const base = `intakes:\n  - name: fw\n    intake_key: ${KEY}\n    inputs: [{ type: udp, port: 514 }]\n`;
-    const auto = parseConfig(base, 'x.yaml', {});
-    expect(auto.intakes[0]!.output).toMatchObject({ resend_window_bytes: 'auto', proofBytes: unreadCapacityBytes() });
-    expect(auto.warnings).toEqual([]);
+    const dflt = parseConfig(base, 'x.yaml', {});
+    expect(dflt.intakes[0]!.output).toMatchObject({ resend_window_bytes: 16 * 1024 * 1024, windowBytes: 16 * 1024 * 1024, proofBytes: unreadCapacityBytes() });
+    expect(dflt.warnings).toEqual([]);
+    // auto: as much as the proof by volume needs, plus the headroom (the previous default).
+    const auto = parseConfig(`${base}    output: { type: syslog, resend_window_bytes: auto }\n`, 'x.yaml', {});
+    expect(auto.intakes[0]!.output).toMatchObject({ windowBytes: unreadCapacityBytes() + 8 * 1024 * 1024, proofBytes: unreadCapacityBytes() });
+    // A small window no longer weakens the proof: it costs connections, not the guarantee.
     const low = parseConfig(`${base}    output: { type: syslog, resend_window_bytes: 1048576 }\n`, 'x.yaml', {});
-    expect(low.intakes[0]!.output).toMatchObject({ proofBytes: 1048576 });
-    expect(low.warnings).toEqual([expect.stringMatching(/^intakes\[0\]\.output\.resend_window_bytes \(1048576\) is below what this host's TCP buffers/)]);
+    expect(low.intakes[0]!.output).toMatchObject({ windowBytes: 1048576, proofBytes: unreadCapacityBytes() });
+    expect(low.warnings).toEqual([]);
+    // The intake's receive buffer, when it is known to be larger than this host's.
+    const big = parseConfig(`${base}    output: { type: syslog, intake_receive_buffer_bytes: 67108864 }\n`, 'x.yaml', {});
+    expect(big.intakes[0]!.output).toMatchObject({ proofBytes: unreadCapacityBytes(undefined, 67108864) });
+    expect((big.intakes[0]!.output as { proofBytes: number }).proofBytes).toBeGreaterThan(64 * 1024 * 1024);
     const http = parseConfig(`${base}listeners:\n  - { type: http, port: 8080, max_inflight_bytes: 1048576 }\n`, 'x.yaml', {});
     expect(http.warnings).toEqual([expect.stringMatching(/^listeners\[0\]\.max_inflight_bytes \(1048576\) cannot hold one JSON body/)]);
   });
@@ -284,9 +292,9 @@ describe('intake-relay validate', () => {
     writeFileSync(f, `intakes:\n  - name: fw\n    intake_key: \${K}\n    inputs: [{ type: tcp, port: 514 }]\n`);
     const r = runCliSync(['validate', '--print', '-c', f], { K: KEY });
     expect(r.code).toBe(0);
-    expect(r.stdout).not.toMatch(/proofBytes|caPem|label:/);
+    expect(r.stdout).not.toMatch(/proofBytes|windowBytes|caPem|label:/);
     const again = parseConfig(r.stdout.replace('"[redacted]"', KEY), 'printed.yaml', {});
-    expect(again.intakes[0]!.output).toMatchObject({ type: 'syslog', host: 'intake.sekoia.io', port: 10514, resend_window_bytes: 'auto' });
+    expect(again.intakes[0]!.output).toMatchObject({ type: 'syslog', host: 'intake.sekoia.io', port: 10514, resend_window_bytes: 16777216, intake_receive_buffer_bytes: 'auto' });
   });
 
   it('--print of every input and listener type is loadable again, to the same configuration', () => {

@@ -381,5 +381,168 @@ describe('proof distance', () => {
     expect(unreadCapacityBytes(join(dir, 'missing'))).toBe((4 + 6 + 1) * 1048576);
     writeFileSync(join(dir, 'ipv4', 'tcp_rmem'), 'garbage\n');
     expect(unreadCapacityBytes(join(dir, 'ipv4'))).toBe(4194304 + 6 * 1048576 + 1048576);
+    // intake_receive_buffer_bytes in place of this host's receive maximum.
+    expect(unreadCapacityBytes(join(dir, 'ipv4'), 64 * 1048576)).toBe(4194304 + 64 * 1048576 + 1048576);
+  });
+});
+
+/**
+ * A TLS intake that keeps each message's id (m00000042) per connection and answers a close with a
+ * close; while gated, every connection reads nothing (and so answers no close) until release().
+ */
+async function gatedPeer(gated: boolean) {
+  const net = await import('node:net');
+  const tls = await import('node:tls');
+  const ctx = tls.createSecureContext({ cert: readFileSync(`${TLS}server.crt`), key: readFileSync(`${TLS}server.key`) });
+  const raws: import('node:net').Socket[] = [];
+  const sockets: import('node:tls').TLSSocket[] = [];
+  const ids: string[] = [];
+  const server = net.createServer((raw) => {
+    raws.push(raw);
+    raw.on('error', () => {});
+    const s = new tls.TLSSocket(raw, { isServer: true, secureContext: ctx });
+    sockets.push(s);
+    s.on('error', () => {});
+    let text = '';
+    s.setEncoding('latin1');
+    s.on('data', (chunk: string) => {
+      text += chunk;
+      for (;;) {
+        const sp = text.indexOf(' ');
+        const n = Number(text.slice(0, sp));
+        if (sp < 0 || text.length < sp + 1 + n) break;
+        ids.push(/m\d{8}/.exec(text.slice(sp + 1, sp + 1 + n))?.[0] ?? '?');
+        text = text.slice(sp + 1 + n);
+      }
+    });
+    s.on('end', () => s.end());
+    if (gated) s.pause();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    port: (server.address() as import('node:net').AddressInfo).port,
+    ids,
+    get connections() {
+      return raws.length;
+    },
+    release: () => {
+      gated = false;
+      for (const s of sockets) s.resume();
+    },
+    /** Resets a connection (a plain TCP reset, as an intake that crashed). */
+    reset: (i: number) => raws[i]!.resetAndDestroy(),
+    stop: () => new Promise<void>((r) => {
+      for (const raw of raws) raw.destroy();
+      server.close(() => r());
+    }),
+  };
+}
+
+function windowSink(port: number, windowBytes: number, writeTimeoutMs = 10_000): SyslogTlsSink {
+  return new SyslogTlsSink({
+    host: '127.0.0.1', port, serverName: 'localhost', ca: readFileSync(`${TLS}ca.crt`), cert: undefined, key: undefined,
+    connectTimeoutMs: 5_000, confirmAfterMs: 60_000, proofBytes: unreadCapacityBytes(), windowBytes, writeTimeoutMs,
+    formatter: new Rfc5424Formatter('K', 'received'),
+  });
+}
+
+describe('syslog sink, a resend window smaller than the proof distance', () => {
+  it('a connection holding half the window is closed for confirmation and a new one takes the next batches: all confirmed, each after the intake read it, never more than the window held', async () => {
+    const peer = await gatedPeer(false);
+    const window = 256 * 1024;
+    const s = windowSink(peer.port, window);
+    const acked: [number, number][] = [];
+    const unread: number[] = [];
+    let written = 0;
+    let frame = Infinity;
+    let maxHeld = 0;
+    await s.start({
+      acknowledged: (seq, n) => {
+        if (!peer.ids.includes(`m${String(seq + n - 1).padStart(8, '0')}`)) unread.push(seq);
+        acked.push([seq, n]);
+      },
+      connectionLost: () => {}, connected: () => {}, refused: () => {}, cut: () => {},
+      wrote: (bytes) => {
+        frame = Math.min(frame, bytes / 100);
+      },
+    });
+    const batches = 40;
+    for (let k = 0; k < batches; k++) {
+      // No time-based close (60 s) and no proof by volume (tens of MB): only the window's closes confirm.
+      expect((await s.send(batch(k * 100, 100, 500), AbortSignal.timeout(10_000))).status).toBe('sent');
+      written += 100;
+      maxHeld = Math.max(maxHeld, s.unacknowledged);
+    }
+    await vi.waitFor(() => expect(acked.reduce((a, [, n]) => a + n, 0)).toBe(batches * 100), { timeout: 20_000 });
+    expect(unread).toEqual([]);
+    acked.forEach(([seq, n], i) => expect([seq, n]).toEqual([i * 100, 100]));
+    // 40 batches of ~60 KB: a close every 128 KiB and what came while the next connection opened.
+    expect(peer.connections).toBeGreaterThanOrEqual(4);
+    // At most the window, and the batch that crossed it, unconfirmed at any time.
+    expect(maxHeld * frame).toBeLessThanOrEqual(window + 100 * frame);
+    expect(written).toBe(batches * 100);
+    expect(new Set(peer.ids).size).toBe(batches * 100);
+    expect(peer.ids).toHaveLength(batches * 100);
+    expect(await s.stop(AbortSignal.timeout(5_000))).toBe(0);
+    await peer.stop();
+  });
+
+  it('at the bound, a send waits for a confirmation (not a failure), and goes on once the intake reads', async () => {
+    const peer = await gatedPeer(true);
+    const s = windowSink(peer.port, 64 * 1024);
+    const lost: number[] = [];
+    let acked = 0;
+    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+    let k = 0;
+    let pending: Promise<{ status: string }> | undefined;
+    // ~14 KB per batch: the fifth or so reaches the bound; the intake reads nothing yet.
+    while (!pending) {
+      const sending = s.send(batch(k * 100, 100, 50), AbortSignal.timeout(20_000));
+      k++;
+      const first = await Promise.race([sending, new Promise<'waiting'>((r) => setTimeout(() => r('waiting'), 500))]);
+      if (first === 'waiting') pending = sending;
+      else expect(first.status).toBe('sent');
+      expect(k).toBeLessThan(20);
+    }
+    expect(peer.connections).toBeGreaterThanOrEqual(2);
+    expect(acked).toBe(0);
+    peer.release();
+    expect((await pending).status).toBe('sent');
+    expect(await s.stop(AbortSignal.timeout(10_000))).toBe(0);
+    expect(acked).toBe(k * 100);
+    expect(lost).toEqual([]);
+    expect(new Set(peer.ids).size).toBe(k * 100);
+    await peer.stop();
+  });
+
+  it('a connection that fails while a send waits at the bound: the send is retried after the backoff, and the next one writes what it held again', async () => {
+    const peer = await gatedPeer(true);
+    const s = windowSink(peer.port, 64 * 1024);
+    const lost: [string, number][] = [];
+    let acked = 0;
+    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (e, n) => lost.push([e.code, n]), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+    let k = 0;
+    let pending: Promise<{ status: string; error?: { code: string } }> | undefined;
+    while (!pending) {
+      const sending = s.send(batch(k * 100, 100, 50), AbortSignal.timeout(20_000));
+      k++;
+      const first = await Promise.race([sending, new Promise<'waiting'>((r) => setTimeout(() => r('waiting'), 500))]);
+      if (first === 'waiting') pending = sending;
+      expect(k).toBeLessThan(20);
+    }
+    peer.reset(0);
+    const r = await pending;
+    expect(r.status).toBe('retryable');
+    expect(r.error?.code).toBe('ERELAY_UNCONFIRMED');
+    expect(lost.map(([code]) => code)).toEqual(['ERELAY_CONNECTION_LOST']);
+    // The runner's retry of the same batch: what the first connection held goes first.
+    peer.release();
+    expect((await s.send(batch((k - 1) * 100, 100, 50), AbortSignal.timeout(20_000))).status).toBe('sent');
+    // The stop closes the last connection: its answer confirms what is left.
+    expect(await s.stop(AbortSignal.timeout(10_000))).toBe(0);
+    expect(acked).toBe(k * 100);
+    // Everything arrived; what the reset connection held at least once more.
+    expect(new Set(peer.ids).size).toBe(k * 100);
+    await peer.stop();
   });
 });

@@ -52,6 +52,8 @@ export class Connection {
   /** Written on this connection and not yet proven, oldest first. */
   readonly window = new Fifo<Written>();
   written = 0;
+  /** Bytes of the batches in `window` (written, not yet proven). */
+  held = 0;
   lastWriteAt = 0;
   /** Bytes the kernel has taken on this connection. */
   taken = 0;

@@ -5,7 +5,7 @@
 import type { OutputDefinition } from '../../core/component.ts';
 import type { SyslogOutputConfig } from './schema.ts';
 import { Rfc5424Formatter } from '../../syslog/format.ts';
-import { SyslogTlsSink } from './sink.ts';
+import { HEADROOM_BYTES, SyslogTlsSink } from './sink.ts';
 import { unreadCapacityBytes } from './tcp-buffers.ts';
 import { checkTlsFiles } from '../tls-check.ts';
 
@@ -16,25 +16,25 @@ export interface ResolvedSyslogOutput extends SyslogOutputConfig {
   readonly caPem: Buffer | undefined;
   readonly clientCertPem: Buffer | undefined;
   readonly clientKeyPem: Buffer | undefined;
-  /** resend_window_bytes, with auto resolved from this host's TCP buffer limits. */
+  /** Bytes written after a batch that prove it read: the TCP buffers' capacity (tcp-buffers.ts). */
   readonly proofBytes: number;
+  /** resend_window_bytes, with auto resolved from proofBytes. */
+  readonly windowBytes: number;
 }
 
 export const syslogOutput = {
 
   resolve(o, ctx) {
     if ((o.client_cert_file === undefined) !== (o.client_key_file === undefined)) ctx.problem([], 'client_cert_file and client_key_file go together');
-    const capacity = unreadCapacityBytes();
-    if (o.resend_window_bytes !== 'auto' && o.resend_window_bytes < capacity) {
-      ctx.warn(`resend_window_bytes (${o.resend_window_bytes}) is below what this host's TCP buffers and the intake's can hold unread (${capacity}): events an intake that stops reading never read may count as delivered. Use auto unless memory matters more.`);
-    }
+    const capacity = unreadCapacityBytes(undefined, o.intake_receive_buffer_bytes === 'auto' ? undefined : o.intake_receive_buffer_bytes);
     const caPem = o.ca_file ? ctx.readFile(o.ca_file, ['ca_file']) : undefined;
     const clientCertPem = o.client_cert_file ? ctx.readFile(o.client_cert_file, ['client_cert_file']) : undefined;
     const clientKeyPem = o.client_key_file ? ctx.readFile(o.client_key_file, ['client_key_file']) : undefined;
     checkTlsFiles(ctx, caPem, o.ca_file, clientCertPem && clientKeyPem ? { cert: clientCertPem, key: clientKeyPem, certFile: o.client_cert_file ?? '', keyFile: o.client_key_file ?? '' } : undefined);
     return {
       ...o,
-      proofBytes: o.resend_window_bytes === 'auto' ? capacity : o.resend_window_bytes,
+      proofBytes: capacity,
+      windowBytes: o.resend_window_bytes === 'auto' ? capacity + HEADROOM_BYTES : o.resend_window_bytes,
       host: o.host ?? ctx.endpoints.syslogHost,
       port: o.port ?? ctx.endpoints.syslogPort,
       caPem,
@@ -54,6 +54,7 @@ export const syslogOutput = {
       connectTimeoutMs: o.connect_timeout_ms,
       confirmAfterMs: Math.max(100, o.resend_window_ms),
       proofBytes: o.proofBytes,
+      windowBytes: o.windowBytes,
       writeTimeoutMs: o.write_timeout_ms,
       formatter: new Rfc5424Formatter(ctx.intakeKey, o.timestamp),
     });
@@ -76,12 +77,12 @@ export const syslogOutput = {
  * loading the schema library at run time.
  */
 export const SYSLOG_OUTPUT_DEFAULTS: SyslogOutputConfig = {
-  type: 'syslog', timestamp: 'received', connect_timeout_ms: 10_000, resend_window_ms: 1_000, resend_window_bytes: 'auto', write_timeout_ms: 30_000,
+  type: 'syslog', timestamp: 'received', connect_timeout_ms: 10_000, resend_window_ms: 1_000, resend_window_bytes: 16 * 1024 * 1024, intake_receive_buffer_bytes: 'auto', write_timeout_ms: 30_000,
   backoff: { initial_ms: 500, max_ms: 30_000 },
 };
 
 /** The output of intakes without a key when emulator.when is no_intake_key: the local emulator, whatever they say. */
 export function emulatorOutput(port: number, caPem: string): ResolvedSyslogOutput {
   const o = SYSLOG_OUTPUT_DEFAULTS;
-  return { ...o, host: '127.0.0.1', port, server_name: 'localhost', caPem: Buffer.from(caPem), clientCertPem: undefined, clientKeyPem: undefined, proofBytes: unreadCapacityBytes() };
+  return { ...o, host: '127.0.0.1', port, server_name: 'localhost', caPem: Buffer.from(caPem), clientCertPem: undefined, clientKeyPem: undefined, proofBytes: unreadCapacityBytes(), windowBytes: o.resend_window_bytes === 'auto' ? unreadCapacityBytes() + HEADROOM_BYTES : o.resend_window_bytes };
 }

@@ -1,7 +1,7 @@
 // The syslog output's configuration schema (config time only: the daemon does not load zod).
 
 import { z } from 'zod';
-import { backoff, port, positive } from '../../core/config-parts.ts';
+import { MiB, backoff, port, positive } from '../../core/config-parts.ts';
 
 export const syslogOutputSchema = z.strictObject({
   type: z.literal('syslog').describe('RFC 5424 syslog, octet-counted, over TLS to the intake.'),
@@ -14,9 +14,11 @@ export const syslogOutputSchema = z.strictObject({
   timestamp: z.enum(['received', 'source']).default('received').describe('TIMESTAMP written: reception time, or the source\'s own when it has one.'),
   connect_timeout_ms: positive.default(10_000).describe('Time allowed for TCP connect plus TLS handshake.'),
   resend_window_ms: z.int().min(0).default(1_000)
-    .describe('Longest a batch waits for the intake to confirm it. Syslog has no acknowledgement, so the intake confirms by reading on (see resend_window_bytes) or by closing its side after the relay closes its own: a batch not confirmed within this time gets such a close, and the next batch opens a new connection at once. Values under 100 count as 100.'),
-  resend_window_bytes: z.union([positive, z.literal('auto')]).default('auto')
-    .describe('A batch counts as delivered once this many bytes written after it have been taken by the kernel on the same connection: more than this host\'s TCP send buffer and the intake\'s receive buffer can hold unread, so the intake has read the batch. auto: net.ipv4.tcp_wmem max + net.ipv4.tcp_rmem max (this host\'s, standing in for the intake\'s) + 1 MiB. Smaller values hold less memory but may count as delivered what a stalled intake never read.'),
+    .describe('Longest a batch waits for the intake to confirm it. Syslog has no acknowledgement, so the intake confirms by reading on (see intake_receive_buffer_bytes) or by closing its side after the relay closes its own: a batch not confirmed within this time gets such a close, and the next batch opens a new connection at once. Values under 100 count as 100.'),
+  resend_window_bytes: z.union([positive, z.literal('auto')]).default(16 * MiB)
+    .describe('Most bytes written to the intake and not yet confirmed, kept in memory to be written again if the connection fails (16 MiB by default). At the bound, writing waits for a confirmation. When the intake cannot confirm by reading on within it (this host\'s TCP send buffer and the intake\'s receive buffer hold more than half of it), a connection holding half of it is closed for confirmation and a new one takes the next batches: less memory, more connections. auto: as much as the proof by reading on needs (tcp_wmem max + intake_receive_buffer_bytes + 1 MiB, plus 8 MiB), so that connections are replaced only every resend_window_ms.'),
+  intake_receive_buffer_bytes: z.union([positive, z.literal('auto')]).default('auto')
+    .describe('Most bytes the intake\'s TCP receive buffer can hold unread. A batch counts as read once this host\'s send buffer (net.ipv4.tcp_wmem max), this and 1 MiB more have been written after it on the same connection. auto: this host\'s net.ipv4.tcp_rmem max, standing in for the intake\'s (Linux\'s default is 6 MiB). Raise it if the intake, or a proxy in front of it, buffers more.'),
   write_timeout_ms: positive.default(30_000)
     .describe('A connection that takes no data for this long while the relay has data for it, or does not answer a close, has failed: it is dropped and what it held is written again.'),
   backoff: backoff.prefault({}),

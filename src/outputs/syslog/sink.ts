@@ -7,9 +7,12 @@
 // - a clean close: we close our side after the batch, and the intake closes its own once it has
 //   read to the end (a peer that closes with unread data resets instead). A batch that volume has
 //   not proven within `confirmAfterMs` gets this: a new connection is opened, new batches go to
-//   it, and the old one is closed. What a new connection starts with (written again after a
-//   failure) is confirmed this way as soon as it is written, so that a second failure soon after
-//   does not send it a third time.
+//   it, and the old one is closed. So does a connection holding half of `windowBytes` unconfirmed
+//   when the window is too small for the proof by volume. What a new connection starts with
+//   (written again after a failure) is confirmed this way as soon as it is written, so that a
+//   second failure soon after does not send it a third time.
+// What is written and not confirmed (the resend window) is held in memory up to `windowBytes`; at
+// that bound, send() waits for a confirmation (or a failure) before it writes more.
 // A connection that takes no bytes for `writeTimeoutMs` while it has some to write, or does not
 // answer a close within that time, has failed. What a failed connection held is written again,
 // first thing, on the next one (at-least-once; duplicates are counted as resent). Batches are kept
@@ -41,6 +44,12 @@ export interface SyslogTlsOptions {
   readonly confirmAfterMs: number;
   /** Bytes taken by the kernel after a batch that prove the intake read it. */
   readonly proofBytes: number;
+  /**
+   * Most bytes written and not yet confirmed (all connections): memory. Default: `proofBytes` +
+   * HEADROOM_BYTES, where the proof by volume keeps each connection within it. Below that, a
+   * connection is closed for confirmation once it holds half of it.
+   */
+  readonly windowBytes?: number;
   /** A connection that takes nothing, or does not answer a close, for this long has failed. */
   readonly writeTimeoutMs: number;
   readonly formatter: Rfc5424Formatter;
@@ -51,7 +60,12 @@ export interface SyslogTlsOptions {
 /** Bytes left in Node's socket buffer before send() waits for it to drain. */
 const MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
 /** Unconfirmed bytes beyond the proof distance before new batches wait (a connection that keeps failing). */
-const HEADROOM_BYTES = 8 * 1024 * 1024;
+export const HEADROOM_BYTES = 8 * 1024 * 1024;
+/**
+ * What a connection holds beyond the proof distance while the proof by volume keeps up: what Node
+ * and the kernel have not taken yet (MAX_BUFFERED_BYTES) and a batch or two.
+ */
+const VOLUME_SLACK_BYTES = 4 * 1024 * 1024;
 const MiB = 1024 * 1024;
 /** A lull after which the slabs kept for the next burst are let go (all but one). */
 const TRIM_AFTER_MS = 10_000;
@@ -93,10 +107,18 @@ export class SyslogTlsSink implements Sink {
   /** Trimmed since the last write: a lull began (TRIM_AFTER_MS with nothing written and nothing unconfirmed). */
   #lull = false;
   readonly #alloc = (n: number): Buffer => this.#pool.take(n);
+  /** Most bytes unconfirmed, all connections together (windowBytes). */
+  readonly #window: number;
+  /** Unconfirmed bytes at which a connection is closed for confirmation (Infinity: the volume proves). */
+  readonly #rotateAt: number;
+  /** send() calls waiting for room in the window: true once there is, false on a failure or a stop. */
+  readonly #roomWaiters = new Set<(room: boolean) => void>();
 
   constructor(options: SyslogTlsOptions) {
     this.#o = options;
-    this.#pool = new BufferPool(Math.ceil((options.proofBytes + HEADROOM_BYTES) * 1.25));
+    this.#window = options.windowBytes ?? options.proofBytes + HEADROOM_BYTES;
+    this.#rotateAt = this.#window >= options.proofBytes + VOLUME_SLACK_BYTES ? Infinity : Math.max(1, Math.floor(this.#window / 2));
+    this.#pool = new BufferPool(Math.ceil(this.#window * 1.25));
   }
 
   get unacknowledged(): number {
@@ -128,50 +150,66 @@ export class SyslogTlsSink implements Sink {
     // Stopping: an empty send only writes again what a failed connection held.
     if (this.#draining && this.#resend.length === 0) return { status: 'sent' };
     this.#lastSendAt = Date.now();
-    let conn = this.#current;
-    if (!conn) {
-      try {
-        conn = await this.#connect(signal);
-      } catch (err) {
-        return { status: 'retryable', error: classifyConnectError(err, o.host, o.port) };
+    let conn: Connection;
+    for (;;) {
+      const got = this.#current ?? (await this.#open(signal));
+      if (!(got instanceof Connection)) return got;
+      conn = got;
+      if (this.#resend.length > 0) {
+        const resend = this.#resend;
+        this.#resend = [];
+        for (const w of resend) this.#write(conn, w.buf, w.seq, w.events);
+        conn.confirmSoon = true;
+        // Stopping: nothing follows, so it is closed for confirmation at once.
+        if (this.#draining) this.#rotate(conn);
       }
-      // A replacement opened meanwhile (#replace) is current already: this one is not needed.
-      if (this.#current) {
-        this.#rotate(conn);
-        conn = this.#current;
-      } else {
-        this.#current = conn;
-      }
-    }
-    if (this.#resend.length > 0) {
-      const resend = this.#resend;
-      this.#resend = [];
-      for (const w of resend) this.#write(conn, w.buf, w.seq, w.events);
-      conn.confirmSoon = true;
-      // Stopping: nothing follows, so it is closed for confirmation at once.
-      if (this.#draining) this.#rotate(conn);
-    }
-    if (batch.events.length > 0) {
-      if (this.#unackedBytes >= o.proofBytes + HEADROOM_BYTES) {
-        // The intake confirms nothing (it takes some bytes, then drops the connection, again and
-        // again): write nothing new until it does, so this window cannot grow without bound.
+      if (batch.events.length === 0 || this.#unackedBytes < this.#window) break;
+      // The window is full: all of it is on connections (current or closing), so a confirmation
+      // or a failure will come. After a failure (an intake that takes some bytes, then drops the
+      // connection, again and again) the runner retries after its backoff. With room, the
+      // connection is taken again: it may have been replaced meanwhile.
+      if (!(await this.#room(signal))) {
+        if (this.#stopped || this.#draining || signal.aborted) return { status: 'retryable', error: new RelayError('ERELAY_SHUTDOWN', 'Output is stopping.') };
         return {
           status: 'retryable',
           retryAfterMs: 250,
           error: new RelayError('ERELAY_UNCONFIRMED', `Intake ${o.host}:${o.port} has not confirmed the last ${Math.round(this.#unackedBytes / MiB)} MiB written: waiting for it before writing more.`),
         };
       }
+    }
+    if (batch.events.length > 0) {
       const buf = o.formatter.frames(batch.events, this.#alloc);
       const cut = o.formatter.takeCut();
       if (cut > 0) this.#events?.cut(cut);
       this.#unacked += batch.events.length;
       this.#unackedBytes += buf.length;
       this.#write(conn, buf, batch.seq, batch.events.length);
+      // More than the proof by volume can confirm within the window: closed for confirmation, and
+      // a new connection takes the next batches.
+      if (conn.held >= this.#rotateAt) this.#replace(conn);
     }
     // Keep a few batches in flight, so the next one is formatted while this one is encrypted and
     // sent: wait only when the socket holds more than that (Node's own mark is 16 KiB).
     if (conn.socket.writableLength > MAX_BUFFERED_BYTES) await conn.drained(signal);
     return { status: 'sent' };
+  }
+
+  /** Opens the connection new batches go to; a result to return if it cannot be opened. */
+  async #open(signal: AbortSignal): Promise<Connection | SendResult> {
+    const o = this.#o;
+    let conn: Connection;
+    try {
+      conn = await this.#connect(signal);
+    } catch (err) {
+      return { status: 'retryable', error: classifyConnectError(err, o.host, o.port) };
+    }
+    // A replacement opened meanwhile (#replace) is current already: this one is not needed.
+    if (this.#current) {
+      this.#rotate(conn);
+      return this.#current;
+    }
+    this.#current = conn;
+    return conn;
   }
 
   #write(conn: Connection, buf: Buffer, seq: number, events: number): void {
@@ -183,6 +221,7 @@ export class SyslogTlsSink implements Sink {
     // The write timeout counts from when the connection had something to take: not across a lull.
     if (conn.written === conn.taken) conn.progressAt = w.at;
     conn.window.push(w);
+    conn.held += buf.length;
     conn.written += buf.length;
     conn.lastWriteAt = w.at;
     conn.socket.write(buf, (err) => {
@@ -201,6 +240,7 @@ export class SyslogTlsSink implements Sink {
       const w = conn.window.peek();
       if (!w || w.end < 0 || conn.taken - w.end < this.#o.proofBytes) return;
       conn.window.shift();
+      conn.held -= w.buf.length;
       this.#ack(w);
     }
   }
@@ -210,6 +250,26 @@ export class SyslogTlsSink implements Sink {
     this.#unackedBytes -= w.buf.length;
     this.#pool.give(w.buf);
     this.#events?.acknowledged(w.seq, w.events);
+    if (this.#roomWaiters.size > 0 && this.#unackedBytes < this.#window) this.#wakeRoom(true);
+  }
+
+  /** Waits until the window has room (true), or a connection fails, the output stops or `signal` aborts (false). */
+  #room(signal: AbortSignal): Promise<boolean> {
+    if (signal.aborted || this.#draining) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = (room: boolean): void => {
+        signal.removeEventListener('abort', onAbort);
+        this.#roomWaiters.delete(done);
+        resolve(room);
+      };
+      const onAbort = (): void => done(false);
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#roomWaiters.add(done);
+    });
+  }
+
+  #wakeRoom(room: boolean): void {
+    for (const w of [...this.#roomWaiters]) w(room);
   }
 
   #tick(now: number): void {
@@ -284,6 +344,7 @@ export class SyslogTlsSink implements Sink {
     if (conn.done) return;
     conn.done = true;
     this.#closing.delete(conn);
+    conn.held = 0;
     const held = conn.window.drain();
     const unflushed: Written[] = [];
     for (const w of held) {
@@ -301,7 +362,9 @@ export class SyslogTlsSink implements Sink {
     if (this.#current === conn) this.#current = undefined;
     conn.socket.destroy();
     conn.release();
+    conn.held = 0;
     this.#lose(conn.window.drain(), error);
+    this.#wakeRoom(false);
     this.#closingChanged?.();
   }
 
@@ -410,6 +473,7 @@ export class SyslogTlsSink implements Sink {
   /** `rewrite`: wait for what failed connections held to be written again (a stop), or not (a hand-over). */
   async #close(deadline: AbortSignal, rewrite: boolean): Promise<number> {
     this.#draining = true;
+    this.#wakeRoom(false);
     // A connection being opened to take over (#replace) is not needed.
     this.#abort.abort();
     if (!rewrite) {

@@ -26,6 +26,6 @@ function sysctlMax(file: string, fallback: number): number {
  * by the peer: more than both buffers together can hold, so some later byte, and therefore the
  * batch before it, has been read.
  */
-export function unreadCapacityBytes(procDir = '/proc/sys/net/ipv4'): number {
-  return sysctlMax(`${procDir}/tcp_wmem`, FALLBACK_SEND) + sysctlMax(`${procDir}/tcp_rmem`, FALLBACK_RECEIVE) + SLACK;
+export function unreadCapacityBytes(procDir = '/proc/sys/net/ipv4', intakeReceive?: number): number {
+  return sysctlMax(`${procDir}/tcp_wmem`, FALLBACK_SEND) + (intakeReceive ?? sysctlMax(`${procDir}/tcp_rmem`, FALLBACK_RECEIVE)) + SLACK;
 }
