@@ -51,6 +51,10 @@ describe('configuration', () => {
     const big = parseConfig(`${base}    output: { type: syslog, intake_receive_buffer_bytes: 67108864 }\n`, 'x.yaml', {});
     expect(big.intakes[0]!.output).toMatchObject({ proofBytes: unreadCapacityBytes(undefined, 67108864) });
     expect((big.intakes[0]!.output as { proofBytes: number }).proofBytes).toBeGreaterThan(64 * 1024 * 1024);
+    // A large window, as the previous release's advice for intakes with larger buffers: it sets memory now.
+    const raised = parseConfig(`${base}    output: { type: syslog, resend_window_bytes: 268435456 }\n`, 'x.yaml', {});
+    expect(raised.warnings).toEqual([expect.stringMatching(/^intakes\[0\]\.output\.resend_window_bytes \(268435456\) bounds the memory .* set intake_receive_buffer_bytes\.$/)]);
+    expect(parseConfig(`${base}    output: { type: syslog, resend_window_bytes: 268435456, intake_receive_buffer_bytes: 134217728 }\n`, 'x.yaml', {}).warnings).toEqual([]);
     const http = parseConfig(`${base}listeners:\n  - { type: http, port: 8080, max_inflight_bytes: 1048576 }\n`, 'x.yaml', {});
     expect(http.warnings).toEqual([expect.stringMatching(/^listeners\[0\]\.max_inflight_bytes \(1048576\) cannot hold one JSON body/)]);
   });

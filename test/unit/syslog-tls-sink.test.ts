@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Batch } from '../../src/core/event.ts';
+import type { SendResult } from '../../src/core/contracts.ts';
 import { Rfc5424Formatter } from '../../src/syslog/format.ts';
 import { SyslogTlsSink } from '../../src/outputs/syslog/sink.ts';
 import { unreadCapacityBytes } from '../../src/outputs/syslog/tcp-buffers.ts';
@@ -446,6 +447,25 @@ function windowSink(port: number, windowBytes: number, writeTimeoutMs = 10_000):
   });
 }
 
+/**
+ * Sends 100-event batches to a gated peer until one waits at the window's bound: the bytes written
+ * (the peer confirms nothing yet) reach the window and that send has not returned.
+ */
+async function fillWindow(s: SyslogTlsSink, window: number, wrote: () => number): Promise<{ pending: Promise<SendResult>; k: number }> {
+  for (let k = 0; k < 20; k++) {
+    const sending = s.send(batch(k * 100, 100, 50), AbortSignal.timeout(30_000));
+    const first = await Promise.race([sending, new Promise<'waiting'>((r) => setTimeout(() => r('waiting'), 300))]);
+    if (first !== 'waiting') {
+      expect(first.status).toBe('sent');
+      continue;
+    }
+    // Not returned yet: at the bound, or only a connect slower than 300 ms (a busy machine).
+    if (wrote() >= window) return { pending: sending, k: k + 1 };
+    expect((await sending).status).toBe('sent');
+  }
+  throw new Error('the window never filled');
+}
+
 describe('syslog sink, a resend window smaller than the proof distance', () => {
   it('a connection holding half the window is closed for confirmation and a new one takes the next batches: all confirmed, each after the intake read it, never more than the window held', async () => {
     const peer = await gatedPeer(false);
@@ -489,21 +509,14 @@ describe('syslog sink, a resend window smaller than the proof distance', () => {
 
   it('at the bound, a send waits for a confirmation (not a failure), and goes on once the intake reads', async () => {
     const peer = await gatedPeer(true);
-    const s = windowSink(peer.port, 64 * 1024);
+    const window = 64 * 1024;
+    const s = windowSink(peer.port, window);
     const lost: number[] = [];
     let acked = 0;
-    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
-    let k = 0;
-    let pending: Promise<{ status: string }> | undefined;
+    let wrote = 0;
+    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: (b) => (wrote += b), cut: () => {}, refused: () => {} });
     // ~14 KB per batch: the fifth or so reaches the bound; the intake reads nothing yet.
-    while (!pending) {
-      const sending = s.send(batch(k * 100, 100, 50), AbortSignal.timeout(20_000));
-      k++;
-      const first = await Promise.race([sending, new Promise<'waiting'>((r) => setTimeout(() => r('waiting'), 500))]);
-      if (first === 'waiting') pending = sending;
-      else expect(first.status).toBe('sent');
-      expect(k).toBeLessThan(20);
-    }
+    const { pending, k } = await fillWindow(s, window, () => wrote);
     expect(peer.connections).toBeGreaterThanOrEqual(2);
     expect(acked).toBe(0);
     peer.release();
@@ -517,23 +530,17 @@ describe('syslog sink, a resend window smaller than the proof distance', () => {
 
   it('a connection that fails while a send waits at the bound: the send is retried after the backoff, and the next one writes what it held again', async () => {
     const peer = await gatedPeer(true);
-    const s = windowSink(peer.port, 64 * 1024);
+    const window = 64 * 1024;
+    const s = windowSink(peer.port, window);
     const lost: [string, number][] = [];
     let acked = 0;
-    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (e, n) => lost.push([e.code, n]), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
-    let k = 0;
-    let pending: Promise<{ status: string; error?: { code: string } }> | undefined;
-    while (!pending) {
-      const sending = s.send(batch(k * 100, 100, 50), AbortSignal.timeout(20_000));
-      k++;
-      const first = await Promise.race([sending, new Promise<'waiting'>((r) => setTimeout(() => r('waiting'), 500))]);
-      if (first === 'waiting') pending = sending;
-      expect(k).toBeLessThan(20);
-    }
+    let wrote = 0;
+    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (e, n) => lost.push([e.code, n]), connected: () => {}, wrote: (b) => (wrote += b), cut: () => {}, refused: () => {} });
+    const { pending, k } = await fillWindow(s, window, () => wrote);
     peer.reset(0);
     const r = await pending;
     expect(r.status).toBe('retryable');
-    expect(r.error?.code).toBe('ERELAY_UNCONFIRMED');
+    expect(r.status === 'retryable' && r.error.code).toBe('ERELAY_UNCONFIRMED');
     expect(lost.map(([code]) => code)).toEqual(['ERELAY_CONNECTION_LOST']);
     // The runner's retry of the same batch: what the first connection held goes first.
     peer.release();
@@ -543,6 +550,23 @@ describe('syslog sink, a resend window smaller than the proof distance', () => {
     expect(acked).toBe(k * 100);
     // Everything arrived; what the reset connection held at least once more.
     expect(new Set(peer.ids).size).toBe(k * 100);
+    await peer.stop();
+  });
+
+  it('a stop while a send waits at the bound: the send returns (the batch stays queued), and the stop counts what the intake never confirmed', async () => {
+    const peer = await gatedPeer(true);
+    const window = 64 * 1024;
+    const s = windowSink(peer.port, window);
+    let acked = 0;
+    let wrote = 0;
+    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: () => {}, connected: () => {}, wrote: (b) => (wrote += b), cut: () => {}, refused: () => {} });
+    const { pending, k } = await fillWindow(s, window, () => wrote);
+    const stopping = s.stop(AbortSignal.timeout(500));
+    const r = await pending;
+    expect(r.status === 'retryable' && r.error.code).toBe('ERELAY_SHUTDOWN');
+    // Everything written but the waiting batch: the intake read nothing, so nothing is confirmed.
+    expect(await stopping).toBe((k - 1) * 100);
+    expect(acked).toBe(0);
     await peer.stop();
   });
 });

@@ -27,6 +27,11 @@ export const syslogOutput = {
   resolve(o, ctx) {
     if ((o.client_cert_file === undefined) !== (o.client_key_file === undefined)) ctx.problem([], 'client_cert_file and client_key_file go together');
     const capacity = unreadCapacityBytes(undefined, o.intake_receive_buffer_bytes === 'auto' ? undefined : o.intake_receive_buffer_bytes);
+    if (o.resend_window_bytes !== 'auto' && o.intake_receive_buffer_bytes === 'auto' && o.resend_window_bytes > capacity + HEADROOM_BYTES) {
+      // Until this release resend_window_bytes was the proof distance, raised for intakes (or
+      // proxies) that buffer more than this host: that is intake_receive_buffer_bytes now.
+      ctx.warn(`resend_window_bytes (${o.resend_window_bytes}) bounds the memory of unconfirmed batches; it no longer sets how many bytes prove a batch read (${capacity}, from this host's TCP buffers). If it was raised for an intake or a proxy that buffers more, set intake_receive_buffer_bytes.`);
+    }
     const caPem = o.ca_file ? ctx.readFile(o.ca_file, ['ca_file']) : undefined;
     const clientCertPem = o.client_cert_file ? ctx.readFile(o.client_cert_file, ['client_cert_file']) : undefined;
     const clientKeyPem = o.client_key_file ? ctx.readFile(o.client_key_file, ['client_key_file']) : undefined;

@@ -165,9 +165,11 @@ export class SyslogTlsSink implements Sink {
       }
       if (batch.events.length === 0 || this.#unackedBytes < this.#window) break;
       // The window is full: all of it is on connections (current or closing), so a confirmation
-      // or a failure will come. After a failure (an intake that takes some bytes, then drops the
-      // connection, again and again) the runner retries after its backoff. With room, the
-      // connection is taken again: it may have been replaced meanwhile.
+      // or a failure will come; with nothing closing, the current one is closed for it (no more
+      // bytes can be written to prove it by volume). After a failure (an intake that takes some
+      // bytes, then drops the connection, again and again) the runner retries after its backoff.
+      // With room, the connection is taken again: it may have been replaced meanwhile.
+      if (this.#closing.size === 0) this.#replace(conn);
       if (!(await this.#room(signal))) {
         if (this.#stopped || this.#draining || signal.aborted) return { status: 'retryable', error: new RelayError('ERELAY_SHUTDOWN', 'Output is stopping.') };
         return {
@@ -316,8 +318,16 @@ export class SyslogTlsSink implements Sink {
     this.#connect(this.#abort.signal).then(
       (conn) => {
         this.#replacing = false;
-        if (this.#current === old || this.#current === undefined) this.#current = conn;
-        else this.#rotate(conn);
+        const cur = this.#current;
+        if (cur === old || cur === undefined) this.#current = conn;
+        // Another became current meanwhile (old failed and a send opened one): it takes over from
+        // that one if it is due too (its own replacement was skipped while this one was opened).
+        else if (cur.held >= this.#rotateAt) {
+          this.#current = conn;
+          this.#rotate(cur);
+        } else {
+          this.#rotate(conn);
+        }
         this.#rotate(old);
       },
       () => {
@@ -364,7 +374,6 @@ export class SyslogTlsSink implements Sink {
     conn.release();
     conn.held = 0;
     this.#lose(conn.window.drain(), error);
-    this.#wakeRoom(false);
     this.#closingChanged?.();
   }
 
@@ -375,6 +384,8 @@ export class SyslogTlsSink implements Sink {
       events += w.events;
       this.#resend.push(w);
     }
+    // A send waiting for room returns: what is to be written again is written by the next one.
+    this.#wakeRoom(false);
     // Once stopped (or handing over), what is left is reported by stop() (or handOver()).
     if (!this.#stopped) this.#events?.connectionLost(error, events);
   }
