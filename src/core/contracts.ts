@@ -109,6 +109,8 @@ export interface Sink {
   send(batch: Batch, signal: AbortSignal): Promise<SendResult>;
   /** Events accepted by send() but not yet acknowledged. */
   readonly unacknowledged: number;
+  /** A lull began (nothing sent for a while, nothing unacknowledged): let go of what is kept for the next burst. */
+  trim?(): void;
   /**
    * Close cleanly; returns how many events could not be confirmed as delivered. Until `deadline`,
    * a sink that confirms by connection (syslog) still reports a lost connection and takes empty

@@ -2,8 +2,8 @@
 // output's concurrency in flight (p-queue; adaptive when the output asks), retries with capped
 // backoff (forever unless max_retries is set), pauses the whole output when the intake throttles
 // or refuses the key, splits refused batches to isolate the events at fault, keeps an idle sink's
-// unacknowledged writes moving (while it stops too), and reports through its telemetry. Each send
-// is one attempt by the sink.
+// unacknowledged writes moving (while it stops too), gives memory back once a lull begins, and
+// reports through its telemetry. Each send is one attempt by the sink.
 
 import PQueue from 'p-queue';
 import type { Batch } from './event.ts';
@@ -12,6 +12,7 @@ import { backoffDelay, sleep, type BackoffOptions } from './backoff.ts';
 import type { BatchLimits, EventQueue } from './queue.ts';
 import type { RelayError } from './errors.ts';
 import type { DropReason, Sink } from './contracts.ts';
+import { releaseFreeMemory } from './native-addon.ts';
 import type { OutputTelemetry } from './telemetry.ts';
 
 export interface RunnerOptions {
@@ -23,7 +24,16 @@ export interface RunnerOptions {
   /** Attempts after the first before a batch is dropped (reason retries_exhausted); undefined = forever. */
   readonly maxRetries: number | undefined;
   readonly telemetry: OutputTelemetry;
+  /** A lull: this long after the last batch sent (LULL_MS; shorter in tests). */
+  readonly lullMs?: number;
 }
+
+/**
+ * A lull begins this long after the last batch sent, once nothing is queued or unacknowledged: the
+ * sink lets go of what it keeps for the next burst, and the C library gives back what the burst
+ * freed inside its heaps (tens of MB otherwise kept resident at rest).
+ */
+const LULL_MS = 10_000;
 
 export type OutputState = 'starting' | 'connected' | 'retrying' | 'key_rejected' | 'stopped';
 
@@ -50,6 +60,8 @@ export class SinkRunner {
   /** Batches taken and not sent when the runner stopped: put back in the queue once its sends end. */
   readonly #unsent: Batch[] = [];
   readonly #t: OutputTelemetry;
+  /** Runs once, LULL_MS after the last batch sent (refreshed by each): no timer at rest. */
+  #lullTimer: NodeJS.Timeout | undefined;
 
   constructor(options: RunnerOptions) {
     this.#o = options;
@@ -160,6 +172,28 @@ export class SinkRunner {
     if (this.#unsent.length > 0) queue.requeue(this.#unsent.splice(0).sort((a, b) => a.seq - b.seq));
   }
 
+  /** A batch was sent: the lull, if any, begins LULL_MS from now. */
+  #sent(): void {
+    if (this.#state === 'stopped') return;
+    if (this.#lullTimer) {
+      this.#lullTimer.refresh();
+      return;
+    }
+    this.#lullTimer = setTimeout(() => this.#lull(), this.#o.lullMs ?? LULL_MS);
+    this.#lullTimer.unref();
+  }
+
+  #lull(): void {
+    // Still busy (an intake slow to confirm, a queue not drained: an outage): look again later.
+    if (this.#o.sink.unacknowledged > 0 || this.#o.queue.pendingEvents > 0) {
+      this.#lullTimer?.refresh();
+      return;
+    }
+    this.#lullTimer = undefined;
+    this.#o.sink.trim?.();
+    releaseFreeMemory();
+  }
+
   /** Waits while the whole output is paused (throttled, key refused). */
   async #gate(): Promise<void> {
     const wait = this.#pausedUntil - Date.now();
@@ -191,7 +225,10 @@ export class SinkRunner {
       t.sendSeconds(rttMs / 1000);
       this.#adapt(rttMs, result.status === 'retryable' && (result.pauseAll === true || result.unknownOutcome === true));
       if (result.status === 'sent') {
-        if (batch.events.length > 0) t.batchEvents(batch.events.length);
+        if (batch.events.length > 0) {
+          t.batchEvents(batch.events.length);
+          this.#sent();
+        }
         if (this.#keyRejected) {
           t.log.logger.info('The intake accepts the key again.');
           this.#keyRejected = false;
@@ -285,6 +322,7 @@ export class SinkRunner {
       deadline.removeEventListener('abort', onAbort);
     }
     this.#state = 'stopped';
+    clearTimeout(this.#lullTimer);
     this.#t.connected(false);
     return this.#o.queue.pendingEvents + unconfirmed;
   }
@@ -316,6 +354,7 @@ export class SinkRunner {
     this.#abort.abort();
     await this.#loop;
     this.#state = 'stopped';
+    clearTimeout(this.#lullTimer);
   }
 
   get sink(): Sink {

@@ -63,6 +63,8 @@ export class FakeSink implements Sink {
   unconfirmedAtStop = 0;
   /** The most sends in flight at once. */
   maxInFlight = 0;
+  /** Lulls the runner reported (trim()). */
+  trims = 0;
   #inFlight = 0;
   #events: SinkEvents | undefined;
   readonly #script: Script;
@@ -80,6 +82,10 @@ export class FakeSink implements Sink {
 
   async start(events: SinkEvents): Promise<void> {
     this.#events = events;
+  }
+
+  trim(): void {
+    this.trims++;
   }
 
   async send(batch: Batch, signal: AbortSignal): Promise<SendResult> {

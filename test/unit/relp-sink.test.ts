@@ -360,6 +360,34 @@ describe('RELP sink: window and answers', () => {
   });
 });
 
+describe('RELP sink: at rest', () => {
+  it('no timer runs while nothing is unanswered: the first write arms it, the last answer lets it stop, the next write arms it again', async () => {
+    const armed = vi.spyOn(globalThis, 'setInterval');
+    const stopped = vi.spyOn(globalThis, 'clearInterval');
+    try {
+      const fake = await startFakeRelp({ syslog: () => {} });
+      // ackTimeoutMs 400: a tick every 100 ms.
+      const { sink, acked } = await started(fake, { ackTimeoutMs: 400 });
+      expect(armed).not.toHaveBeenCalled();
+      expect(await send(sink, batch(0, 3))).toEqual({ status: 'sent' });
+      expect(armed).toHaveBeenCalledTimes(1);
+      const timer = armed.mock.results.at(-1)?.value as NodeJS.Timeout;
+      await vi.waitFor(() => expect(fake.conns[0]?.syslog.length).toBe(3));
+      (fake.conns[0] as Conn).answerOldest(3);
+      await vi.waitFor(() => expect(acked()).toEqual([[0, 3]]));
+      await vi.waitFor(() => expect(stopped).toHaveBeenCalledWith(timer), { timeout: 5_000 });
+      // Unanswered again: watched again (an intake that stops answering is still found out).
+      fake.script = {};
+      expect(await send(sink, batch(3, 2))).toEqual({ status: 'sent' });
+      expect(armed).toHaveBeenCalledTimes(2);
+      await vi.waitFor(() => expect(acked()).toEqual([[0, 3], [3, 2]]));
+    } finally {
+      armed.mockRestore();
+      stopped.mockRestore();
+    }
+  });
+});
+
 describe('RELP sink: a lost session writes exactly the unanswered messages again, first and in order', () => {
   // The server answers the first `answered` with its closing (one write: no room opens before),
   // or resets without answering. The client's count is exact: what it wrote minus what was answered.

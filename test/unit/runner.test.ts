@@ -129,6 +129,42 @@ describe('SinkRunner: batches', () => {
   });
 });
 
+describe('SinkRunner: a lull', () => {
+  it('10 s after the last batch sent, once nothing is queued or unacknowledged, the sink lets go of what it keeps; once per lull, and no timer at rest', async () => {
+    const { queue, sink, runner } = rig(SENT_AND_HELD, { events: 2, maxEvents: 1 });
+    await runner.start();
+    await run();
+    expect(sink.calls).toHaveLength(2);
+    await run(9_999);
+    expect(sink.trims).toBe(0);
+    // Ten seconds, but the intake has not confirmed yet: not a lull.
+    await run(1);
+    expect(sink.trims).toBe(0);
+    sink.unacknowledged = 0;
+    await run(10_000);
+    expect(sink.trims).toBe(1);
+    // At rest: nothing runs, nothing more is trimmed.
+    expect(vi.getTimerCount()).toBe(0);
+    await run(60_000);
+    expect(sink.trims).toBe(1);
+    // The next burst, then the next lull.
+    queue.offer(events(1), 10, true);
+    await run();
+    expect(sink.calls).toHaveLength(3);
+    sink.unacknowledged = 0;
+    await run(5_000);
+    queue.offer(events(1), 10, true);
+    await run();
+    sink.unacknowledged = 0;
+    // Counted from the last batch, not the first.
+    await run(9_999);
+    expect(sink.trims).toBe(1);
+    await run(1);
+    expect(sink.trims).toBe(2);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
 describe('SinkRunner: retries', () => {
   it('backs off more with each failure; only an acknowledgement resets the backoff, a send without one does not', async () => {
     const script: Script = (c, s) => {

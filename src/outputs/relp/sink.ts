@@ -136,8 +136,17 @@ export class RelpSink implements Sink {
     return this.#unacked;
   }
 
+  /** The timer starts with the first write. */
   async start(events: SinkEvents): Promise<void> {
     this.#events = events;
+  }
+
+  /**
+   * Runs the timer (answers not coming, a close not answered) while a session has something
+   * unanswered or is closing; #tick stops it otherwise, so that a relay at rest runs no code.
+   */
+  #arm(): void {
+    if (this.#timer || this.#stopped) return;
     const every = Math.max(20, Math.min(1000, this.#o.ackTimeoutMs / 4));
     this.#timer = setInterval(() => this.#tick(Date.now()), every);
     this.#timer.unref();
@@ -259,6 +268,7 @@ export class RelpSink implements Sink {
         const cut = o.formatter.takeCut();
         if (cut > 0) this.#events?.cut(cut);
         if (s.unanswered === to - from) s.lastAnswerAt = Date.now();
+        this.#arm();
         socket.write(buf);
         this.#events?.wrote(buf.length);
         h.cursor = to;
@@ -396,6 +406,12 @@ export class RelpSink implements Sink {
     if (s && s.unanswered > 0 && now - s.lastAnswerAt >= this.#o.ackTimeoutMs) {
       this.#lost(s, new RelayError('ERELAY_ACK_TIMEOUT', `RELP intake ${this.#where} answered nothing for ${this.#o.ackTimeoutMs} ms (output.ack_timeout_ms) with ${s.unanswered} message(s) waiting: the session is dropped and they are written again.`));
     }
+    // At rest (no session, or one with nothing unanswered): the next write arms it again.
+    const cur = this.#session;
+    if (!cur || cur.done || (!cur.closing && cur.unanswered === 0)) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+    }
   }
 
   unconfirmed(): [number, number][] {
@@ -468,6 +484,7 @@ export class RelpSink implements Sink {
           s.closing = true;
           s.closeTxnr = s.txnr;
           s.closeSentAt = Date.now();
+          this.#arm();
           s.open.socket.write(relpFrame(s.txnr, 'close'));
         }
         await until(deadline, (wake) => (s.closed = wake), () => s.done);

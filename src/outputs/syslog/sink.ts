@@ -24,7 +24,6 @@
 import tls from 'node:tls';
 import type { Batch } from '../../core/event.ts';
 import { RelayError, classifyConnectError } from '../../core/errors.ts';
-import { releaseFreeMemory } from '../../core/native-addon.ts';
 import { BufferPool } from './buffer-pool.ts';
 import { Connection, type Written } from './connection.ts';
 import { verifiedTlsOptions } from '../tls-options.ts';
@@ -53,8 +52,6 @@ export interface SyslogTlsOptions {
   /** A connection that takes nothing, or does not answer a close, for this long has failed. */
   readonly writeTimeoutMs: number;
   readonly formatter: Rfc5424Formatter;
-  /** A lull: this long with nothing written and nothing unconfirmed (TRIM_AFTER_MS; shorter in tests). */
-  readonly lullMs?: number;
 }
 
 /** Bytes left in Node's socket buffer before send() waits for it to drain. */
@@ -67,8 +64,6 @@ export const HEADROOM_BYTES = 8 * 1024 * 1024;
  */
 const VOLUME_SLACK_BYTES = 4 * 1024 * 1024;
 const MiB = 1024 * 1024;
-/** A lull after which the slabs kept for the next burst are let go (all but one). */
-const TRIM_AFTER_MS = 10_000;
 
 export class SyslogTlsSink implements Sink {
   readonly type = 'syslog';
@@ -99,13 +94,10 @@ export class SyslogTlsSink implements Sink {
    * Slabs freed by confirmations are kept up to what the window may hold: a confirmation by close
    * frees the whole window at once, and slabs dropped then were old-generation garbage until a full
    * collection (tens of MB at peak) while new ones were allocated for the next window. A quarter
-   * more: a slab's end may stay unused (a batch that does not fit). Trimmed to one after
-   * TRIM_AFTER_MS with nothing written and nothing unconfirmed.
+   * more: a slab's end may stay unused (a batch that does not fit). Trimmed to one when a lull
+   * begins (trim(), from the runner).
    */
   readonly #pool: BufferPool;
-  #lastSendAt = 0;
-  /** Trimmed since the last write: a lull began (TRIM_AFTER_MS with nothing written and nothing unconfirmed). */
-  #lull = false;
   readonly #alloc = (n: number): Buffer => this.#pool.take(n);
   /** Most bytes unconfirmed, all connections together (windowBytes). */
   readonly #window: number;
@@ -125,16 +117,19 @@ export class SyslogTlsSink implements Sink {
     return this.#unacked;
   }
 
+  /** The timer starts with the first write. */
   async start(events: SinkEvents): Promise<void> {
     this.#events = events;
-    // The first lull comes TRIM_AFTER_MS after the start, not at the first tick.
-    this.#lastSendAt = Date.now();
-    this.#arm();
+  }
+
+  /** A lull began: the slabs kept for the next burst are let go (all but one), and freed at once. */
+  trim(): void {
+    this.#pool.trim();
   }
 
   /**
-   * Runs the timer (confirmation by close, write timeouts, the lull's trim) while there is anything
-   * to watch; #tick stops it once there is nothing, so that a relay at rest runs no code at all.
+   * Runs the timer (confirmation by close, write timeouts) while there is anything to watch; #tick
+   * stops it once there is nothing, so that a relay at rest runs no code at all.
    */
   #arm(): void {
     if (this.#timer || this.#stopped) return;
@@ -149,7 +144,6 @@ export class SyslogTlsSink implements Sink {
     if (this.#stopped || (this.#draining && batch.events.length > 0)) return { status: 'retryable', error: new RelayError('ERELAY_SHUTDOWN', 'Output is stopping.') };
     // Stopping: an empty send only writes again what a failed connection held.
     if (this.#draining && this.#resend.length === 0) return { status: 'sent' };
-    this.#lastSendAt = Date.now();
     let conn: Connection;
     for (;;) {
       const got = this.#current ?? (await this.#open(signal));
@@ -216,8 +210,7 @@ export class SyslogTlsSink implements Sink {
 
   #write(conn: Connection, buf: Buffer, seq: number, events: number): void {
     // What is written is watched (confirmation, write timeout), also after a connect that took
-    // longer than a lull, during which the timer may have stopped.
-    this.#lull = false;
+    // longer than the timer's last tick, after which it may have stopped.
     this.#arm();
     const w: Written = { buf, seq, events, at: Date.now(), end: -1 };
     // The write timeout counts from when the connection had something to take: not across a lull.
@@ -276,13 +269,6 @@ export class SyslogTlsSink implements Sink {
 
   #tick(now: number): void {
     const o = this.#o;
-    if (!this.#lull && this.#unackedBytes === 0 && now - this.#lastSendAt >= (o.lullMs ?? TRIM_AFTER_MS)) {
-      // Once per lull: the slabs let go are freed at once, and the C library gives back what the
-      // burst freed inside its heaps (tens of MB otherwise kept resident at rest).
-      this.#lull = true;
-      this.#pool.trim();
-      releaseFreeMemory();
-    }
     const cur = this.#current;
     if (cur) {
       const head = cur.window.peek();
@@ -299,10 +285,10 @@ export class SyslogTlsSink implements Sink {
         this.#failed(c, new RelayError('ERELAY_WRITE_TIMEOUT', `Intake ${o.host}:${o.port} did not answer the close of a connection within ${o.writeTimeoutMs} ms (output.write_timeout_ms): its unconfirmed events are written again.`));
       }
     }
-    // At rest: everything confirmed, nothing closing or to write again, the lull's trim done, and
-    // the connection (if one is open) holding nothing. The next write (or a stop) arms it again.
+    // At rest: everything confirmed, nothing closing or to write again, and the connection (if one
+    // is open) holding nothing. The next write (or a stop) arms it again.
     const idle = this.#current === undefined || (this.#current.written === this.#current.taken && this.#current.window.peek() === undefined);
-    if (this.#lull && idle && this.#unackedBytes === 0 && this.#closing.size === 0 && this.#resend.length === 0 && !this.#replacing && !this.#draining) {
+    if (idle && this.#unackedBytes === 0 && this.#closing.size === 0 && this.#resend.length === 0 && !this.#replacing && !this.#draining) {
       clearInterval(this.#timer);
       this.#timer = undefined;
     }
