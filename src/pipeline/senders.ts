@@ -61,11 +61,13 @@ export class SenderTable {
   readonly #series = new Map<string, { inc(n: number): void }>();
   #evicted = 0;
   #evictLogged = 0;
-  /** What the gauges show: set only when it changes (check() runs every second, also at rest). */
+  /** What the gauges show: set only when it changes. */
   readonly #shown = { tracked: 0, silent: 0 };
+  /** Tells the tables' timer that a check may be due earlier (true: the thresholds changed). */
+  readonly #wake: ((reschedule: boolean) => void) | undefined;
 
   /** `intake`: the input's intake, '' for a shared listener. */
-  constructor(intake: string, input: string, config: SendersConfig, metrics: Metrics, log: Logger, forward?: (s: Sighting) => void) {
+  constructor(intake: string, input: string, config: SendersConfig, metrics: Metrics, log: Logger, forward?: (s: Sighting) => void, wake?: (reschedule: boolean) => void) {
     this.intake = intake;
     this.input = input;
     this.#c = config;
@@ -73,6 +75,7 @@ export class SenderTable {
     this.#log = log;
     this.#labels = { intake, input };
     this.#forward = forward;
+    this.#wake = wake;
     if (forward) return;
     metrics.sendersTracked.set(this.#labels, 0);
     metrics.sendersSilent.set(this.#labels, 0);
@@ -83,6 +86,7 @@ export class SenderTable {
   /** A reload's settings; the next check applies thresholds and a smaller table. */
   configure(config: SendersConfig): void {
     this.#c = config;
+    this.#wake?.(true);
     if (config.metrics) this.#m.senderSeriesOverflow.inc(this.#labels, 0);
     else this.#dropSeries();
   }
@@ -95,7 +99,10 @@ export class SenderTable {
         p[0] += events;
         p[1] += bytes;
         p[3] = now;
-      } else this.#pending.set(sender, [events, bytes, now, now]);
+      } else {
+        this.#pending.set(sender, [events, bytes, now, now]);
+        if (this.#pending.size === 1) this.#wake?.(false);
+      }
       return;
     }
     let e = this.#active.get(sender);
@@ -117,6 +124,9 @@ export class SenderTable {
         e = { events: 0, bytes: 0, first, last: now, moved: now };
       }
       this.#active.set(sender, e);
+      this.#showSizes();
+      // Its deadlines come after every other's: only a timer not running yet needs them.
+      this.#wake?.(false);
     }
     e.events += events;
     e.bytes += bytes;
@@ -213,6 +223,20 @@ export class SenderTable {
     this.#showSizes();
   }
 
+  /**
+   * When check() next has something to do (table time: ms), undefined if never until something is
+   * seen: a sender goes silent or is forgotten, or (in a worker) sightings wait to be forwarded.
+   */
+  nextCheckAt(): number | undefined {
+    if (this.#forward) return this.#pending.size > 0 ? 0 : undefined;
+    const c = this.#c;
+    const silentAfter = c.silent_after_ms > 0 ? c.silent_after_ms : c.known_within_ms + 1;
+    let next = Infinity;
+    for (const e of this.#active.values()) next = Math.min(next, e.last + silentAfter);
+    for (const e of this.#quiet.values()) next = Math.min(next, e.last + c.known_within_ms + 1);
+    return next === Infinity ? undefined : next;
+  }
+
   #showSizes(): void {
     const shown = this.#shown;
     if (this.size !== shown.tracked) this.#m.sendersTracked.set(this.#labels, (shown.tracked = this.size));
@@ -271,15 +295,21 @@ export class SenderTable {
   }
 }
 
+/** The longest the tables' timer waits (setTimeout's limit is 24.8 days). */
+const MAX_WAIT_MS = 3_600_000;
+
 /**
  * Every input's table, kept across a restart of the input (a reload that changes it) and dropped
- * with it; checked every second.
+ * with it; checked when the next sender is due to go silent or be forgotten (at most once a
+ * second; in a worker, a second after sightings wait to be forwarded), so that at rest nothing runs.
  */
 export class SenderTables {
   readonly #tables = new Map<string, SenderTable>();
   readonly #m: Metrics;
   readonly #log: Logger;
   #timer: NodeJS.Timeout | undefined;
+  /** Checks at most this often (start()); 0 until started. */
+  #everyMs = 0;
   /** In a worker: its sightings, each second, to the main thread (see SenderTable). */
   readonly #forward: ((sightings: Sighting[]) => void) | undefined;
   #batch: Sighting[] = [];
@@ -300,7 +330,7 @@ export class SenderTables {
     const key = SenderTables.#key(intake, input);
     let t = this.#tables.get(key);
     if (t) t.configure(config);
-    else this.#tables.set(key, (t = new SenderTable(intake, input, config, this.#m, this.#log, this.#forward && ((x) => this.#batch.push(x)))));
+    else this.#tables.set(key, (t = new SenderTable(intake, input, config, this.#m, this.#log, this.#forward && ((x) => this.#batch.push(x)), this.#wake)));
     return t;
   }
 
@@ -338,12 +368,35 @@ export class SenderTables {
   }
 
   start(everyMs = 1_000): void {
-    this.#timer ??= setInterval(() => this.check(), everyMs);
-    this.#timer.unref();
+    this.#everyMs = everyMs;
+    this.#schedule(Date.now());
   }
 
   stop(): void {
-    if (this.#timer) clearInterval(this.#timer);
+    clearTimeout(this.#timer);
     this.#timer = undefined;
+    this.#everyMs = 0;
+  }
+
+  /** A table saw a new sender (a timer may be needed), or its thresholds changed (true: it may be due sooner). */
+  readonly #wake = (reschedule: boolean): void => {
+    if (this.#everyMs > 0 && (reschedule || this.#timer === undefined)) this.#schedule(Date.now());
+  };
+
+  /** Sets the timer for the earliest check due, no sooner than everyMs from now; none if nothing is due. */
+  #schedule(now: number): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    let next = Infinity;
+    for (const t of this.#tables.values()) next = Math.min(next, (t.nextCheckAt() ?? Infinity) + this.lagMs);
+    if (next === Infinity) return;
+    const at = Math.max(next, now + this.#everyMs);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      const t = Date.now();
+      this.check(t);
+      this.#schedule(t);
+    }, Math.min(at - now, MAX_WAIT_MS));
+    this.#timer.unref();
   }
 }

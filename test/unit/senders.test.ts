@@ -2,7 +2,7 @@
 // its end, forgetting, the per-sender series and their cap, HOSTNAME grouping.
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { senders as sendersSchema } from '../../src/core/config-parts.ts';
 import { SenderTable, SenderTables } from '../../src/pipeline/senders.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
@@ -160,6 +160,52 @@ describe('table of senders', () => {
       { sender: 'db-1', events: 1, bytes: 5 },
       { sender: 'web-1', events: 3, bytes: 31 },
     ]);
+  });
+
+  it('checked when a sender is due to go silent or be forgotten, not every second: nothing runs at rest', async () => {
+    vi.useFakeTimers({ now: T0 });
+    const checks = vi.spyOn(SenderTable.prototype, 'check');
+    try {
+      const metrics = new Metrics(false);
+      const lines: Record<string, unknown>[] = [];
+      const log = pino({ level: 'info' }, new Writable({ write: (c: Buffer, _e, cb) => (lines.push(JSON.parse(c.toString()) as Record<string, unknown>), cb()) }));
+      const tables = new SenderTables(metrics, log);
+      const t = tables.table('fw', 'udp/514', sendersSchema.parse({ silent_after_ms: 60_000, known_within_ms: 600_000 }));
+      tables.start();
+      // Nothing tracked: no timer.
+      expect(vi.getTimerCount()).toBe(0);
+      t.seen('a', 1, 1, Date.now());
+      expect(vi.getTimerCount()).toBe(1);
+      // The gauge follows at once, not at the next check.
+      expect(await metricValue(metrics, 'intake_relay_senders', { intake: 'fw', input: 'udp/514' })).toBe(1);
+      await vi.advanceTimersByTimeAsync(30_000);
+      t.seen('a', 1, 1, Date.now()); // seen again: silent from T0 + 90 s now
+      await vi.advanceTimersByTimeAsync(30_000);
+      // One check at a's first deadline (T0 + 60 s), which found nothing to do; none each second.
+      expect(checks).toHaveBeenCalledTimes(1);
+      expect(lines.filter((l) => l.msg === 'A sender went silent.')).toEqual([]);
+      await vi.advanceTimersByTimeAsync(30_000);
+      expect(checks).toHaveBeenCalledTimes(2);
+      expect(lines.filter((l) => l.msg === 'A sender went silent.').map((l) => l.sender)).toEqual(['a']);
+      expect(await metricValue(metrics, 'intake_relay_senders_silent', { intake: 'fw', input: 'udp/514' })).toBe(1);
+      // Next: forgotten at T0 + 30 s + 600 s; nothing before.
+      await vi.advanceTimersByTimeAsync(539_000);
+      expect(checks).toHaveBeenCalledTimes(2);
+      await vi.advanceTimersByTimeAsync(2_000);
+      expect(checks).toHaveBeenCalledTimes(3);
+      expect(t.size).toBe(0);
+      expect(vi.getTimerCount()).toBe(0);
+      // A reload that lowers the threshold brings the check forward.
+      t.seen('b', 1, 1, Date.now());
+      tables.table('fw', 'udp/514', sendersSchema.parse({ silent_after_ms: 5_000, known_within_ms: 600_000 }));
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(lines.filter((l) => l.msg === 'A sender went silent.').map((l) => l.sender)).toEqual(['a', 'b']);
+      tables.stop();
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      checks.mockRestore();
+      vi.useRealTimers();
+    }
   });
 
   it('tables survive a restart of their input and go with it', async () => {
