@@ -102,7 +102,7 @@ export class Metrics {
   });
   readonly inputPaused = new Counter({
     name: 'intake_relay_input_pauses_total',
-    help: 'Times a stream input stopped reading (backpressure): its queue was full, or held a tenth of its limits while the output was taking batches.',
+    help: 'Times a stream input stopped reading (backpressure): its queue was full, or held a tenth of its limits while the output was taking batches; for RELP also a sender that does not read its answers, or too many answers waiting for an earlier one.',
     labelNames: ['intake', 'input'] as const,
     registers: [this.registry],
   });

@@ -390,6 +390,8 @@ describe('RELP input: the session', () => {
       taken++;
     }
     expect(socket.paused).toBe(true);
+    // Counted as the other pauses are.
+    expect(await metricValue(metrics, 'intake_relay_input_pauses_total')).toBe(1);
     const refusal = '3 rsp 32 500 command "nope" not supported\n';
     expect(taken).toBe(Math.floor(MAX_REPLY_BYTES / (perRead * refusal.length)) + 1);
     // A turn of the event loop later (the session's answer steps ran as far as they can): still paused, nothing written.

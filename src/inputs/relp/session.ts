@@ -191,6 +191,7 @@ export class RelpServerSession implements RelpFrameSink {
     if (!this.#backlog && (this.#unanswered > MAX_UNANSWERED || this.#replyBytes > MAX_REPLY_BYTES)) {
       this.#backlog = true;
       this.#socket.pause();
+      this.#t.paused();
     }
   }
 
@@ -232,6 +233,7 @@ export class RelpServerSession implements RelpFrameSink {
     if (!this.#socket.write(out) && !this.#answersFull) {
       this.#answersFull = true;
       this.#socket.pause();
+      this.#t.paused();
       this.#socket.once('drain', () => {
         this.#answersFull = false;
         this.#resume();
