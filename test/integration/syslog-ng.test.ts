@@ -82,4 +82,29 @@ describe('relay -> syslog-ng', () => {
     // Acknowledged once the resend window (2 s) has passed on a healthy connection.
     await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: total, sent: total, dropped: 0, queued: 0, unacked: 0, balanced: true }), { timeout: 10_000 });
   });
+
+  it('a resend window smaller than the proof distance: a connection is closed for confirmation every half window, syslog-ng answers each close, every event arrives once', async () => {
+    const port = await freePort();
+    const peer = track(startSyslogNg(intakeConfig(port)));
+    const out = join(peer.dir, 'out.log');
+    await peer.listening(port);
+    // No time-based close within the test (60 s); the window's half (512 KiB) closes connections.
+    const relay = track(await startRelay(relayYaml({ intakePort: port, resendWindowMs: 60_000, output: '      resend_window_bytes: 1048576' })));
+    const tcp = relay.port('t', 'tcp/0');
+    const total = 20_000; // about 5 MB as written: ten half windows
+    let s = '';
+    for (let i = 0; i < total; i++) s += `<14>Nov 22 10:00:00 h app: seq=${i} ${'x'.repeat(150)}\n`;
+    await sendTcp(tcp, s);
+    await vi.waitFor(() => expect(fileLines(out).length).toBeGreaterThanOrEqual(total), { timeout: 30_000 });
+    const seqs = fileLines(out).map((l) => /seq=(\d+) /.exec(l)?.[1]);
+    expect(new Set(seqs).size).toBe(total);
+    expect(seqs).toHaveLength(total);
+    // All confirmed by syslog-ng's answers to the closes (the last one's by the stop below).
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_events_sent_total')).toBeGreaterThan(total * 0.8), { timeout: 10_000 });
+    expect(await relay.metric('intake_relay_output_connects_total')).toBeGreaterThanOrEqual(6);
+    expect(await relay.metric('intake_relay_events_resent_total')).toBe(0);
+    expect(await relay.metric('intake_relay_output_errors_total')).toBe(0);
+    const books0 = await books(relay, 't');
+    expect(books0).toMatchObject({ received: total, dropped: 0, queued: 0, balanced: true });
+  });
 });
