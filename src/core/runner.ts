@@ -62,6 +62,8 @@ export class SinkRunner {
   readonly #t: OutputTelemetry;
   /** Runs once, LULL_MS after the last batch sent (refreshed by each): no timer at rest. */
   #lullTimer: NodeJS.Timeout | undefined;
+  /** A stop or a detach began: no lull any more (the sink is stopping, or no longer this runner's). */
+  #ending = false;
 
   constructor(options: RunnerOptions) {
     this.#o = options;
@@ -174,13 +176,19 @@ export class SinkRunner {
 
   /** A batch was sent: the lull, if any, begins LULL_MS from now. */
   #sent(): void {
-    if (this.#state === 'stopped') return;
+    if (this.#ending) return;
     if (this.#lullTimer) {
       this.#lullTimer.refresh();
       return;
     }
     this.#lullTimer = setTimeout(() => this.#lull(), this.#o.lullMs ?? LULL_MS);
     this.#lullTimer.unref();
+  }
+
+  #endLull(): void {
+    this.#ending = true;
+    clearTimeout(this.#lullTimer);
+    this.#lullTimer = undefined;
   }
 
   #lull(): void {
@@ -307,6 +315,7 @@ export class SinkRunner {
    * deadline). Returns the number of events that could not be delivered.
    */
   async stop(deadline: AbortSignal): Promise<number> {
+    this.#endLull();
     const onAbort = (): void => this.#abort.abort();
     deadline.addEventListener('abort', onAbort, { once: true });
     if (deadline.aborted) this.#abort.abort();
@@ -322,7 +331,6 @@ export class SinkRunner {
       deadline.removeEventListener('abort', onAbort);
     }
     this.#state = 'stopped';
-    clearTimeout(this.#lullTimer);
     this.#t.connected(false);
     return this.#o.queue.pendingEvents + unconfirmed;
   }
@@ -350,11 +358,11 @@ export class SinkRunner {
    * runner. The sink is left to the caller (handed over, or stopped).
    */
   async detach(): Promise<void> {
+    this.#endLull();
     this.#detached = true;
     this.#abort.abort();
     await this.#loop;
     this.#state = 'stopped';
-    clearTimeout(this.#lullTimer);
   }
 
   get sink(): Sink {

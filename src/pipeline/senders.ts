@@ -63,11 +63,11 @@ export class SenderTable {
   #evictLogged = 0;
   /** What the gauges show: set only when it changes. */
   readonly #shown = { tracked: 0, silent: 0 };
-  /** Tells the tables' timer that a check may be due earlier (true: the thresholds changed). */
-  readonly #wake: ((reschedule: boolean) => void) | undefined;
+  /** Tells the tables' timer when a check is due for what just changed (table time; -Infinity: the thresholds changed). */
+  readonly #wake: ((due: number) => void) | undefined;
 
   /** `intake`: the input's intake, '' for a shared listener. */
-  constructor(intake: string, input: string, config: SendersConfig, metrics: Metrics, log: Logger, forward?: (s: Sighting) => void, wake?: (reschedule: boolean) => void) {
+  constructor(intake: string, input: string, config: SendersConfig, metrics: Metrics, log: Logger, forward?: (s: Sighting) => void, wake?: (due: number) => void) {
     this.intake = intake;
     this.input = input;
     this.#c = config;
@@ -86,7 +86,7 @@ export class SenderTable {
   /** A reload's settings; the next check applies thresholds and a smaller table. */
   configure(config: SendersConfig): void {
     this.#c = config;
-    this.#wake?.(true);
+    this.#wake?.(-Infinity);
     if (config.metrics) this.#m.senderSeriesOverflow.inc(this.#labels, 0);
     else this.#dropSeries();
   }
@@ -101,7 +101,7 @@ export class SenderTable {
         p[3] = now;
       } else {
         this.#pending.set(sender, [events, bytes, now, now]);
-        if (this.#pending.size === 1) this.#wake?.(false);
+        if (this.#pending.size === 1) this.#wake?.(0);
       }
       return;
     }
@@ -125,8 +125,9 @@ export class SenderTable {
       }
       this.#active.set(sender, e);
       this.#showSizes();
-      // Its deadlines come after every other's: only a timer not running yet needs them.
-      this.#wake?.(false);
+      // Due to go silent: earlier than the timer when it waits for a quiet sender to be forgotten,
+      // or for another input's longer threshold.
+      this.#wake?.(Math.max(e.last, now) + this.#silentAfter());
     }
     e.events += events;
     e.bytes += bytes;
@@ -230,11 +231,17 @@ export class SenderTable {
   nextCheckAt(): number | undefined {
     if (this.#forward) return this.#pending.size > 0 ? 0 : undefined;
     const c = this.#c;
-    const silentAfter = c.silent_after_ms > 0 ? c.silent_after_ms : c.known_within_ms + 1;
+    const silentAfter = this.#silentAfter();
     let next = Infinity;
     for (const e of this.#active.values()) next = Math.min(next, e.last + silentAfter);
     for (const e of this.#quiet.values()) next = Math.min(next, e.last + c.known_within_ms + 1);
     return next === Infinity ? undefined : next;
+  }
+
+  /** How long after its last sighting an active sender is next due: silent, or forgotten. */
+  #silentAfter(): number {
+    const c = this.#c;
+    return c.silent_after_ms > 0 ? c.silent_after_ms : c.known_within_ms + 1;
   }
 
   #showSizes(): void {
@@ -308,6 +315,8 @@ export class SenderTables {
   readonly #m: Metrics;
   readonly #log: Logger;
   #timer: NodeJS.Timeout | undefined;
+  /** When the timer fires (ms; Infinity: none). */
+  #at = Infinity;
   /** Checks at most this often (start()); 0 until started. */
   #everyMs = 0;
   /** In a worker: its sightings, each second, to the main thread (see SenderTable). */
@@ -375,28 +384,32 @@ export class SenderTables {
   stop(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    this.#at = Infinity;
     this.#everyMs = 0;
   }
 
-  /** A table saw a new sender (a timer may be needed), or its thresholds changed (true: it may be due sooner). */
-  readonly #wake = (reschedule: boolean): void => {
-    if (this.#everyMs > 0 && (reschedule || this.#timer === undefined)) this.#schedule(Date.now());
+  /** A table has something due at `due` (its time): a new or returning sender, sightings to forward, new thresholds (-Infinity). */
+  readonly #wake = (due: number): void => {
+    if (this.#everyMs > 0 && due + this.lagMs < this.#at) this.#schedule(Date.now());
   };
 
   /** Sets the timer for the earliest check due, no sooner than everyMs from now; none if nothing is due. */
   #schedule(now: number): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    this.#at = Infinity;
     let next = Infinity;
     for (const t of this.#tables.values()) next = Math.min(next, (t.nextCheckAt() ?? Infinity) + this.lagMs);
     if (next === Infinity) return;
     const at = Math.max(next, now + this.#everyMs);
+    this.#at = at;
+    // A millisecond past it: a timer may fire a little early by Date.now().
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       const t = Date.now();
       this.check(t);
       this.#schedule(t);
-    }, Math.min(at - now, MAX_WAIT_MS));
+    }, Math.min(at + 1 - now, MAX_WAIT_MS));
     this.#timer.unref();
   }
 }

@@ -165,6 +165,28 @@ describe('SinkRunner: a lull', () => {
   });
 });
 
+describe('SinkRunner: a lull after a stop or a detach', () => {
+  it.each(['stop', 'detach'] as const)('%s: the lull is over, the sink is not trimmed afterwards', async (end) => {
+    const { queue, sink, runner } = rig(() => SENT, { events: 1 });
+    await runner.start();
+    await run();
+    expect(sink.calls).toHaveLength(1);
+    if (end === 'stop') {
+      queue.close();
+      const stopped = runner.stop(new AbortController().signal);
+      await run();
+      await stopped;
+    } else {
+      const detached = runner.detach();
+      await run();
+      await detached;
+    }
+    await run(20_000);
+    expect(sink.trims).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
 describe('SinkRunner: retries', () => {
   it('backs off more with each failure; only an acknowledgement resets the backoff, a send without one does not', async () => {
     const script: Script = (c, s) => {

@@ -180,7 +180,7 @@ describe('table of senders', () => {
       expect(await metricValue(metrics, 'intake_relay_senders', { intake: 'fw', input: 'udp/514' })).toBe(1);
       await vi.advanceTimersByTimeAsync(30_000);
       t.seen('a', 1, 1, Date.now()); // seen again: silent from T0 + 90 s now
-      await vi.advanceTimersByTimeAsync(30_000);
+      await vi.advanceTimersByTimeAsync(30_001);
       // One check at a's first deadline (T0 + 60 s), which found nothing to do; none each second.
       expect(checks).toHaveBeenCalledTimes(1);
       expect(lines.filter((l) => l.msg === 'A sender went silent.')).toEqual([]);
@@ -198,12 +198,47 @@ describe('table of senders', () => {
       // A reload that lowers the threshold brings the check forward.
       t.seen('b', 1, 1, Date.now());
       tables.table('fw', 'udp/514', sendersSchema.parse({ silent_after_ms: 5_000, known_within_ms: 600_000 }));
-      await vi.advanceTimersByTimeAsync(5_000);
+      await vi.advanceTimersByTimeAsync(5_001);
       expect(lines.filter((l) => l.msg === 'A sender went silent.').map((l) => l.sender)).toEqual(['a', 'b']);
       tables.stop();
       expect(vi.getTimerCount()).toBe(0);
     } finally {
       checks.mockRestore();
+      vi.useRealTimers();
+    }
+  });
+
+  it('a new sender due before the timer (it waits for a quiet sender to be forgotten, or for another input\'s longer threshold) is reported on time', async () => {
+    vi.useFakeTimers({ now: T0 });
+    try {
+      const lines: Record<string, unknown>[] = [];
+      const log = pino({ level: 'info' }, new Writable({ write: (c: Buffer, _e, cb) => (lines.push(JSON.parse(c.toString()) as Record<string, unknown>), cb()) }));
+      // pino's own time (ms, from Date.now(): the fake clock) says when each line was written.
+      const silentAt = (sender: string): number | undefined => lines.find((l) => l.msg === 'A sender went silent.' && l.sender === sender)?.time as number | undefined;
+      const tables = new SenderTables(new Metrics(false), log);
+      const short = tables.table('fw', 'udp/514', sendersSchema.parse({ silent_after_ms: 60_000, known_within_ms: 600_000 }));
+      const long = tables.table('fw', 'tcp/514', sendersSchema.parse({ silent_after_ms: 1_800_000, known_within_ms: 86_400_000 }));
+      tables.start();
+      // The same table: a goes silent; the timer then waits for a to be forgotten (T0 + 600 s).
+      short.seen('a', 1, 1, Date.now());
+      await vi.advanceTimersByTimeAsync(61_000);
+      expect(silentAt('a')).toBe(T0 + 60_001);
+      short.seen('b', 1, 1, Date.now());
+      await vi.advanceTimersByTimeAsync(61_000);
+      expect(silentAt('b')).toBe(T0 + 121_001);
+      // Another table: its 30 minutes must not hold back this table's minute.
+      long.seen('c', 1, 1, Date.now());
+      await vi.advanceTimersByTimeAsync(1_000);
+      short.seen('d', 1, 1, Date.now());
+      await vi.advanceTimersByTimeAsync(61_000);
+      expect(silentAt('d')).toBe(T0 + 183_001);
+      // A silent sender back, and quiet again: on time too.
+      short.seen('a', 1, 1, Date.now());
+      const back = Date.now();
+      await vi.advanceTimersByTimeAsync(61_000);
+      expect(lines.filter((l) => l.msg === 'A sender went silent.' && l.sender === 'a').map((l) => l.time)).toEqual([T0 + 60_001, back + 60_001]);
+      tables.stop();
+    } finally {
       vi.useRealTimers();
     }
   });

@@ -327,6 +327,8 @@ export class SyslogTlsSink implements Sink {
   #rotate(conn: Connection): void {
     if (conn.closing || conn.done) return;
     conn.closing = true;
+    // Its answer is watched (write_timeout_ms), also for a connection with nothing written.
+    this.#arm();
     // A connection still draining keeps its last progress time; the wait for the answer starts now.
     if (conn.written === conn.taken) conn.progressAt = Date.now();
     if (this.#current === conn) this.#current = undefined;
