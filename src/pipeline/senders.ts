@@ -127,7 +127,7 @@ export class SenderTable {
       this.#showSizes();
       // Due to go silent: earlier than the timer when it waits for a quiet sender to be forgotten,
       // or for another input's longer threshold.
-      this.#wake?.(Math.max(e.last, now) + this.#silentAfter());
+      this.#wake?.(Math.max(e.last, now) + this.#dueAfter());
     }
     e.events += events;
     e.bytes += bytes;
@@ -231,15 +231,15 @@ export class SenderTable {
   nextCheckAt(): number | undefined {
     if (this.#forward) return this.#pending.size > 0 ? 0 : undefined;
     const c = this.#c;
-    const silentAfter = this.#silentAfter();
+    const dueAfter = this.#dueAfter();
     let next = Infinity;
-    for (const e of this.#active.values()) next = Math.min(next, e.last + silentAfter);
+    for (const e of this.#active.values()) next = Math.min(next, e.last + dueAfter);
     for (const e of this.#quiet.values()) next = Math.min(next, e.last + c.known_within_ms + 1);
     return next === Infinity ? undefined : next;
   }
 
   /** How long after its last sighting an active sender is next due: silent, or forgotten. */
-  #silentAfter(): number {
+  #dueAfter(): number {
     const c = this.#c;
     return c.silent_after_ms > 0 ? c.silent_after_ms : c.known_within_ms + 1;
   }

@@ -366,8 +366,8 @@ describe('RELP sink: at rest', () => {
     const stopped = vi.spyOn(globalThis, 'clearInterval');
     try {
       const fake = await startFakeRelp({ syslog: () => {} });
-      // ackTimeoutMs 400: a tick every 100 ms.
-      const { sink, acked, lost } = await started(fake, { ackTimeoutMs: 400 });
+      // ackTimeoutMs 2 s: a tick every 500 ms, and time enough to answer on a slow machine.
+      const { sink, acked, lost } = await started(fake, { ackTimeoutMs: 2_000 });
       expect(armed).not.toHaveBeenCalled();
       expect(await send(sink, batch(0, 3))).toEqual({ status: 'sent' });
       expect(armed).toHaveBeenCalledTimes(1);
@@ -379,7 +379,7 @@ describe('RELP sink: at rest', () => {
       // Unanswered again: watched again, so an intake that stops answering is still found out.
       expect(await send(sink, batch(3, 2))).toEqual({ status: 'sent' });
       expect(armed).toHaveBeenCalledTimes(2);
-      await vi.waitFor(() => expect(lost().map(([, e]) => e.code)).toEqual(['ERELAY_ACK_TIMEOUT']), { timeout: 5_000 });
+      await vi.waitFor(() => expect(lost().map(([, e]) => e.code)).toEqual(['ERELAY_ACK_TIMEOUT']), { timeout: 10_000 });
     } finally {
       armed.mockRestore();
       stopped.mockRestore();

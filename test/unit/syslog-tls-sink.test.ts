@@ -229,42 +229,41 @@ describe('syslog sink, edges', () => {
 });
 
 /**
- * A TLS intake whose first connection reads nothing until the test resets it; later connections
- * read everything, keep each message's id (m00000042), and answer a close with a close.
+ * A TLS intake that keeps each message's id (m00000042) and answers a close with a close. The
+ * connections it holds (`hold(i)`, i counted from 0) read nothing, and so answer no close, until
+ * release() (or a reset, as an intake that crashed).
  */
-async function holdingPeer() {
+async function idPeer(hold: (i: number) => boolean) {
   const net = await import('node:net');
   const tls = await import('node:tls');
   const ctx = tls.createSecureContext({ cert: readFileSync(`${TLS}server.crt`), key: readFileSync(`${TLS}server.key`) });
   const raws: import('node:net').Socket[] = [];
+  const sockets: import('node:tls').TLSSocket[] = [];
   const ids: string[] = [];
+  let released = false;
   let holding = false;
   const server = net.createServer((raw) => {
-    const first = raws.length === 0;
+    const held = !released && hold(raws.length);
     raws.push(raw);
     raw.on('error', () => {});
     const s = new tls.TLSSocket(raw, { isServer: true, secureContext: ctx });
+    sockets.push(s);
     s.on('error', () => {});
-    s.once('secure', () => {
-      if (first) {
-        s.pause();
-        holding = true;
-        return;
+    if (held) s.once('secure', () => (holding = true));
+    let text = '';
+    s.setEncoding('latin1');
+    s.on('data', (chunk: string) => {
+      text += chunk;
+      for (;;) {
+        const sp = text.indexOf(' ');
+        const n = Number(text.slice(0, sp));
+        if (sp < 0 || text.length < sp + 1 + n) break;
+        ids.push(/m\d{8}/.exec(text.slice(sp + 1, sp + 1 + n))?.[0] ?? '?');
+        text = text.slice(sp + 1 + n);
       }
-      let text = '';
-      s.setEncoding('latin1');
-      s.on('data', (chunk: string) => {
-        text += chunk;
-        for (;;) {
-          const sp = text.indexOf(' ');
-          const n = Number(text.slice(0, sp));
-          if (sp < 0 || text.length < sp + 1 + n) break;
-          ids.push(/m\d{8}/.exec(text.slice(sp + 1, sp + 1 + n))?.[0] ?? '?');
-          text = text.slice(sp + 1 + n);
-        }
-      });
-      s.on('end', () => s.end());
     });
+    s.on('end', () => s.end());
+    if (held) s.pause();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   return {
@@ -273,12 +272,16 @@ async function holdingPeer() {
     get connections() {
       return raws.length;
     },
-    /** The first connection is open (its handshake done on this side too) and reads nothing. */
+    /** A held connection is open (its handshake done on this side too) and reads nothing. */
     get holding() {
       return holding;
     },
-    /** Resets the first connection (a plain TCP reset, as an intake that crashed). */
-    reset: () => raws[0]!.resetAndDestroy(),
+    release: () => {
+      released = true;
+      for (const s of sockets) s.resume();
+    },
+    /** Resets a connection (a plain TCP reset, as an intake that crashed). */
+    reset: (i = 0) => raws[i]!.resetAndDestroy(),
     stop: () => new Promise<void>((r) => {
       for (const raw of raws) raw.destroy();
       server.close(() => r());
@@ -293,7 +296,7 @@ describe('syslog sink, stop', () => {
     ['resets the connection', 10_000, 'ERELAY_CONNECTION_LOST'],
     ['does not answer the close within write_timeout_ms', 300, 'ERELAY_WRITE_TIMEOUT'],
   ])('the intake %s while the stop waits for its answer: reported as lost; an empty send writes the window again on a new connection, closed at once; the stop ends once it is confirmed', async (_what, writeTimeoutMs, code) => {
-    const peer = await holdingPeer();
+    const peer = await idPeer((i) => i === 0);
     const s = edgeSink(peer.port, 60_000, writeTimeoutMs);
     const acked: [number, number][] = [];
     const lost: [string, number][] = [];
@@ -322,7 +325,7 @@ describe('syslog sink, stop', () => {
   });
 
   it('a window lost during the stop and not written again by the deadline: the stop returns it as unconfirmed; sends afterwards are refused', async () => {
-    const peer = await holdingPeer();
+    const peer = await idPeer((i) => i === 0);
     const s = edgeSink(peer.port, 60_000, 10_000);
     const lost: number[] = [];
     let acked = 0;
@@ -347,7 +350,7 @@ describe('syslog sink, stop', () => {
   });
 
   it('a stop with no runner to write again (rewrite: false, a background stop after a reload): a lost window ends it at once, returned as unconfirmed', async () => {
-    const peer = await holdingPeer();
+    const peer = await idPeer((i) => i === 0);
     const s = edgeSink(peer.port, 60_000, 10_000);
     await s.start({ acknowledged: () => {}, connectionLost: () => {}, connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
     await s.send(batch(0, 100, 50), AbortSignal.timeout(5_000));
@@ -361,7 +364,7 @@ describe('syslog sink, stop', () => {
   });
 
   it('a hand-over does not wait for a lost window to be written again (the next sink writes it first), and reports no loss', async () => {
-    const peer = await holdingPeer();
+    const peer = await idPeer((i) => i === 0);
     const s = edgeSink(peer.port, 60_000, 10_000);
     const lost: number[] = [];
     await s.start({ acknowledged: () => {}, connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
@@ -393,58 +396,6 @@ describe('proof distance', () => {
   });
 });
 
-/**
- * A TLS intake that keeps each message's id (m00000042) per connection and answers a close with a
- * close; while gated, every connection reads nothing (and so answers no close) until release().
- */
-async function gatedPeer(gated: boolean) {
-  const net = await import('node:net');
-  const tls = await import('node:tls');
-  const ctx = tls.createSecureContext({ cert: readFileSync(`${TLS}server.crt`), key: readFileSync(`${TLS}server.key`) });
-  const raws: import('node:net').Socket[] = [];
-  const sockets: import('node:tls').TLSSocket[] = [];
-  const ids: string[] = [];
-  const server = net.createServer((raw) => {
-    raws.push(raw);
-    raw.on('error', () => {});
-    const s = new tls.TLSSocket(raw, { isServer: true, secureContext: ctx });
-    sockets.push(s);
-    s.on('error', () => {});
-    let text = '';
-    s.setEncoding('latin1');
-    s.on('data', (chunk: string) => {
-      text += chunk;
-      for (;;) {
-        const sp = text.indexOf(' ');
-        const n = Number(text.slice(0, sp));
-        if (sp < 0 || text.length < sp + 1 + n) break;
-        ids.push(/m\d{8}/.exec(text.slice(sp + 1, sp + 1 + n))?.[0] ?? '?');
-        text = text.slice(sp + 1 + n);
-      }
-    });
-    s.on('end', () => s.end());
-    if (gated) s.pause();
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return {
-    port: (server.address() as import('node:net').AddressInfo).port,
-    ids,
-    get connections() {
-      return raws.length;
-    },
-    release: () => {
-      gated = false;
-      for (const s of sockets) s.resume();
-    },
-    /** Resets a connection (a plain TCP reset, as an intake that crashed). */
-    reset: (i: number) => raws[i]!.resetAndDestroy(),
-    stop: () => new Promise<void>((r) => {
-      for (const raw of raws) raw.destroy();
-      server.close(() => r());
-    }),
-  };
-}
-
 function windowSink(port: number, windowBytes: number, writeTimeoutMs = 10_000): SyslogTlsSink {
   return new SyslogTlsSink({
     host: '127.0.0.1', port, serverName: 'localhost', ca: readFileSync(`${TLS}ca.crt`), cert: undefined, key: undefined,
@@ -454,7 +405,7 @@ function windowSink(port: number, windowBytes: number, writeTimeoutMs = 10_000):
 }
 
 /**
- * Sends 100-event batches to a gated peer until one waits at the window's bound: the bytes written
+ * Sends 100-event batches to a peer holding every connection until one waits at the window's bound: the bytes written
  * (the peer confirms nothing yet) reach the window and that send has not returned.
  */
 async function fillWindow(s: SyslogTlsSink, window: number, wrote: () => number): Promise<{ pending: Promise<SendResult>; k: number }> {
@@ -474,7 +425,7 @@ async function fillWindow(s: SyslogTlsSink, window: number, wrote: () => number)
 
 describe('syslog sink, a resend window smaller than the proof distance', () => {
   it('a connection holding half the window is closed for confirmation and a new one takes the next batches: all confirmed, each after the intake read it, never more than the window held', async () => {
-    const peer = await gatedPeer(false);
+    const peer = await idPeer(() => false);
     const window = 256 * 1024;
     const s = windowSink(peer.port, window);
     const acked: [number, number][] = [];
@@ -514,7 +465,7 @@ describe('syslog sink, a resend window smaller than the proof distance', () => {
   });
 
   it('at the bound, a send waits for a confirmation (not a failure), and goes on once the intake reads', async () => {
-    const peer = await gatedPeer(true);
+    const peer = await idPeer(() => true);
     const window = 64 * 1024;
     const s = windowSink(peer.port, window);
     const lost: number[] = [];
@@ -535,7 +486,7 @@ describe('syslog sink, a resend window smaller than the proof distance', () => {
   });
 
   it('a connection that fails while a send waits at the bound: the send is retried after the backoff, and the next one writes what it held again', async () => {
-    const peer = await gatedPeer(true);
+    const peer = await idPeer(() => true);
     const window = 64 * 1024;
     const s = windowSink(peer.port, window);
     const lost: [string, number][] = [];
@@ -560,7 +511,7 @@ describe('syslog sink, a resend window smaller than the proof distance', () => {
   });
 
   it('a stop while a send waits at the bound: the send returns (the batch stays queued), and the stop counts what the intake never confirmed', async () => {
-    const peer = await gatedPeer(true);
+    const peer = await idPeer(() => true);
     const window = 64 * 1024;
     const s = windowSink(peer.port, window);
     let acked = 0;

@@ -5,7 +5,7 @@
 import type { OutputDefinition } from '../../core/component.ts';
 import type { SyslogOutputConfig } from './schema.ts';
 import { Rfc5424Formatter } from '../../syslog/format.ts';
-import { HEADROOM_BYTES, SyslogTlsSink } from './sink.ts';
+import { SyslogTlsSink, resendWindowBytes } from './sink.ts';
 import { unreadCapacityBytes } from './tcp-buffers.ts';
 import { checkTlsFiles } from '../tls-check.ts';
 
@@ -27,9 +27,10 @@ export const syslogOutput = {
   resolve(o, ctx) {
     if ((o.client_cert_file === undefined) !== (o.client_key_file === undefined)) ctx.problem([], 'client_cert_file and client_key_file go together');
     const capacity = unreadCapacityBytes(undefined, o.intake_receive_buffer_bytes === 'auto' ? undefined : o.intake_receive_buffer_bytes);
-    if (o.resend_window_bytes !== 'auto' && o.intake_receive_buffer_bytes === 'auto' && o.resend_window_bytes > capacity + HEADROOM_BYTES) {
-      // Until this release resend_window_bytes was the proof distance, raised for intakes (or
-      // proxies) that buffer more than this host: that is intake_receive_buffer_bytes now.
+    if (o.resend_window_bytes !== 'auto' && o.intake_receive_buffer_bytes === 'auto' && o.resend_window_bytes > resendWindowBytes('auto', capacity)) {
+      // Larger than auto would make it. Until this release resend_window_bytes was the proof
+      // distance, raised for intakes (or proxies) that buffer more than this host: that is
+      // intake_receive_buffer_bytes now.
       ctx.warn(`resend_window_bytes (${o.resend_window_bytes}) bounds the memory of unconfirmed batches; it no longer sets how many bytes prove a batch read (${capacity}, from this host's TCP buffers). If it was raised for an intake or a proxy that buffers more, set intake_receive_buffer_bytes.`);
     }
     const caPem = o.ca_file ? ctx.readFile(o.ca_file, ['ca_file']) : undefined;
@@ -39,7 +40,7 @@ export const syslogOutput = {
     return {
       ...o,
       proofBytes: capacity,
-      windowBytes: o.resend_window_bytes === 'auto' ? capacity + HEADROOM_BYTES : o.resend_window_bytes,
+      windowBytes: resendWindowBytes(o.resend_window_bytes, capacity),
       host: o.host ?? ctx.endpoints.syslogHost,
       port: o.port ?? ctx.endpoints.syslogPort,
       caPem,
@@ -89,5 +90,5 @@ export const SYSLOG_OUTPUT_DEFAULTS: SyslogOutputConfig = {
 /** The output of intakes without a key when emulator.when is no_intake_key: the local emulator, whatever they say. */
 export function emulatorOutput(port: number, caPem: string): ResolvedSyslogOutput {
   const o = SYSLOG_OUTPUT_DEFAULTS;
-  return { ...o, host: '127.0.0.1', port, server_name: 'localhost', caPem: Buffer.from(caPem), clientCertPem: undefined, clientKeyPem: undefined, proofBytes: unreadCapacityBytes(), windowBytes: o.resend_window_bytes === 'auto' ? unreadCapacityBytes() + HEADROOM_BYTES : o.resend_window_bytes };
+  return { ...o, host: '127.0.0.1', port, server_name: 'localhost', caPem: Buffer.from(caPem), clientCertPem: undefined, clientKeyPem: undefined, proofBytes: unreadCapacityBytes(), windowBytes: resendWindowBytes(o.resend_window_bytes, unreadCapacityBytes()) };
 }

@@ -56,7 +56,7 @@ export interface SyslogTlsOptions {
 
 /** Bytes left in Node's socket buffer before send() waits for it to drain. */
 const MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
-/** Unconfirmed bytes beyond the proof distance before new batches wait (a connection that keeps failing). */
+/** The window `auto` sizes beyond the proof distance (a connection that keeps failing fills it). */
 export const HEADROOM_BYTES = 8 * 1024 * 1024;
 /**
  * What a connection holds beyond the proof distance while the proof by volume keeps up: what Node
@@ -64,6 +64,11 @@ export const HEADROOM_BYTES = 8 * 1024 * 1024;
  */
 const VOLUME_SLACK_BYTES = 4 * 1024 * 1024;
 const MiB = 1024 * 1024;
+
+/** resend_window_bytes resolved: `auto` is as much as the proof by volume needs, and the headroom. */
+export function resendWindowBytes(setting: number | 'auto', proofBytes: number): number {
+  return setting === 'auto' ? proofBytes + HEADROOM_BYTES : setting;
+}
 
 export class SyslogTlsSink implements Sink {
   readonly type = 'syslog';
@@ -108,7 +113,7 @@ export class SyslogTlsSink implements Sink {
 
   constructor(options: SyslogTlsOptions) {
     this.#o = options;
-    this.#window = options.windowBytes ?? options.proofBytes + HEADROOM_BYTES;
+    this.#window = options.windowBytes ?? resendWindowBytes('auto', options.proofBytes);
     this.#rotateAt = this.#window >= options.proofBytes + VOLUME_SLACK_BYTES ? Infinity : Math.max(1, Math.floor(this.#window / 2));
     this.#pool = new BufferPool(Math.ceil(this.#window * 1.25));
   }
