@@ -89,7 +89,8 @@ export interface SinkEvents {
    * again on the next connection, which the runner must open (send an empty batch) if idle.
    */
   connectionLost(error: RelayError, events: number): void;
-  connected(): void;
+  /** A connection is open; `resumed`: its TLS handshake resumed an earlier session. */
+  connected(resumed?: boolean): void;
   wrote(bytes: number): void;
   /** Events whose message was cut to the intake's limit (INTAKE_MAX_EVENT_BYTES) when formatted. */
   cut(events: number): void;

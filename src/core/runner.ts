@@ -122,9 +122,9 @@ export class SinkRunner {
         this.#kick.abort();
         this.#logError(error, 'Output connection lost; unconfirmed events will be written again.', { events });
       },
-      connected: () => {
+      connected: (resumed) => {
         t.connected(true);
-        t.reconnected();
+        t.reconnected(resumed === true);
         if (this.#state !== 'connected') t.log.logger.info('Output connected.');
         this.#state = 'connected';
       },

@@ -45,7 +45,8 @@ export interface OutputTelemetry {
   /** Events cut to the intake's limit by the output (events_modified_total, reason intake_limit). */
   cut(events: number): void;
   connected(up: boolean): void;
-  reconnected(): void;
+  /** A connection established; `resumed`: by resuming a TLS session. */
+  reconnected(resumed: boolean): void;
   keyRejected(rejected: boolean): void;
   sendSeconds(seconds: number): void;
   batchEvents(events: number): void;

@@ -18,6 +18,7 @@ export function outputTelemetry(m: Metrics, log: Logger, intake: string, output:
   const retries = m.outputRetries.labels(labels);
   const connected = m.outputConnected.labels(labels);
   const connects = m.outputReconnects.labels(labels);
+  const resumedConnects = m.outputTlsResumed.labels(labels);
   const keyRejected = m.outputKeyRejected.labels(labels);
   const lastDelivery = m.lastDelivery.labels(labels);
   const duration = m.sendDuration.labels(labels);
@@ -37,7 +38,10 @@ export function outputTelemetry(m: Metrics, log: Logger, intake: string, output:
     dropped: (reason, events) => m.eventsDropped.inc({ intake, stage: 'output', reason }, events),
     cut: (events) => m.eventsModified.inc({ intake, reason: 'intake_limit' }, events),
     connected: (up) => connected.set(up ? 1 : 0),
-    reconnected: () => connects.inc(),
+    reconnected(resumed) {
+      connects.inc();
+      if (resumed) resumedConnects.inc();
+    },
     keyRejected: (on) => keyRejected.set(on ? 1 : 0),
     sendSeconds: (s) => duration.observe(s),
     batchEvents: (n) => batchEvents.observe(n),

@@ -303,6 +303,12 @@ export class Metrics {
     labelNames: ['intake', 'output'] as const,
     registers: [this.registry],
   });
+  readonly outputTlsResumed = new Counter({
+    name: 'intake_relay_output_tls_resumed_total',
+    help: 'Output connections whose TLS handshake resumed an earlier session (of intake_relay_output_connects_total).',
+    labelNames: ['intake', 'output'] as const,
+    registers: [this.registry],
+  });
   readonly outputErrors = new Counter({
     name: 'intake_relay_output_errors_total',
     help: 'Failed delivery attempts, by error code.',

@@ -1,8 +1,10 @@
 // rsyslog as the sender: omfwd with octet-counted framing over plain TCP, and over TLS (gtls) with a
-// client certificate to the relay's TLS input that requires one (mutual TLS).
+// client certificate to the relay's TLS input that requires one (mutual TLS). And rsyslog as the
+// intake: imtcp over TLS with the OpenSSL driver, which offers sessions the relay resumes.
 import { describe, expect, it, vi } from 'vitest';
 import { books, startRelay, TEST_KEY, TLS, type RunningRelay } from '../helpers/relay.ts';
-import { freePort, sendTcp, startRsyslog, startTestIntake, type TestIntake } from '../helpers/peers.ts';
+import { join } from 'node:path';
+import { fileLines, freePort, sendTcp, startRsyslog, startTestIntake, type TestIntake } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
 import { track } from '../helpers/cleanup.ts';
 import { syslogLines } from '../helpers/lines.ts';
@@ -84,5 +86,36 @@ describe('rsyslog -> relay', () => {
     });
     await vi.waitFor(async () => expect(await relay.metric('intake_relay_input_connections_rejected_total', { reason: 'tls_handshake' })).toBe(1));
     expect(await relay.metric('intake_relay_events_received_total')).toBe(0);
+  });
+});
+
+describe('relay -> rsyslog as the intake', () => {
+  it('imtcp over TLS (OpenSSL driver): every connection after the first resumes the TLS session rsyslog offered; every event once', async () => {
+    const port = await freePort();
+    const peer = track(
+      startRsyslog(
+        (dir) => `global(DefaultNetstreamDriverCAFile="${TLS}ca.crt" DefaultNetstreamDriverCertFile="${TLS}server.crt" DefaultNetstreamDriverKeyFile="${TLS}server.key")
+module(load="imtcp" StreamDriver.Name="ossl" StreamDriver.Mode="1" StreamDriver.AuthMode="anon")
+input(type="imtcp" address="127.0.0.1" port="${port}" ruleset="in")
+template(name="msg" type="string" string="%msg%\\n")
+ruleset(name="in") { action(type="omfile" file="${dir}/out.log" template="msg") }`,
+      ),
+    );
+    await peer.listening(port);
+    // Each batch is closed for confirmation 200 ms after it was written: a connection per send.
+    const relay = track(await startRelay(relayYaml({ intakePort: port })));
+    const tcp = relay.port('t', 'tcp/0');
+    const sends = 5;
+    for (let k = 0; k < sends; k++) {
+      await sendTcp(tcp, syslogLines(k * 100, (k + 1) * 100, (i) => `seq=${i}`, '<14>Nov 22 10:00:00 h app: '));
+      await vi.waitFor(async () => expect(await relay.metric('intake_relay_events_sent_total')).toBe((k + 1) * 100), { timeout: 10_000 });
+    }
+    const connects = await relay.metric('intake_relay_output_connects_total');
+    expect(connects).toBeGreaterThanOrEqual(sends);
+    expect(await relay.metric('intake_relay_output_tls_resumed_total')).toBe(connects - 1);
+    const out = fileLines(join(peer.dir, 'out.log'));
+    expect(new Set(out).size).toBe(sends * 100);
+    expect(out).toHaveLength(sends * 100);
+    expect(await books(relay, 't')).toMatchObject({ received: sends * 100, sent: sends * 100, dropped: 0, balanced: true });
   });
 });

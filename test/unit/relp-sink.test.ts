@@ -3,7 +3,9 @@
 // exactly what is written again, ack timeouts, answers out of order, the close at a stop (and a
 // session lost while it waits, written again on a new one), and a reload's hand-over. The server
 // reads the sink's bytes with its own parser (not src/relp's).
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import tls from 'node:tls';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { SinkEvents } from '../../src/core/contracts.ts';
 import type { RelayError } from '../../src/core/errors.ts';
@@ -15,6 +17,7 @@ import { RelpSink } from '../../src/outputs/relp/sink.ts';
 import { headerlessEvent } from '../../src/syslog/parse.ts';
 import { Rfc5424Formatter } from '../../src/syslog/format.ts';
 import { FakeTelemetry } from '../helpers/fake-output.ts';
+import { TLS } from '../helpers/relay.ts';
 import { assertRfc5424Frame } from '../helpers/rfc5424-grammar.ts';
 
 // ---- A scripted RELP server -------------------------------------------------------------------
@@ -115,10 +118,11 @@ interface FakeRelp {
   stop(): Promise<void>;
 }
 
-async function startFakeRelp(script: Script = {}): Promise<FakeRelp> {
+/** `secure`: over TLS (the test CA's server certificate), with Node's defaults (it offers sessions to resume). */
+async function startFakeRelp(script: Script = {}, secure = false): Promise<FakeRelp> {
   const conns: Conn[] = [];
   const fake: FakeRelp = { port: 0, conns, script, stop: () => Promise.resolve() };
-  const server = net.createServer((socket) => {
+  const accept = (socket: net.Socket): void => {
     const c = new Conn(socket);
     conns.push(c);
     socket.on('error', () => {});
@@ -142,7 +146,10 @@ async function startFakeRelp(script: Script = {}): Promise<FakeRelp> {
         }
       }
     });
-  });
+  };
+  const server = secure
+    ? tls.createServer({ cert: readFileSync(`${TLS}server.crt`), key: readFileSync(`${TLS}server.key`) }, accept)
+    : net.createServer(accept);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   return Object.assign(fake, {
     port: (server.address() as net.AddressInfo).port,
@@ -181,11 +188,11 @@ afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-type SinkOptions = { window?: number; ackTimeoutMs?: number; intakeKey?: string };
+type SinkOptions = { window?: number; ackTimeoutMs?: number; intakeKey?: string; tls?: boolean };
 
 function relpSink(fake: FakeRelp, o: SinkOptions = {}): RelpSink {
   return new RelpSink({
-    host: '127.0.0.1', port: fake.port, tls: false, serverName: undefined, ca: undefined, cert: undefined, key: undefined,
+    host: '127.0.0.1', port: fake.port, tls: o.tls === true, serverName: o.tls ? 'localhost' : undefined, ca: o.tls ? readFileSync(`${TLS}ca.crt`) : undefined, cert: undefined, key: undefined,
     connectTimeoutMs: 5_000, window: o.window ?? 16, ackTimeoutMs: o.ackTimeoutMs ?? 60_000,
     formatter: new Rfc5424Formatter(o.intakeKey ?? 'KEY', 'received'),
     ...(o.intakeKey ? { peerText: new PeerTextRedactor([o.intakeKey]) } : {}),
@@ -195,18 +202,23 @@ function relpSink(fake: FakeRelp, o: SinkOptions = {}): RelpSink {
 async function started(fake: FakeRelp, o: SinkOptions = {}) {
   const sink = relpSink(fake, o);
   const reports: Report[] = [];
+  /** For each session opened: whether its TLS handshake resumed an earlier one. */
+  const resumed: boolean[] = [];
   const events: SinkEvents = {
     acknowledged: (seq, n) => reports.push(['acked', seq, n]),
     refused: (seq, n, e) => reports.push(['refused', seq, n, e]),
     connectionLost: (e, n) => reports.push(['lost', e, n]),
-    connected: () => reports.push(['connected']),
+    connected: (r) => {
+      reports.push(['connected']);
+      resumed.push(r === true);
+    },
     wrote: () => {},
     cut: () => {},
   };
   await sink.start(events);
   stops.push(() => sink.stop(AbortSignal.timeout(1_000)), () => fake.stop());
   const of = <K extends Report[0]>(kind: K) => reports.filter((r): r is Extract<Report, [K, ...unknown[]]> => r[0] === kind);
-  return { sink, reports, acked: () => of('acked').map(([, s, n]) => [s, n]), lost: () => of('lost') };
+  return { sink, reports, resumed, acked: () => of('acked').map(([, s, n]) => [s, n]), lost: () => of('lost') };
 }
 
 const send = (sink: RelpSink, b: Batch) => sink.send(b, AbortSignal.timeout(20_000));
@@ -279,6 +291,20 @@ describe('RELP sink: opening the session', () => {
     const { sink } = await started(fake);
     const r = await send(sink, batch(0, 1));
     expect(r).toMatchObject({ status: 'retryable', error: { code, message: expect.stringMatching(text) } });
+  });
+
+  it('over TLS: the session after a serverclose resumes the TLS session the server offered', async () => {
+    const fake = await startFakeRelp({}, true);
+    const { sink, acked, resumed } = await started(fake, { tls: true });
+    expect(await send(sink, batch(0, 5))).toEqual({ status: 'sent' });
+    await vi.waitFor(() => expect(acked()).toEqual([[0, 5]]));
+    (fake.conns[0] as Conn).serverclose();
+    await vi.waitFor(() => expect(fake.conns[0]?.closed).toBe(true));
+    await vi.waitFor(async () => expect(await send(sink, batch(5, 5))).toEqual({ status: 'sent' }));
+    await vi.waitFor(() => expect(acked()).toEqual([[0, 5], [5, 5]]));
+    expect(fake.conns).toHaveLength(2);
+    expect(resumed).toEqual([false, true]);
+    expect(assertRfc5424Frame((fake.conns[1] as Conn).syslog[0]!.data)).toMatchObject({ intakeKey: 'KEY', msg: msg(5) });
   });
 });
 

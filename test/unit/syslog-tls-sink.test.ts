@@ -90,6 +90,30 @@ describe('syslog sink', () => {
     expect(await s.stop(AbortSignal.timeout(1_000))).toBe(2_000);
     expect(acked).toBe(0);
   });
+
+  it('the next connection resumes the TLS session the intake offered; a session it no longer knows is a full handshake', async () => {
+    intake = await startFaultyIntake(() => ({ kind: 'read' }));
+    const port = intake.port;
+    // Every batch is closed for confirmation 100 ms after it was written: a connection per batch.
+    const s = sink(port, unreadCapacityBytes(), 100);
+    let acked = 0;
+    const resumed: boolean[] = [];
+    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: () => {}, connected: (r) => resumed.push(r === true), wrote: () => {}, cut: () => {}, refused: () => {} });
+    for (let k = 0; k < 3; k++) {
+      expect((await s.send(batch(k * 10, 10, 50), AbortSignal.timeout(5_000))).status).toBe('sent');
+      await vi.waitFor(() => expect(acked).toBe((k + 1) * 10), { timeout: 5_000 });
+    }
+    expect(resumed).toEqual([false, true, true]);
+    // The intake restarted: new ticket keys, the relay's session is unknown to it.
+    await intake.stop();
+    const before = intake.received.length;
+    intake = await startFaultyIntake(() => ({ kind: 'read' }), port);
+    expect((await s.send(batch(30, 10, 50), AbortSignal.timeout(5_000))).status).toBe('sent');
+    await vi.waitFor(() => expect(acked).toBe(40), { timeout: 5_000 });
+    expect(resumed).toEqual([false, true, true, false]);
+    expect(before + intake.received.length).toBe(40);
+    expect(await s.stop(AbortSignal.timeout(5_000))).toBe(0);
+  });
 });
 
 /** TLS peers under the test's control: each connection reads (and counts) until paused or told to discard. */

@@ -9,7 +9,7 @@ import { RelayError } from '../../core/errors.ts';
 import type { PeerTextRedactor } from '../../core/peer-text.ts';
 import { RelpDeframer, RelpFramingError, parseOffers, parseResponse, relpFrame, type RelpFrameSink } from '../../relp/frame.ts';
 import { VERSION } from '../../version.ts';
-import { verifiedTlsOptions } from '../tls-options.ts';
+import { IntakeTls } from '../tls-options.ts';
 
 export interface RelpEndpoint {
   readonly host: string;
@@ -45,15 +45,15 @@ export interface OpenSession {
 
 /**
  * Connects, opens a RELP session and checks the server's offers: it must speak a relp_version
- * and accept the syslog command. Rejects with a RelayError saying which step failed.
+ * and accept the syslog command. Rejects with a RelayError saying which step failed. `intakeTls`:
+ * the output's secure context and session to resume (a one-off check makes its own).
  */
-export function openSession(o: RelpEndpoint, signal: AbortSignal): Promise<OpenSession> {
+export function openSession(o: RelpEndpoint, signal: AbortSignal, intakeTls?: IntakeTls): Promise<OpenSession> {
   const where = `${o.host}:${o.port}`;
   return new Promise((resolve, reject) => {
-    const name = o.serverName ?? o.host;
-    const socket: net.Socket = o.tls
-      ? tls.connect({ host: o.host, port: o.port, ...verifiedTlsOptions({ name, ca: o.ca, cert: o.cert, key: o.key }) })
-      : net.connect({ host: o.host, port: o.port });
+    const secure = o.tls ? (intakeTls ?? new IntakeTls({ name: o.serverName ?? o.host, ca: o.ca, cert: o.cert, key: o.key })) : undefined;
+    const socket: net.Socket = secure ? tls.connect({ host: o.host, port: o.port, ...secure.connectOptions() }) : net.connect({ host: o.host, port: o.port });
+    if (secure) secure.watch(socket as tls.TLSSocket);
     const timer = setTimeout(() => fail(new RelayError('ERELAY_CONNECT_TIMEOUT', `RELP session with ${where} not open after ${o.connectTimeoutMs} ms.`)), o.connectTimeoutMs);
     const onAbort = (): void => fail(new RelayError('ERELAY_SHUTDOWN', 'Connect aborted by shutdown.'));
     signal.addEventListener('abort', onAbort, { once: true });
@@ -73,6 +73,7 @@ export function openSession(o: RelpEndpoint, signal: AbortSignal): Promise<OpenS
       if (settled) return;
       cleanup();
       socket.destroy();
+      secure?.forget();
       reject(err);
     }
     const opening: RelpFrameSink = {

@@ -13,12 +13,14 @@
 // backoff) writes exactly the unanswered messages again on a new session, closed in turn once
 // everything is answered.
 
+import tls from 'node:tls';
 import type { Batch, LogEvent } from '../../core/event.ts';
 import { RelayError, classifyConnectError } from '../../core/errors.ts';
 import type { SendResult, Sink, SinkEvents } from '../../core/contracts.ts';
 import { RELP_TXNR_MAX, nextTxnr, parseResponse, relpFrame } from '../../relp/frame.ts';
 import type { Rfc5424Formatter } from '../../syslog/format.ts';
 import { openSession, type OpenSession, type RelpEndpoint } from './session.ts';
+import { IntakeTls } from '../tls-options.ts';
 
 export interface RelpSinkOptions extends RelpEndpoint {
   /** Transactions written and not answered, at most. */
@@ -123,12 +125,15 @@ export class RelpSink implements Sink {
   #stopped = false;
   #stopping: Promise<number> | undefined;
   readonly #abort = new AbortController();
+  /** With TLS: one secure context, and the session the next connection resumes. */
+  readonly #tls: IntakeTls | undefined;
   #lastLoss: RelayError | undefined;
   /** Called when the last answer came, a session was lost or a new one opened: a stop waiting checks whether to go on. */
   #changed: (() => void) | undefined;
 
   constructor(options: RelpSinkOptions) {
     this.#o = options;
+    this.#tls = options.tls ? new IntakeTls({ name: options.serverName ?? options.host, ca: options.ca, cert: options.cert, key: options.key }) : undefined;
     this.#where = `${options.host}:${options.port}`;
   }
 
@@ -198,7 +203,7 @@ export class RelpSink implements Sink {
   }
 
   async #connect(signal: AbortSignal): Promise<Session> {
-    const open = await openSession(this.#o, AbortSignal.any([signal, this.#abort.signal]));
+    const open = await openSession(this.#o, AbortSignal.any([signal, this.#abort.signal]), this.#tls);
     const session = new Session(open);
     if (this.#stopped) {
       open.socket.destroy();
@@ -211,7 +216,7 @@ export class RelpSink implements Sink {
     socket.on('end', () => this.#lost(session, new RelayError('ERELAY_CONNECTION_LOST', `RELP intake ${this.#where} closed the session.`)));
     socket.on('close', () => this.#lost(session, new RelayError('ERELAY_CONNECTION_LOST', `RELP session with ${this.#where} closed.`)));
     // Connected before receive(): it may hand over a "serverclose" that came with the open's answer.
-    this.#events?.connected();
+    this.#events?.connected(open.socket instanceof tls.TLSSocket && open.socket.isSessionReused());
     open.receive(
       {
         frame: (txnr, command, buf, start, end) => this.#answer(session, txnr, command, buf, start, end),

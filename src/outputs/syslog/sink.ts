@@ -26,7 +26,7 @@ import type { Batch } from '../../core/event.ts';
 import { RelayError, classifyConnectError } from '../../core/errors.ts';
 import { BufferPool } from './buffer-pool.ts';
 import { Connection, type Written } from './connection.ts';
-import { verifiedTlsOptions } from '../tls-options.ts';
+import { IntakeTls } from '../tls-options.ts';
 import type { Rfc5424Formatter } from '../../syslog/format.ts';
 import type { SendResult, Sink, SinkEvents } from '../../core/contracts.ts';
 
@@ -101,6 +101,8 @@ export class SyslogTlsSink implements Sink {
   /** A connection being opened to take over from the current one (make before break). */
   #replacing = false;
   readonly #abort = new AbortController();
+  /** One secure context, and the session the next connection resumes. */
+  readonly #tls: IntakeTls;
   /** Called when a connection closing ends, or one fails: a stop waiting checks whether it is done. */
   #closingChanged: (() => void) | undefined;
   /**
@@ -120,6 +122,7 @@ export class SyslogTlsSink implements Sink {
   readonly #roomWaiters = new Set<(room: boolean) => void>();
 
   constructor(options: SyslogTlsOptions) {
+    this.#tls = new IntakeTls({ name: options.serverName ?? options.host, ca: options.ca, cert: options.cert, key: options.key });
     this.#o = options;
     this.#window = options.windowBytes ?? resendWindowBytes('auto', options.proofBytes);
     this.#rotateAt = this.#window >= options.proofBytes + VOLUME_SLACK_BYTES ? Infinity : Math.max(1, Math.floor(this.#window / 2));
@@ -394,8 +397,8 @@ export class SyslogTlsSink implements Sink {
   #connect(signal: AbortSignal): Promise<Connection> {
     const o = this.#o;
     return new Promise((resolve, reject) => {
-      const name = o.serverName ?? o.host;
-      const socket = tls.connect({ host: o.host, port: o.port, ...verifiedTlsOptions({ name, ca: o.ca, cert: o.cert, key: o.key }) });
+      const socket = tls.connect({ host: o.host, port: o.port, ...this.#tls.connectOptions() });
+      this.#tls.watch(socket);
       const timer = setTimeout(() => fail(new RelayError('ERELAY_CONNECT_TIMEOUT', `Connection to ${o.host}:${o.port} timed out after ${o.connectTimeoutMs} ms.`)), o.connectTimeoutMs);
       const onAbort = (): void => fail(new RelayError('ERELAY_SHUTDOWN', 'Connect aborted by shutdown.'));
       signal.addEventListener('abort', onAbort, { once: true });
@@ -404,11 +407,12 @@ export class SyslogTlsSink implements Sink {
         signal.removeEventListener('abort', onAbort);
         socket.off('error', fail);
       };
-      function fail(err: unknown): void {
+      const fail = (err: unknown): void => {
         cleanup();
         socket.destroy();
+        this.#tls.forget();
         reject(err);
-      }
+      };
       socket.once('error', fail);
       socket.once('secureConnect', () => {
         cleanup();
@@ -438,7 +442,7 @@ export class SyslogTlsSink implements Sink {
           reject(new RelayError('ERELAY_SHUTDOWN', 'Output is stopping.'));
           return;
         }
-        this.#events?.connected();
+        this.#events?.connected(socket.isSessionReused());
         resolve(conn);
       });
     });
