@@ -5,6 +5,9 @@
 import { isIP } from 'node:net';
 import tls from 'node:tls';
 
+/** How long after the last full handshake sessions are resumed: the intake's certificate is checked again at least this often. */
+const RESUME_FOR_MS = 60 * 60 * 1000;
+
 export interface VerifiedTls {
   /** The name the certificate must carry. */
   readonly name: string;
@@ -35,40 +38,79 @@ export function verifiedTlsOptions(o: VerifiedTls): tls.ConnectionOptions {
  *   once (0.3–0.4 ms per connection otherwise);
  * - the next connection resumes the session the intake last offered (a TLS 1.3 ticket or a 1.2
  *   session): no certificate exchanged, signed or checked again. Where the intake does not offer
- *   one, or declines it, the handshake is a full one; a failed handshake forgets it.
+ *   one, or declines it, the handshake is a full one. A failed connect forgets it. Sessions are
+ *   resumed for at most RESUME_FOR_MS after the last full handshake, so that the intake's
+ *   certificate is checked again at least that often.
+ * Some servers abort a resumed handshake instead of falling back to a full one (OpenSSL servers
+ * that check client certificates without a session id context, such as rsyslog's ossl driver in its
+ * x509 modes): a handshake that fails after offering a session turns resumption off for good in
+ * this instance, and the caller connects again at once without it (failed()).
  * One per output instance: a reload with other TLS settings starts afresh.
  */
 export class IntakeTls {
   readonly #o: VerifiedTls;
   #context: tls.SecureContext | undefined;
   #session: Buffer | undefined;
+  /** When the last full handshake (not resumed) completed. */
+  #fullAt = 0;
+  #resumable = true;
+  /** Sockets that offered a session: whether their TCP connection was made, and their handshake completed. */
+  readonly #offered = new WeakMap<tls.TLSSocket, { tcp: boolean; secure: boolean }>();
 
   constructor(o: VerifiedTls) {
     this.#o = o;
   }
 
-  /** Options for tls.connect. Throws what tls.createSecureContext throws for bad TLS material. */
-  connectOptions(): tls.ConnectionOptions {
+  /** Opens a TLS connection. Throws what tls.createSecureContext throws for bad TLS material. */
+  connect(host: string, port: number): tls.TLSSocket {
     const { name, ca, cert, key } = this.#o;
     this.#context ??= tls.createSecureContext({ ca, cert, key, minVersion: 'TLSv1.2' });
-    return {
+    const session = this.#resumable && Date.now() - this.#fullAt < RESUME_FOR_MS ? this.#session : undefined;
+    const socket = tls.connect({
+      host,
+      port,
       servername: isIP(name) ? undefined : name,
       checkServerIdentity: (_host, c) => tls.checkServerIdentity(name, c),
       secureContext: this.#context,
       rejectUnauthorized: true,
-      session: this.#session,
-    };
-  }
-
-  /** Keeps the sessions the intake offers on `socket`, for the next connection. */
-  watch(socket: tls.TLSSocket): void {
-    socket.on('session', (session: Buffer) => {
-      this.#session = session;
+      session,
     });
+    const state = { tcp: false, secure: false };
+    if (session) this.#offered.set(socket, state);
+    socket.once('connect', () => {
+      state.tcp = true;
+    });
+    socket.on('session', (s: Buffer) => {
+      this.#session = s;
+    });
+    socket.once('secureConnect', () => {
+      state.secure = true;
+      if (!socket.isSessionReused()) this.#fullAt = Date.now();
+    });
+    return socket;
   }
 
-  /** A handshake failed: the next connection starts without a session. */
-  forget(): void {
+  /**
+   * A connect over `socket` failed: the session is forgotten. True when the socket had offered one
+   * and failed after its TCP connection was made and before its handshake completed: resumption is
+   * off from now on, and the caller should connect again at once (what failed may be only the
+   * resumption).
+   */
+  failed(socket: tls.TLSSocket): boolean {
     this.#session = undefined;
+    const state = this.#offered.get(socket);
+    if (!state?.tcp || state.secure || !this.#resumable) return false;
+    this.#resumable = false;
+    return true;
+  }
+}
+
+/** A connect that offered a TLS session failed in its handshake: connect again at once without one. */
+export class ResumedHandshakeFailed extends Error {
+  readonly error: unknown;
+
+  constructor(error: unknown) {
+    super('A resumed TLS handshake failed.');
+    this.error = error;
   }
 }

@@ -118,4 +118,32 @@ ruleset(name="in") { action(type="omfile" file="${dir}/out.log" template="msg") 
     expect(out).toHaveLength(sends * 100);
     expect(await books(relay, 't')).toMatchObject({ received: sends * 100, sent: sends * 100, dropped: 0, balanced: true });
   });
+
+  it('imtcp over TLS requiring a client certificate (x509/name), which aborts a resumed handshake: the relay connects again at once without resuming, and stops offering sessions; no error, every event once', async () => {
+    const port = await freePort();
+    const peer = track(
+      startRsyslog(
+        (dir) => `global(DefaultNetstreamDriverCAFile="${TLS}ca.crt" DefaultNetstreamDriverCertFile="${TLS}server.crt" DefaultNetstreamDriverKeyFile="${TLS}server.key")
+module(load="imtcp" StreamDriver.Name="ossl" StreamDriver.Mode="1" StreamDriver.AuthMode="x509/name" PermittedPeer=["relay-client"])
+input(type="imtcp" address="127.0.0.1" port="${port}" ruleset="in")
+template(name="msg" type="string" string="%msg%\\n")
+ruleset(name="in") { action(type="omfile" file="${dir}/out.log" template="msg") }`,
+      ),
+    );
+    await peer.listening(port);
+    const relay = track(await startRelay(relayYaml({ intakePort: port, output: `      client_cert_file: ${TLS}client.crt\n      client_key_file: ${TLS}client.key` })));
+    const tcp = relay.port('t', 'tcp/0');
+    const sends = 4;
+    for (let k = 0; k < sends; k++) {
+      await sendTcp(tcp, syslogLines(k * 100, (k + 1) * 100, (i) => `seq=${i}`, '<14>Nov 22 10:00:00 h app: '));
+      await vi.waitFor(async () => expect(await relay.metric('intake_relay_events_sent_total')).toBe((k + 1) * 100), { timeout: 10_000 });
+    }
+    expect(await relay.metric('intake_relay_output_connects_total')).toBeGreaterThanOrEqual(sends);
+    expect(await relay.metric('intake_relay_output_tls_resumed_total')).toBe(0);
+    expect(await relay.metric('intake_relay_output_errors_total')).toBe(0);
+    const out = fileLines(join(peer.dir, 'out.log'));
+    expect(new Set(out).size).toBe(sends * 100);
+    expect(out).toHaveLength(sends * 100);
+    expect(await books(relay, 't')).toMatchObject({ received: sends * 100, sent: sends * 100, dropped: 0, balanced: true });
+  });
 });

@@ -9,7 +9,7 @@ import { RelayError } from '../../core/errors.ts';
 import type { PeerTextRedactor } from '../../core/peer-text.ts';
 import { RelpDeframer, RelpFramingError, parseOffers, parseResponse, relpFrame, type RelpFrameSink } from '../../relp/frame.ts';
 import { VERSION } from '../../version.ts';
-import { IntakeTls } from '../tls-options.ts';
+import { IntakeTls, ResumedHandshakeFailed } from '../tls-options.ts';
 
 export interface RelpEndpoint {
   readonly host: string;
@@ -48,12 +48,21 @@ export interface OpenSession {
  * and accept the syslog command. Rejects with a RelayError saying which step failed. `intakeTls`:
  * the output's secure context and session to resume (a one-off check makes its own).
  */
-export function openSession(o: RelpEndpoint, signal: AbortSignal, intakeTls?: IntakeTls): Promise<OpenSession> {
+export async function openSession(o: RelpEndpoint, signal: AbortSignal, intakeTls?: IntakeTls): Promise<OpenSession> {
+  const secure = o.tls ? (intakeTls ?? new IntakeTls({ name: o.serverName ?? o.host, ca: o.ca, cert: o.cert, key: o.key })) : undefined;
+  try {
+    return await openOnce(o, signal, secure);
+  } catch (err) {
+    if (!(err instanceof ResumedHandshakeFailed)) throw err;
+    if (signal.aborted) throw err.error;
+    return openOnce(o, signal, secure);
+  }
+}
+
+function openOnce(o: RelpEndpoint, signal: AbortSignal, secure: IntakeTls | undefined): Promise<OpenSession> {
   const where = `${o.host}:${o.port}`;
   return new Promise((resolve, reject) => {
-    const secure = o.tls ? (intakeTls ?? new IntakeTls({ name: o.serverName ?? o.host, ca: o.ca, cert: o.cert, key: o.key })) : undefined;
-    const socket: net.Socket = secure ? tls.connect({ host: o.host, port: o.port, ...secure.connectOptions() }) : net.connect({ host: o.host, port: o.port });
-    if (secure) secure.watch(socket as tls.TLSSocket);
+    const socket: net.Socket = secure ? secure.connect(o.host, o.port) : net.connect({ host: o.host, port: o.port });
     const timer = setTimeout(() => fail(new RelayError('ERELAY_CONNECT_TIMEOUT', `RELP session with ${where} not open after ${o.connectTimeoutMs} ms.`)), o.connectTimeoutMs);
     const onAbort = (): void => fail(new RelayError('ERELAY_SHUTDOWN', 'Connect aborted by shutdown.'));
     signal.addEventListener('abort', onAbort, { once: true });
@@ -73,8 +82,7 @@ export function openSession(o: RelpEndpoint, signal: AbortSignal, intakeTls?: In
       if (settled) return;
       cleanup();
       socket.destroy();
-      secure?.forget();
-      reject(err);
+      reject(secure?.failed(socket as tls.TLSSocket) ? new ResumedHandshakeFailed(err) : err);
     }
     const opening: RelpFrameSink = {
       frame(txnr, command, buf, start, end) {

@@ -21,12 +21,11 @@
 // fails meanwhile is reported as at any time, and the runner's empty send (after its backoff)
 // writes what it held on a new connection, closed at once for confirmation.
 
-import tls from 'node:tls';
 import type { Batch } from '../../core/event.ts';
 import { RelayError, classifyConnectError } from '../../core/errors.ts';
 import { BufferPool } from './buffer-pool.ts';
 import { Connection, type Written } from './connection.ts';
-import { IntakeTls } from '../tls-options.ts';
+import { IntakeTls, ResumedHandshakeFailed } from '../tls-options.ts';
 import type { Rfc5424Formatter } from '../../syslog/format.ts';
 import type { SendResult, Sink, SinkEvents } from '../../core/contracts.ts';
 
@@ -394,11 +393,21 @@ export class SyslogTlsSink implements Sink {
     if (!this.#stopped) this.#events?.connectionLost(error, events);
   }
 
-  #connect(signal: AbortSignal): Promise<Connection> {
+  /** Connects; once more at once if a handshake that offered a TLS session failed (IntakeTls). */
+  async #connect(signal: AbortSignal): Promise<Connection> {
+    try {
+      return await this.#connectOnce(signal);
+    } catch (err) {
+      if (!(err instanceof ResumedHandshakeFailed)) throw err;
+      if (signal.aborted) throw err.error;
+      return this.#connectOnce(signal);
+    }
+  }
+
+  #connectOnce(signal: AbortSignal): Promise<Connection> {
     const o = this.#o;
     return new Promise((resolve, reject) => {
-      const socket = tls.connect({ host: o.host, port: o.port, ...this.#tls.connectOptions() });
-      this.#tls.watch(socket);
+      const socket = this.#tls.connect(o.host, o.port);
       const timer = setTimeout(() => fail(new RelayError('ERELAY_CONNECT_TIMEOUT', `Connection to ${o.host}:${o.port} timed out after ${o.connectTimeoutMs} ms.`)), o.connectTimeoutMs);
       const onAbort = (): void => fail(new RelayError('ERELAY_SHUTDOWN', 'Connect aborted by shutdown.'));
       signal.addEventListener('abort', onAbort, { once: true });
@@ -410,8 +419,7 @@ export class SyslogTlsSink implements Sink {
       const fail = (err: unknown): void => {
         cleanup();
         socket.destroy();
-        this.#tls.forget();
-        reject(err);
+        reject(this.#tls.failed(socket) ? new ResumedHandshakeFailed(err) : err);
       };
       socket.once('error', fail);
       socket.once('secureConnect', () => {
