@@ -41,19 +41,23 @@ export function verifiedTlsOptions(o: VerifiedTls): tls.ConnectionOptions {
  *   one, or declines it, the handshake is a full one. A failed connect forgets it. Sessions are
  *   resumed for at most RESUME_FOR_MS after the last full handshake, so that the intake's
  *   certificate is checked again at least that often.
- * Some servers abort a resumed handshake instead of falling back to a full one (OpenSSL servers
- * that check client certificates without a session id context, such as rsyslog's ossl driver in its
- * x509 modes): a handshake that fails after offering a session turns resumption off for good in
- * this instance, and the caller connects again at once without it (failed()).
+ * Some servers abort a resumed handshake with an alert instead of falling back to a full one
+ * (OpenSSL servers that check client certificates without a session id context, such as rsyslog's
+ * ossl driver in its x509 modes): when a handshake that offered a session ends in an alert from
+ * the intake, the caller connects again at once without one (failed()), and if that full
+ * handshake succeeds, this instance offers no session any more. Other failures (a reset, a
+ * timeout) only forget the session.
  * One per output instance: a reload with other TLS settings starts afresh.
  */
 export class IntakeTls {
   readonly #o: VerifiedTls;
   #context: tls.SecureContext | undefined;
   #session: Buffer | undefined;
-  /** When the last full handshake (not resumed) completed. */
-  #fullAt = 0;
+  /** When the last full handshake (not resumed) completed (performance.now()). */
+  #fullAt = -Infinity;
   #resumable = true;
+  /** A resumed handshake ended in an alert: if the next full one succeeds, resumption is off. */
+  #probing = false;
   /** Sockets that offered a session: whether their TCP connection was made, and their handshake completed. */
   readonly #offered = new WeakMap<tls.TLSSocket, { tcp: boolean; secure: boolean }>();
 
@@ -65,7 +69,7 @@ export class IntakeTls {
   connect(host: string, port: number): tls.TLSSocket {
     const { name, ca, cert, key } = this.#o;
     this.#context ??= tls.createSecureContext({ ca, cert, key, minVersion: 'TLSv1.2' });
-    const session = this.#resumable && Date.now() - this.#fullAt < RESUME_FOR_MS ? this.#session : undefined;
+    const session = this.#resumable && performance.now() - this.#fullAt < RESUME_FOR_MS ? this.#session : undefined;
     const socket = tls.connect({
       host,
       port,
@@ -85,24 +89,38 @@ export class IntakeTls {
     });
     socket.once('secureConnect', () => {
       state.secure = true;
-      if (!socket.isSessionReused()) this.#fullAt = Date.now();
+      if (socket.isSessionReused()) return;
+      this.#fullAt = performance.now();
+      if (this.#probing && !session) {
+        this.#probing = false;
+        this.#resumable = false;
+      }
     });
     return socket;
   }
 
   /**
-   * A connect over `socket` failed: the session is forgotten. True when the socket had offered one
-   * and failed after its TCP connection was made and before its handshake completed: resumption is
-   * off from now on, and the caller should connect again at once (what failed may be only the
-   * resumption).
+   * A connect over `socket` failed with `err`: the session is forgotten. True when the socket had
+   * offered one and its handshake ended in an alert from the intake: the caller should connect
+   * again at once (what failed may be only the resumption).
    */
-  failed(socket: tls.TLSSocket): boolean {
+  failed(socket: tls.TLSSocket, err: unknown): boolean {
     this.#session = undefined;
     const state = this.#offered.get(socket);
-    if (!state?.tcp || state.secure || !this.#resumable) return false;
-    this.#resumable = false;
+    if (!state?.tcp || state.secure || !isPeerAlert(err)) {
+      // The full handshake tried after an alert failed too: the alert was not about resuming.
+      if (!state) this.#probing = false;
+      return false;
+    }
+    this.#probing = true;
     return true;
   }
+}
+
+/** An alert the TLS peer sent (ERR_SSL_TLSV1_ALERT_INTERNAL_ERROR, ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE, ...). */
+function isPeerAlert(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return typeof code === 'string' && /^ERR_SSL_(TLSV1|SSLV3|SSL\/TLS)_ALERT_/.test(code);
 }
 
 /** A connect that offered a TLS session failed in its handshake: connect again at once without one. */

@@ -1,5 +1,6 @@
 // IntakeTls (src/outputs/tls-options.ts) against loopback TLS servers: sessions resumed, for at
-// most an hour after the last full handshake, and a server that aborts resumed handshakes.
+// most an hour after the last full handshake; a server that aborts resumed handshakes with an
+// alert; failures that say nothing about resuming.
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -19,9 +20,20 @@ afterEach(() => {
  * context with no session id context, as rsyslog's OpenSSL driver does: OpenSSL then aborts a
  * resumed handshake (internal_error) instead of falling back to a full one.
  */
-async function server(checkClients: boolean): Promise<number> {
+async function server(checkClients: boolean | 'reset_next'): Promise<number> {
   const ctx = tls.createSecureContext({ cert: read('server.crt'), key: read('server.key'), ca: read('ca.crt') });
-  const srv = checkClients
+  let accepted = 0;
+  const srv = checkClients === 'reset_next'
+    // Resets the second connection once accepted, before any handshake (a restart, a balancer without a backend).
+    ? net.createServer((raw) => {
+      raw.on('error', () => {});
+      if (++accepted === 2) return void setImmediate(() => raw.resetAndDestroy());
+      const s = new tls.TLSSocket(raw, { isServer: true, secureContext: ctx });
+      s.on('error', () => raw.destroy());
+      s.on('data', () => {});
+      s.on('end', () => s.end());
+    })
+    : checkClients
     ? net.createServer((raw) => {
       const s = new tls.TLSSocket(raw, { isServer: true, secureContext: ctx, requestCert: true, rejectUnauthorized: true });
       s.on('error', () => raw.destroy());
@@ -49,7 +61,7 @@ function connect(t: IntakeTls, port: number): Promise<string> {
     });
     s.on('data', () => {});
     s.on('error', (e: NodeJS.ErrnoException) => {
-      result = `failed ${e.code}, again: ${t.failed(s)}`;
+      result = `failed ${e.code}, again: ${t.failed(s, e)}`;
     });
     s.on('close', () => resolve(result));
   });
@@ -59,22 +71,31 @@ describe('IntakeTls', () => {
   it('resumes the last session offered, for at most an hour after the last full handshake', async () => {
     const port = await server(false);
     const t = new IntakeTls({ name: 'localhost', ca: read('ca.crt'), cert: undefined, key: undefined });
-    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.useFakeTimers({ toFake: ['performance'] });
     expect(await connect(t, port)).toBe('full');
     expect(await connect(t, port)).toBe('resumed');
-    vi.setSystemTime(Date.now() + 59 * 60_000);
+    vi.advanceTimersByTime(59 * 60_000);
     expect(await connect(t, port)).toBe('resumed');
-    vi.setSystemTime(Date.now() + 2 * 60_000);
+    vi.advanceTimersByTime(2 * 60_000);
     expect(await connect(t, port)).toBe('full');
     expect(await connect(t, port)).toBe('resumed');
   });
 
-  it('a server that aborts a resumed handshake: failed() says connect again, and no session is offered any more', async () => {
+  it('a server that aborts a resumed handshake with an alert: failed() says connect again; once that full handshake succeeds, no session is offered any more', async () => {
     const port = await server(true);
     const t = new IntakeTls({ name: 'localhost', ca: read('ca.crt'), cert: read('client.crt'), key: read('client.key') });
     expect(await connect(t, port)).toBe('full');
     expect(await connect(t, port)).toBe('failed ERR_SSL_TLSV1_ALERT_INTERNAL_ERROR, again: true');
     for (let i = 0; i < 3; i++) expect(await connect(t, port)).toBe('full');
+  });
+
+  it('a connection reset in the handshake (no alert): the session is forgotten, no reason to connect again at once, and the next sessions are resumed', async () => {
+    const port = await server('reset_next');
+    const t = new IntakeTls({ name: 'localhost', ca: read('ca.crt'), cert: undefined, key: undefined });
+    expect(await connect(t, port)).toBe('full');
+    expect(await connect(t, port)).toBe('failed ECONNRESET, again: false');
+    expect(await connect(t, port)).toBe('full');
+    expect(await connect(t, port)).toBe('resumed');
   });
 
   it('a connect that fails before its TCP connection is made: the session is forgotten, and that is no reason to connect again at once', async () => {

@@ -82,7 +82,7 @@ function openOnce(o: RelpEndpoint, signal: AbortSignal, secure: IntakeTls | unde
       if (settled) return;
       cleanup();
       socket.destroy();
-      reject(secure?.failed(socket as tls.TLSSocket) ? new ResumedHandshakeFailed(err) : err);
+      reject(secure?.failed(socket as tls.TLSSocket, err) ? new ResumedHandshakeFailed(err) : err);
     }
     const opening: RelpFrameSink = {
       frame(txnr, command, buf, start, end) {

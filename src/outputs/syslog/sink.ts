@@ -419,7 +419,7 @@ export class SyslogTlsSink implements Sink {
       const fail = (err: unknown): void => {
         cleanup();
         socket.destroy();
-        reject(this.#tls.failed(socket) ? new ResumedHandshakeFailed(err) : err);
+        reject(this.#tls.failed(socket, err) ? new ResumedHandshakeFailed(err) : err);
       };
       socket.once('error', fail);
       socket.once('secureConnect', () => {
