@@ -5,10 +5,11 @@
 // multiline, and an unreadable directory. Every test checks each line arrived (exactly once where the design says
 // so) and the books: received = sent + dropped + queued + unacknowledged.
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, chmodSync, closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, existsSync, readdirSync, readFileSync, renameSync, statSync, truncateSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { appendFileSync, chmodSync, closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, existsSync, readdirSync, readFileSync, renameSync, statSync, truncateSync, unlinkSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import { appendFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { books, startRelay, TEST_KEY, type RunningRelay } from '../helpers/relay.ts';
 import { freePort, startTestIntake, type TestIntake } from '../helpers/peers.ts';
@@ -445,6 +446,69 @@ describe('file input, copytruncate while the relay was stopped', () => {
     for (const l of [...expected('stopped', 0, 100), ...expected('after', 0, 20)]) expect(c.get(l), l).toBe(1);
     expect(intake.received.length).toBe(120);
   }, 40_000);
+
+  /** app.log, empty, followed by a relay that is stopped at once: its checkpoint has no first bytes. */
+  async function emptyThenStopped(): Promise<{ file: string; yaml: string }> {
+    const dir = tmp();
+    const file = join(dir, 'app.log');
+    writeFileSync(file, '');
+    intake = await startTestIntake();
+    const yaml = fileYaml(intake.port, dir, `paths: ["${file}"], rotate_wait_ms: 200`);
+    relay = await startRelay(yaml);
+    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_files_tracked')).toBe(1));
+    await relay.stop();
+    relay = undefined;
+    return { file, yaml };
+  }
+
+  it('a file empty when the relay stopped, written and copytruncated twice meanwhile: both copies (no first bytes to match them by: their time) are read from their start, oldest first, before the file; an older rotated file is not read', async () => {
+    const { file, yaml } = await emptyThenStopped();
+    // Rotated before the relay last saw the file (already read then, or never its business).
+    writeFileSync(`${file}.3`, lines('older', 0, 10));
+    utimesSync(`${file}.3`, new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000));
+    appendFileSync(file, lines('stopped1', 0, 100));
+    copytruncate(file);
+    renameSync(`${file}.1`, `${file}.2`);
+    appendFileSync(file, lines('stopped2', 0, 50));
+    copytruncate(file);
+    // Rotations are hours apart; here within the file system's time resolution: set the newer one's time.
+    utimesSync(`${file}.1`, new Date(Date.now() + 1_000), new Date(Date.now() + 1_000));
+    appendFileSync(file, lines('after', 0, 20));
+    relay = await startRelay(yaml);
+    await waitFor(intake!, 170);
+    await balanced(relay);
+    const c = counts(intake!);
+    for (const l of [...expected('stopped1', 0, 100), ...expected('stopped2', 0, 50), ...expected('after', 0, 20)]) expect(c.get(l), l).toBe(1);
+    expect(intake!.received.length).toBe(170);
+    expect(order(intake!, 'stopped1', 'stopped2')[0]).toBeLessThan(order(intake!, 'stopped1', 'stopped2')[1]);
+    expect(order(intake!, 'stopped2', 'after')[0]).toBeLessThan(order(intake!, 'stopped2', 'after')[1]);
+    expect(await relay.metric('intake_relay_file_rotations_total', { kind: 'copy' })).toBe(2);
+    expect(await relay.metric('intake_relay_file_errors_total')).toBe(0);
+    expect(relay.logs.filter((l) => l.msg === 'Reading a rotated copy written while the relay was stopped (the file was empty when last seen).').map((l) => l.file)).toEqual([`${file}.2`, `${file}.1`]);
+    await relay.stop();
+    relay = undefined;
+    // The next start reads neither copy again.
+    relay = await startRelay(yaml);
+    appendFileSync(file, lines('run3', 0, 10));
+    await waitFor(intake!, 180);
+    await balanced(relay);
+    expect(intake!.received.length).toBe(180);
+    expect(await relay.metric('intake_relay_file_rotations_total')).toBe(0);
+  }, 40_000);
+
+  it('a file empty when the relay stopped, whose copy written meanwhile was compressed at once: counted (copy_compressed) with its bytes; the file is read', async () => {
+    const { file, yaml } = await emptyThenStopped();
+    appendFileSync(file, lines('stopped', 0, 100));
+    writeFileSync(`${file}.1.gz`, gzipSync(readFileSync(file)));
+    truncateSync(file, 0);
+    appendFileSync(file, lines('after', 0, 20));
+    relay = await startRelay(yaml);
+    await waitFor(intake!, 20);
+    await balanced(relay);
+    expect(intake!.received.length).toBe(20);
+    expect(await relay.metric('intake_relay_file_errors_total', { reason: 'copy_compressed' })).toBe(1);
+    expect(relay.logs.find((l) => l.code === 'copy_compressed')).toMatchObject({ file, copy: `${file}.1.gz`, bytes: lines('stopped', 0, 100).length });
+  }, 30_000);
 
   it('a copy that is gone: counted (reason copy_missing) and logged; the truncated file is read', async () => {
     const first = await deliveredThenStopped(50);

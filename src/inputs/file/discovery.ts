@@ -7,8 +7,10 @@
 //   and the lines written to the old content after the last read are taken from the rotated copy (a
 //   sibling that starts with the same bytes: app.log.1, app.log-20261123), read to its end first;
 //   truncated while the relay was stopped (its inode's first bytes are not the checkpoint's), the
-//   copy is read from the checkpoint. A copy already compressed (app.log.1.gz) or gone cannot be
-//   read: what it held unread is counted (file_errors_total, copy_compressed / copy_missing) and logged;
+//   copy is read from the checkpoint; empty when last seen (no first bytes to match), the rotated
+//   copies written since then that no checkpoint knows are read from their start. A copy already
+//   compressed (app.log.1.gz) or gone cannot be read: what it held unread is counted
+//   (file_errors_total, copy_compressed / copy_missing) and logged;
 // - delete: read to its end, then let go;
 // - copy: a file that starts with the same bytes as one already read starts where that one was.
 // At most max_open_files are held open: for one with unread bytes, the least recently active with
@@ -21,13 +23,15 @@ import { open, stat } from 'node:fs/promises';
 import type { ResolvedFileInput } from './config.ts';
 import { FINGERPRINT_BYTES, fingerprint, type Adoptable, type Checkpoint } from './checkpoints.ts';
 import { expandGlobs } from './glob.ts';
-import { fileKey, findSibling, fingerprintOf, readHead, type FingerprintOf, type OnFileError, type Sibling } from './identity.ts';
+import { fileKey, findSibling, fingerprintOf, readHead, rotatedSince, type FingerprintOf, type OnFileError, type Sibling } from './identity.ts';
 import type { LineSplitter } from './lines.ts';
 import type { FileTelemetry } from '../../core/telemetry.ts';
 import { reportError } from './telemetry.ts';
 
 /** Why the unread end of a file's old content could not be read (file_errors_total's reason). */
 type CopyLost = 'copy_compressed' | 'copy_missing' | 'deleted_unread';
+/** A copy counts as written after a file was last seen if its mtime is later than this before it (file times are coarser than the clock). */
+const MTIME_SLACK_MS = 1_000;
 
 export interface Mark {
   /** The queue's next sequence number after an offer: everything before it came from lines before `offset`. */
@@ -275,7 +279,9 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     // Its inode, with other first bytes or shorter than the checkpoint: truncated while the relay
     // was stopped (copytruncate), or deleted and its inode reused.
     const replaced = cp !== undefined && cp.fpLen > 0 && (!sameStart || cp.offset > size);
-    const copy = replaced ? await this.#readCopy({ key, path }, cp.offset, cp.fp, cp.fpLen, undefined) : undefined;
+    const copy = replaced
+      ? await this.#readCopy({ key, path }, cp.offset, cp.fp, cp.fpLen, undefined)
+      : cp?.fpLen === 0 ? await this.#readCopiesSince({ key, path }, cp.seenAt) : undefined;
     const taken = cp === undefined ? this.#adopt(key, path, size, fpOf) : undefined;
     if (cp && (copy || (sameStart && cp.offset > size))) {
       // Truncated while stopped (its old content's copy is beside it, or it is shorter): read again from the start.
@@ -381,6 +387,47 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
         `File truncated with unread lines, and no rotated copy of its old content is beside it: at least ${oldSize - offset} bytes after the last line read are not read.`);
     }
     return undefined;
+  }
+
+  /**
+   * `t` was empty when last seen (at `since`): its checkpoint has no first bytes to find a
+   * copytruncate copy by. Rotated files beside it (app.log.1, app.log-20261123) last written since
+   * then, whose identity and first bytes no checkpoint knows, hold what was appended to it while
+   * the relay was stopped before a copytruncate emptied it again: the plain ones are followed from
+   * their start, oldest first, each after the one before, and `t` after them; a gzip one cannot be
+   * read, and is counted (copy_compressed). Undefined if there is none.
+   */
+  async #readCopiesSince(t: { readonly key: string; readonly path: string }, since: number): Promise<{ waitsFor?: string } | undefined> {
+    const found = (await rotatedSince(t.path, since - MTIME_SLACK_MS, this.#unreadable)).filter((s) => !this.#known(s.key, s.head));
+    let before: string | undefined;
+    for (const s of found) {
+      if (s.gzip) {
+        this.#lost('copy_compressed', t, 0, { copy: s.path, bytes: s.size },
+          `File emptied while the relay was stopped, and a rotated copy of what was written to it meanwhile is compressed already: its ${s.size} bytes are not read (use delaycompress).`);
+        continue;
+      }
+      this.#t.rotated('copy');
+      this.#t.log.logger.info({ file: s.path, offset: 0 }, 'Reading a rotated copy written while the relay was stopped (the file was empty when last seen).');
+      const c = this.#track(s.key, s.path, 0, s.size);
+      c.fpLen = Math.min(s.head.length, FINGERPRINT_BYTES);
+      c.fp = fingerprint(s.head.subarray(0, c.fpLen));
+      c.goneAt = Date.now();
+      c.waitsFor = before;
+      await this.open(c, false);
+      before = s.key;
+    }
+    return before === undefined ? undefined : { waitsFor: before };
+  }
+
+  /** A file followed or checkpointed already: by its key, or by first bytes a checkpoint has (the compressed copy of one). */
+  #known(key: string, head: Buffer): boolean {
+    if (this.tracked.has(key) || this.saved.has(key)) return true;
+    const fpLen = Math.min(head.length, FINGERPRINT_BYTES);
+    const fp = fingerprint(head.subarray(0, fpLen));
+    for (const e of [...this.tracked.values(), ...this.saved.values()]) {
+      if (e.fpLen === fpLen && e.fp === fp) return true;
+    }
+    return false;
   }
 
   #lost(reason: CopyLost, t: { readonly path: string }, offset: number, fields: object, msg: string): void {

@@ -131,3 +131,47 @@ async function gzipHead(path: string, fileSize: number): Promise<{ head: Buffer;
   }
   return { head: Buffer.concat(chunks).subarray(0, FINGERPRINT_BYTES), size };
 }
+
+/** What a rotation adds to a file's name: .1, -20261123, .2026-11-23, each maybe compressed. */
+const ROTATED_SUFFIX = /^(\.\d{1,4}|[-._]\d{8}(\d{2}){0,3}|[-._]\d{4}-\d{2}-\d{2}([-_T]\d{2}(-?\d{2}){0,2})?)(\.(gz|bz2|xz|zst|lz4))?$/;
+
+/** A rotated file beside another, as rotatedSince() finds it. */
+export interface RotatedSibling extends Sibling {
+  /** Its first FINGERPRINT_BYTES bytes (of its content, for a gzip file). */
+  readonly head: Buffer;
+  readonly gzip: boolean;
+}
+
+/**
+ * The rotated files beside `path` (its name and what logrotate adds: .1, -20261123, maybe .gz)
+ * last modified after `sinceMs`, not empty, oldest first; a gzip file by its content. Files
+ * compressed otherwise (bzip2, xz, zstd) are left out: their content cannot be read here.
+ */
+export async function rotatedSince(path: string, sinceMs: number, onError: OnFileError): Promise<RotatedSibling[]> {
+  const dir = dirname(path);
+  const name = basename(path);
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return [];
+  }
+  const found: (RotatedSibling & { mtimeMs: number })[] = [];
+  for (const n of names) {
+    if (!n.startsWith(name) || !ROTATED_SUFFIX.test(n.slice(name.length))) continue;
+    const p = join(dir, n);
+    try {
+      const st = await stat(p, { bigint: true });
+      const mtimeMs = Number(st.mtimeMs);
+      if (!st.isFile() || st.size === 0n || mtimeMs <= sinceMs) continue;
+      const gzip = n.endsWith('.gz');
+      if (!gzip && /\.(bz2|xz|zst|lz4)$/.test(n)) continue;
+      const content = gzip ? await gzipHead(p, Number(st.size)) : { head: await readHead(p, onError), size: Number(st.size) };
+      if (!content?.head || content.head.length === 0) continue;
+      found.push({ key: fileKey(st), path: p, size: content.size, head: content.head, gzip, mtimeMs });
+    } catch {
+      continue;
+    }
+  }
+  return found.sort((a, b) => a.mtimeMs - b.mtimeMs).map(({ mtimeMs: _, ...s }) => s);
+}
