@@ -485,9 +485,12 @@ describe('file input, copytruncate while the relay was stopped', () => {
     expect(await relay.metric('intake_relay_file_rotations_total', { kind: 'copy' })).toBe(2);
     expect(await relay.metric('intake_relay_file_errors_total')).toBe(0);
     expect(relay.logs.filter((l) => l.msg === 'Reading a rotated copy written while the relay was stopped (the file was empty when last seen).').map((l) => l.file)).toEqual([`${file}.2`, `${file}.1`]);
+    // Emptied again (seen by the relay: nothing to read from a copy), and stopped while empty: the
+    // next start reads neither copy again (their checkpoints know them).
+    truncateSync(file, 0);
+    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_file_rotations_total', { kind: 'truncate' })).toBe(2));
     await relay.stop();
     relay = undefined;
-    // The next start reads neither copy again.
     relay = await startRelay(yaml);
     appendFileSync(file, lines('run3', 0, 10));
     await waitFor(intake!, 180);
@@ -495,6 +498,49 @@ describe('file input, copytruncate while the relay was stopped', () => {
     expect(intake!.received.length).toBe(180);
     expect(await relay.metric('intake_relay_file_rotations_total')).toBe(0);
   }, 40_000);
+
+  it('a copytruncate while the relay runs, read to its end, then a stop at once with the file empty: the next start does not read the copy again', async () => {
+    const dir = tmp();
+    const file = join(dir, 'app.log');
+    writeFileSync(file, '');
+    intake = await startTestIntake();
+    const yaml = fileYaml(intake.port, dir, `paths: ["${file}"], rotate_wait_ms: 200`);
+    relay = await startRelay(yaml);
+    appendFileSync(file, lines('run1', 0, 50));
+    await waitFor(intake, 50);
+    await balanced(relay);
+    copytruncate(file);
+    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_file_rotations_total', { kind: 'truncate' })).toBe(1));
+    await relay.stop();
+    relay = undefined;
+    relay = await startRelay(yaml);
+    appendFileSync(file, lines('run2', 0, 10));
+    await waitFor(intake, 60);
+    await balanced(relay);
+    expect(intake.received.length).toBe(60);
+    for (const l of [...expected('run1', 0, 50), ...expected('run2', 0, 10)]) expect(counts(intake).get(l), l).toBe(1);
+    expect(await relay.metric('intake_relay_file_rotations_total', { kind: 'copy' })).toBe(0);
+  }, 30_000);
+
+  it('a file empty when the relay stopped, and a file its paths match whose name looks rotated (app.log.1) written meanwhile: that one is followed as itself, not read as a copy', async () => {
+    const dir = tmp();
+    const file = join(dir, 'app.log');
+    writeFileSync(file, '');
+    intake = await startTestIntake();
+    const yaml = fileYaml(intake.port, dir, `paths: ["${dir}/app.log*"], rotate_wait_ms: 200`);
+    relay = await startRelay(yaml);
+    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_files_tracked')).toBe(1));
+    await relay.stop();
+    relay = undefined;
+    writeFileSync(join(dir, 'app.log.1'), lines('other', 0, 10));
+    relay = await startRelay(yaml);
+    await waitFor(intake, 10);
+    await balanced(relay);
+    expect(intake.received.length).toBe(10);
+    for (const l of expected('other', 0, 10)) expect(counts(intake).get(l), l).toBe(1);
+    expect(await relay.metric('intake_relay_file_rotations_total', { kind: 'copy' })).toBe(0);
+    expect(await relay.metric('intake_relay_files_tracked')).toBe(2);
+  }, 30_000);
 
   it('a file empty when the relay stopped, whose copy written meanwhile was compressed at once: counted (copy_compressed) with its bytes; the file is read', async () => {
     const { file, yaml } = await emptyThenStopped();

@@ -31,7 +31,9 @@ import { reportError } from './telemetry.ts';
 /** Why the unread end of a file's old content could not be read (file_errors_total's reason). */
 type CopyLost = 'copy_compressed' | 'copy_missing' | 'deleted_unread';
 /** A copy counts as written after a file was last seen if its mtime is later than this before it (file times are coarser than the clock). */
-const MTIME_SLACK_MS = 1_000;
+const MTIME_SLACK_MS = 100;
+/** Checkpoints are saved every second: one seen this close to the last save was followed at the last stop. */
+const SAVED_AT_STOP_MS = 2_500;
 
 export interface Mark {
   /** The queue's next sequence number after an offer: everything before it came from lines before `offset`. */
@@ -76,6 +78,10 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
   readonly tracked = new Map<string, Tracked<R>>();
   /** Checkpoints of files not followed now (and, after a save, of those followed). */
   saved = new Map<string, Checkpoint>();
+  /** When the checkpoints loaded at start were last saved (the latest seenAt among them). */
+  #lastSavedAt = -Infinity;
+  /** The paths the globs matched at the last scan. */
+  #matched = new Set<string>();
   /** No checkpoint file existed: files there at start are read from read_from. */
   #firstStart = false;
   /** At start: checkpoints of gone inputs (other checkpoint files in data_dir), by file key, for files this input has none of its own. */
@@ -94,6 +100,7 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
   /** The checkpoints loaded at start; `firstStart`: there was no checkpoint file. */
   restore(saved: Map<string, Checkpoint>, firstStart: boolean, adoptable = new Map<string, Adoptable[]>()): void {
     this.saved = saved;
+    this.#lastSavedAt = Math.max(-Infinity, ...[...saved.values()].map((c) => c.seenAt));
     this.#firstStart = firstStart;
     this.#adoptable = adoptable;
   }
@@ -113,6 +120,7 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
   async scan(initial: boolean): Promise<void> {
     const cfg = this.#cfg;
     const { files, problems } = await expandGlobs(cfg.paths, cfg.exclude);
+    this.#matched = new Set(files);
     for (const p of problems) this.#error(p.code, p.path, undefined, { path: p.path }, `Cannot read ${p.path}: files under it are not followed (the other files are).`);
     const seen = new Set<string>();
     const now = Date.now();
@@ -279,9 +287,11 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     // Its inode, with other first bytes or shorter than the checkpoint: truncated while the relay
     // was stopped (copytruncate), or deleted and its inode reused.
     const replaced = cp !== undefined && cp.fpLen > 0 && (!sameStart || cp.offset > size);
+    // Empty when the relay last stopped (followed then, at this path): no first bytes to find a copy by.
+    const emptyAtStop = initial && cp?.fpLen === 0 && cp.path === path && cp.seenAt >= this.#lastSavedAt - SAVED_AT_STOP_MS;
     const copy = replaced
       ? await this.#readCopy({ key, path }, cp.offset, cp.fp, cp.fpLen, undefined)
-      : cp?.fpLen === 0 ? await this.#readCopiesSince({ key, path }, cp.seenAt) : undefined;
+      : emptyAtStop ? await this.#readCopiesSince({ key, path }, cp.seenAt) : undefined;
     const taken = cp === undefined ? this.#adopt(key, path, size, fpOf) : undefined;
     if (cp && (copy || (sameStart && cp.offset > size))) {
       // Truncated while stopped (its old content's copy is beside it, or it is shorter): read again from the start.
@@ -369,8 +379,13 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
       await this.open(c, false);
       return { waitsFor: copy.key };
     }
-    // A copy with nothing unread in it.
-    if (await this.#sibling(t.path, same, 0)) return {};
+    // A copy with nothing unread in it: checkpointed as read, so that a start that finds the file
+    // empty does not take it for one written while the relay was stopped (#readCopiesSince).
+    const read = await this.#sibling(t.path, same, 0);
+    if (read) {
+      if (!this.tracked.has(read.key)) this.saved.set(read.key, { key: read.key, path: read.path, offset: read.size, fpLen, fp, seenAt: Date.now() });
+      return {};
+    }
     const packed = await findSibling(t.path, same, 0, this.#unreadable, true);
     if (packed) {
       if (packed.size > offset) {
@@ -390,20 +405,26 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
   }
 
   /**
-   * `t` was empty when last seen (at `since`): its checkpoint has no first bytes to find a
+   * `t` was empty when the relay stopped (at `since`): its checkpoint has no first bytes to find a
    * copytruncate copy by. Rotated files beside it (app.log.1, app.log-20261123) last written since
-   * then, whose identity and first bytes no checkpoint knows, hold what was appended to it while
-   * the relay was stopped before a copytruncate emptied it again: the plain ones are followed from
-   * their start, oldest first, each after the one before, and `t` after them; a gzip one cannot be
-   * read, and is counted (copy_compressed). Undefined if there is none.
+   * then, that the input's paths do not match, and whose identity and first bytes no checkpoint
+   * knows, hold what was appended to it while the relay was stopped before a copytruncate emptied
+   * it again: the plain ones are followed from their start, oldest first, each after the one
+   * before, and `t` after them; a compressed one cannot be read, and is counted (copy_compressed).
+   * Undefined if there is none.
    */
   async #readCopiesSince(t: { readonly key: string; readonly path: string }, since: number): Promise<{ waitsFor?: string } | undefined> {
-    const found = (await rotatedSince(t.path, since - MTIME_SLACK_MS, this.#unreadable)).filter((s) => !this.#known(s.key, s.head));
+    const found = (await rotatedSince(t.path, since - MTIME_SLACK_MS, this.#unreadable)).filter((s) => !this.#matched.has(s.path) && !this.#known(s.key, s.head));
     let before: string | undefined;
     for (const s of found) {
-      if (s.gzip) {
+      if (s.format === 'gzip') {
         this.#lost('copy_compressed', t, 0, { copy: s.path, bytes: s.size },
           `File emptied while the relay was stopped, and a rotated copy of what was written to it meanwhile is compressed already: its ${s.size} bytes are not read (use delaycompress).`);
+        continue;
+      }
+      if (s.format === 'other') {
+        this.#lost('copy_compressed', t, 0, { copy: s.path },
+          'File emptied while the relay was stopped, and a rotated copy written since then is compressed (not gzip): what it may hold of the lines written to the file meanwhile is not read (use delaycompress).');
         continue;
       }
       this.#t.rotated('copy');

@@ -132,20 +132,23 @@ async function gzipHead(path: string, fileSize: number): Promise<{ head: Buffer;
   return { head: Buffer.concat(chunks).subarray(0, FINGERPRINT_BYTES), size };
 }
 
-/** What a rotation adds to a file's name: .1, -20261123, .2026-11-23, each maybe compressed. */
-const ROTATED_SUFFIX = /^(\.\d{1,4}|[-._]\d{8}(\d{2}){0,3}|[-._]\d{4}-\d{2}-\d{2}([-_T]\d{2}(-?\d{2}){0,2})?)(\.(gz|bz2|xz|zst|lz4))?$/;
+/**
+ * What a rotation adds to a file's name: .1 (up to 3 digits: a longer number is more likely a
+ * process id), -20261123 (maybe with hours, or -%s after it), .2026-11-23, each maybe compressed.
+ */
+const ROTATED_SUFFIX = /^(\.\d{1,3}|[-._]\d{8}(\d{2}){0,3}(-\d{1,10})?|[-._]\d{4}-\d{2}-\d{2}([-_T]\d{2}(-?\d{2}){0,2})?)(\.(gz|bz2|xz|zst|lz4))?$/;
 
 /** A rotated file beside another, as rotatedSince() finds it. */
 export interface RotatedSibling extends Sibling {
-  /** Its first FINGERPRINT_BYTES bytes (of its content, for a gzip file). */
+  /** Its first FINGERPRINT_BYTES bytes: of its content for a plain or gzip file, as stored for another compression. */
   readonly head: Buffer;
-  readonly gzip: boolean;
+  readonly format: 'plain' | 'gzip' | 'other';
 }
 
 /**
  * The rotated files beside `path` (its name and what logrotate adds: .1, -20261123, maybe .gz)
- * last modified after `sinceMs`, not empty, oldest first; a gzip file by its content. Files
- * compressed otherwise (bzip2, xz, zstd) are left out: their content cannot be read here.
+ * last modified after `sinceMs`, not empty, oldest first; a gzip file by its content (its size is
+ * the content's), one compressed otherwise (bzip2, xz, zstd, lz4) as stored.
  */
 export async function rotatedSince(path: string, sinceMs: number, onError: OnFileError): Promise<RotatedSibling[]> {
   const dir = dirname(path);
@@ -164,11 +167,10 @@ export async function rotatedSince(path: string, sinceMs: number, onError: OnFil
       const st = await stat(p, { bigint: true });
       const mtimeMs = Number(st.mtimeMs);
       if (!st.isFile() || st.size === 0n || mtimeMs <= sinceMs) continue;
-      const gzip = n.endsWith('.gz');
-      if (!gzip && /\.(bz2|xz|zst|lz4)$/.test(n)) continue;
-      const content = gzip ? await gzipHead(p, Number(st.size)) : { head: await readHead(p, onError), size: Number(st.size) };
+      const format = n.endsWith('.gz') ? 'gzip' : /\.(bz2|xz|zst|lz4)$/.test(n) ? 'other' : 'plain';
+      const content = format === 'gzip' ? await gzipHead(p, Number(st.size)) : { head: await readHead(p, onError), size: Number(st.size) };
       if (!content?.head || content.head.length === 0) continue;
-      found.push({ key: fileKey(st), path: p, size: content.size, head: content.head, gzip, mtimeMs });
+      found.push({ key: fileKey(st), path: p, size: content.size, head: content.head, format, mtimeMs });
     } catch {
       continue;
     }
