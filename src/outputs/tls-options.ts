@@ -17,13 +17,16 @@ export interface VerifiedTls {
 }
 
 export function verifiedTlsOptions(o: VerifiedTls): tls.ConnectionOptions {
+  return { ...verifiedName(o.name), ca: o.ca, cert: o.cert, key: o.key, minVersion: MIN_VERSION };
+}
+
+const MIN_VERSION = 'TLSv1.2';
+
+/** The certificate checked, and against `name`. */
+function verifiedName(name: string): tls.ConnectionOptions {
   return {
-    servername: isIP(o.name) ? undefined : o.name,
-    checkServerIdentity: (_host, cert) => tls.checkServerIdentity(o.name, cert),
-    ca: o.ca,
-    cert: o.cert,
-    key: o.key,
-    minVersion: 'TLSv1.2',
+    servername: isIP(name) ? undefined : name,
+    checkServerIdentity: (_host, cert) => tls.checkServerIdentity(name, cert),
     rejectUnauthorized: true,
   };
 }
@@ -68,17 +71,9 @@ export class IntakeTls {
   /** Opens a TLS connection. Throws what tls.createSecureContext throws for bad TLS material. */
   connect(host: string, port: number): tls.TLSSocket {
     const { name, ca, cert, key } = this.#o;
-    this.#context ??= tls.createSecureContext({ ca, cert, key, minVersion: 'TLSv1.2' });
+    this.#context ??= tls.createSecureContext({ ca, cert, key, minVersion: MIN_VERSION });
     const session = this.#resumable && performance.now() - this.#fullAt < RESUME_FOR_MS ? this.#session : undefined;
-    const socket = tls.connect({
-      host,
-      port,
-      servername: isIP(name) ? undefined : name,
-      checkServerIdentity: (_host, c) => tls.checkServerIdentity(name, c),
-      secureContext: this.#context,
-      rejectUnauthorized: true,
-      session,
-    });
+    const socket = tls.connect({ host, port, ...verifiedName(name), secureContext: this.#context, session });
     const state = { tcp: false, secure: false };
     if (session) this.#offered.set(socket, state);
     socket.once('connect', () => {
@@ -121,6 +116,20 @@ export class IntakeTls {
 function isPeerAlert(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   return typeof code === 'string' && /^ERR_SSL_(TLSV1|SSLV3|SSL\/TLS)_ALERT_/.test(code);
+}
+
+/**
+ * Runs `attempt` (a connect through an IntakeTls), and once more at once when it rejects with
+ * ResumedHandshakeFailed (that one then offers no session), unless `signal` aborted meanwhile.
+ */
+export async function againWithoutSession<T>(attempt: () => Promise<T>, signal: AbortSignal): Promise<T> {
+  try {
+    return await attempt();
+  } catch (err) {
+    if (!(err instanceof ResumedHandshakeFailed)) throw err;
+    if (signal.aborted) throw err.error;
+    return attempt();
+  }
 }
 
 /** A connect that offered a TLS session failed in its handshake: connect again at once without one. */

@@ -447,18 +447,24 @@ describe('file input, copytruncate while the relay was stopped', () => {
     expect(intake.received.length).toBe(120);
   }, 40_000);
 
-  /** app.log, empty, followed by a relay that is stopped at once: its checkpoint has no first bytes. */
-  async function emptyThenStopped(): Promise<{ file: string; yaml: string }> {
+  /** app.log, empty, in a new directory, followed by a relay whose paths are `paths` (app.log itself by default). */
+  async function followingEmpty(paths = (file: string, _dir: string): string => file): Promise<{ dir: string; file: string; yaml: string }> {
     const dir = tmp();
     const file = join(dir, 'app.log');
     writeFileSync(file, '');
     intake = await startTestIntake();
-    const yaml = fileYaml(intake.port, dir, `paths: ["${file}"], rotate_wait_ms: 200`);
+    const yaml = fileYaml(intake.port, dir, `paths: ["${paths(file, dir)}"], rotate_wait_ms: 200`);
     relay = await startRelay(yaml);
+    return { dir, file, yaml };
+  }
+
+  /** followingEmpty(), and the relay stopped once it follows app.log: its checkpoint has no first bytes. */
+  async function emptyThenStopped(paths?: (file: string, dir: string) => string): Promise<{ dir: string; file: string; yaml: string }> {
+    const f = await followingEmpty(paths);
     await vi.waitFor(async () => expect(await relay!.metric('intake_relay_files_tracked')).toBe(1));
-    await relay.stop();
+    await relay!.stop();
     relay = undefined;
-    return { file, yaml };
+    return f;
   }
 
   it('a file empty when the relay stopped, written and copytruncated twice meanwhile: both copies (no first bytes to match them by: their time) are read from their start, oldest first, before the file; an older rotated file is not read', async () => {
@@ -500,44 +506,31 @@ describe('file input, copytruncate while the relay was stopped', () => {
   }, 40_000);
 
   it('a copytruncate while the relay runs, read to its end, then a stop at once with the file empty: the next start does not read the copy again', async () => {
-    const dir = tmp();
-    const file = join(dir, 'app.log');
-    writeFileSync(file, '');
-    intake = await startTestIntake();
-    const yaml = fileYaml(intake.port, dir, `paths: ["${file}"], rotate_wait_ms: 200`);
-    relay = await startRelay(yaml);
+    const { file, yaml } = await followingEmpty();
     appendFileSync(file, lines('run1', 0, 50));
-    await waitFor(intake, 50);
-    await balanced(relay);
+    await waitFor(intake!, 50);
+    await balanced(relay!);
     copytruncate(file);
     await vi.waitFor(async () => expect(await relay!.metric('intake_relay_file_rotations_total', { kind: 'truncate' })).toBe(1));
-    await relay.stop();
+    await relay!.stop();
     relay = undefined;
     relay = await startRelay(yaml);
     appendFileSync(file, lines('run2', 0, 10));
-    await waitFor(intake, 60);
+    await waitFor(intake!, 60);
     await balanced(relay);
-    expect(intake.received.length).toBe(60);
-    for (const l of [...expected('run1', 0, 50), ...expected('run2', 0, 10)]) expect(counts(intake).get(l), l).toBe(1);
+    expect(intake!.received.length).toBe(60);
+    for (const l of [...expected('run1', 0, 50), ...expected('run2', 0, 10)]) expect(counts(intake!).get(l), l).toBe(1);
     expect(await relay.metric('intake_relay_file_rotations_total', { kind: 'copy' })).toBe(0);
   }, 30_000);
 
   it('a file empty when the relay stopped, and a file its paths match whose name looks rotated (app.log.1) written meanwhile: that one is followed as itself, not read as a copy', async () => {
-    const dir = tmp();
-    const file = join(dir, 'app.log');
-    writeFileSync(file, '');
-    intake = await startTestIntake();
-    const yaml = fileYaml(intake.port, dir, `paths: ["${dir}/app.log*"], rotate_wait_ms: 200`);
-    relay = await startRelay(yaml);
-    await vi.waitFor(async () => expect(await relay!.metric('intake_relay_files_tracked')).toBe(1));
-    await relay.stop();
-    relay = undefined;
+    const { dir, yaml } = await emptyThenStopped((_file, d) => `${d}/app.log*`);
     writeFileSync(join(dir, 'app.log.1'), lines('other', 0, 10));
     relay = await startRelay(yaml);
-    await waitFor(intake, 10);
+    await waitFor(intake!, 10);
     await balanced(relay);
-    expect(intake.received.length).toBe(10);
-    for (const l of expected('other', 0, 10)) expect(counts(intake).get(l), l).toBe(1);
+    expect(intake!.received.length).toBe(10);
+    for (const l of expected('other', 0, 10)) expect(counts(intake!).get(l), l).toBe(1);
     expect(await relay.metric('intake_relay_file_rotations_total', { kind: 'copy' })).toBe(0);
     expect(await relay.metric('intake_relay_files_tracked')).toBe(2);
   }, 30_000);

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Batch } from '../../src/core/event.ts';
-import type { SendResult } from '../../src/core/contracts.ts';
+import type { SendResult, SinkEvents } from '../../src/core/contracts.ts';
 import { Rfc5424Formatter } from '../../src/syslog/format.ts';
 import { SyslogTlsSink } from '../../src/outputs/syslog/sink.ts';
 import { unreadCapacityBytes } from '../../src/outputs/syslog/tcp-buffers.ts';
@@ -34,6 +34,11 @@ function batch(seq: number, n: number, size: number): Batch {
   return { events, bytes: buf.length, seq };
 }
 
+/** What a sink reports: `some`, and nothing for the rest. */
+function sinkEvents(some: Partial<SinkEvents>): SinkEvents {
+  return { acknowledged: () => {}, connectionLost: () => {}, connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {}, ...some };
+}
+
 function sink(port: number, proofBytes: number, confirmAfterMs: number): SyslogTlsSink {
   return new SyslogTlsSink({
     host: '127.0.0.1', port, serverName: 'localhost', ca: readFileSync(`${TLS}ca.crt`), cert: undefined, key: undefined,
@@ -48,19 +53,14 @@ describe('syslog sink', () => {
     const proof = unreadCapacityBytes();
     const s = sink(intake.port, proof, 60_000);
     const acked: [number, number][] = [];
-    await s.start({
+    await s.start(sinkEvents({
       acknowledged: (seq, n) => {
         // At the moment of the acknowledgement, the peer has read the batch's last event.
         for (let i = read.size; i < intake!.received.length; i++) read.add(intake!.received[i]!.message.slice(0, 9));
         if (!read.has(`m${String(seq + n - 1).padStart(8, '0')}`)) unread.push(seq);
         acked.push([seq, n]);
       },
-      connectionLost: () => {},
-      connected: () => {},
-      wrote: () => {},
-      cut: () => {},
-      refused: () => {},
-    });
+    }));
     const read = new Set<string>();
     const unread: number[] = [];
     const batches = Math.ceil((proof + 16 * 1024 * 1024) / (1000 * 560));
@@ -82,7 +82,7 @@ describe('syslog sink', () => {
     const s = sink(intake.port, unreadCapacityBytes(), 200);
     let acked = 0;
     const lost: number[] = [];
-    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+    await s.start(sinkEvents({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n) }));
     for (let k = 0; k < 20; k++) await s.send(batch(k * 100, 100, 150), AbortSignal.timeout(5_000));
     // Closed after resend_window_ms for proof; the peer never answers; write_timeout_ms is 10 s.
     await vi.waitFor(() => expect(intake!.connections).toBeGreaterThanOrEqual(1));
@@ -98,7 +98,7 @@ describe('syslog sink', () => {
     const s = sink(port, unreadCapacityBytes(), 100);
     let acked = 0;
     const resumed: boolean[] = [];
-    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: () => {}, connected: (r) => resumed.push(r === true), wrote: () => {}, cut: () => {}, refused: () => {} });
+    await s.start(sinkEvents({ acknowledged: (_seq, n) => (acked += n), connected: (r) => resumed.push(r === true) }));
     for (let k = 0; k < 3; k++) {
       expect((await s.send(batch(k * 10, 10, 50), AbortSignal.timeout(5_000))).status).toBe('sent');
       await vi.waitFor(() => expect(acked).toBe((k + 1) * 10), { timeout: 5_000 });
@@ -156,7 +156,7 @@ describe('syslog sink, edges', () => {
     const peer = await controlledPeer();
     const s = edgeSink(peer.port, 60_000, 1_000);
     const lost: string[] = [];
-    await s.start({ acknowledged: () => {}, connectionLost: (e) => lost.push(e.code), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+    await s.start(sinkEvents({ connectionLost: (e) => lost.push(e.code) }));
     await s.send(batch(0, 10, 10), AbortSignal.timeout(5_000));
     await vi.waitFor(() => expect(peer.read).toBeGreaterThan(0));
     await new Promise((r) => setTimeout(r, 1_500)); // the lull
@@ -179,7 +179,7 @@ describe('syslog sink, edges', () => {
     try {
       const s = edgeSink(peer.port, 100, 10_000);
       let acked = 0;
-      await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: () => {}, connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+      await s.start(sinkEvents({ acknowledged: (_seq, n) => (acked += n) }));
       expect(armed).not.toHaveBeenCalled();
       await s.send(batch(0, 10, 10), AbortSignal.timeout(5_000));
       expect(armed).toHaveBeenCalledTimes(1);
@@ -214,7 +214,7 @@ describe('syslog sink, edges', () => {
     try {
       const s = edgeSink((server.address() as import('node:net').AddressInfo).port, 100, 10_000);
       let acked = 0;
-      await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: () => {}, connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+      await s.start(sinkEvents({ acknowledged: (_seq, n) => (acked += n) }));
       // A first batch, confirmed; the timer then stops with nothing to watch.
       expect((await s.send(batch(0, 10, 10), AbortSignal.timeout(5_000))).status).toBe('sent');
       await vi.waitFor(() => expect(acked).toBe(10), { timeout: 5_000 });
@@ -233,7 +233,7 @@ describe('syslog sink, edges', () => {
     const s = edgeSink(peer.port, 100, 10_000);
     let acked = 0;
     const lost: number[] = [];
-    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+    await s.start(sinkEvents({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n) }));
     await s.send(batch(0, 10, 10), AbortSignal.timeout(5_000));
     await vi.waitFor(() => expect(peer.sockets).toHaveLength(1));
     const first = peer.sockets[0]!;
@@ -324,7 +324,7 @@ describe('syslog sink, stop', () => {
     const s = edgeSink(peer.port, 60_000, writeTimeoutMs);
     const acked: [number, number][] = [];
     const lost: [string, number][] = [];
-    await s.start({ acknowledged: (seq, n) => acked.push([seq, n]), connectionLost: (e, n) => lost.push([e.code, n]), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+    await s.start(sinkEvents({ acknowledged: (seq, n) => acked.push([seq, n]), connectionLost: (e, n) => lost.push([e.code, n]) }));
     expect((await s.send(batch(0, 100, 50), AbortSignal.timeout(5_000))).status).toBe('sent');
     expect(s.unacknowledged).toBe(100);
     await vi.waitFor(() => expect(peer.holding).toBe(true));
@@ -353,7 +353,7 @@ describe('syslog sink, stop', () => {
     const s = edgeSink(peer.port, 60_000, 10_000);
     const lost: number[] = [];
     let acked = 0;
-    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+    await s.start(sinkEvents({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n) }));
     await s.send(batch(0, 100, 50), AbortSignal.timeout(5_000));
     await vi.waitFor(() => expect(peer.holding).toBe(true));
     const deadline = new AbortController();
@@ -376,7 +376,7 @@ describe('syslog sink, stop', () => {
   it('a stop with no runner to write again (rewrite: false, a background stop after a reload): a lost window ends it at once, returned as unconfirmed', async () => {
     const peer = await idPeer((i) => i === 0);
     const s = edgeSink(peer.port, 60_000, 10_000);
-    await s.start({ acknowledged: () => {}, connectionLost: () => {}, connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+    await s.start(sinkEvents({}));
     await s.send(batch(0, 100, 50), AbortSignal.timeout(5_000));
     await vi.waitFor(() => expect(peer.holding).toBe(true));
     // A deadline far away: the stop must not wait for it.
@@ -391,7 +391,7 @@ describe('syslog sink, stop', () => {
     const peer = await idPeer((i) => i === 0);
     const s = edgeSink(peer.port, 60_000, 10_000);
     const lost: number[] = [];
-    await s.start({ acknowledged: () => {}, connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} });
+    await s.start(sinkEvents({ connectionLost: (_e, n) => lost.push(n) }));
     await s.send(batch(0, 100, 50), AbortSignal.timeout(5_000));
     await vi.waitFor(() => expect(peer.holding).toBe(true));
     const handing = s.handOver(AbortSignal.timeout(20_000));
@@ -457,16 +457,15 @@ describe('syslog sink, a resend window smaller than the proof distance', () => {
     let written = 0;
     let frame = Infinity;
     let maxHeld = 0;
-    await s.start({
+    await s.start(sinkEvents({
       acknowledged: (seq, n) => {
         if (!peer.ids.includes(`m${String(seq + n - 1).padStart(8, '0')}`)) unread.push(seq);
         acked.push([seq, n]);
       },
-      connectionLost: () => {}, connected: () => {}, refused: () => {}, cut: () => {},
       wrote: (bytes) => {
         frame = Math.min(frame, bytes / 100);
       },
-    });
+    }));
     const batches = 40;
     for (let k = 0; k < batches; k++) {
       // No time-based close (60 s) and no proof by volume (tens of MB): only the window's closes confirm.
@@ -495,7 +494,7 @@ describe('syslog sink, a resend window smaller than the proof distance', () => {
     const lost: number[] = [];
     let acked = 0;
     let wrote = 0;
-    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n), connected: () => {}, wrote: (b) => (wrote += b), cut: () => {}, refused: () => {} });
+    await s.start(sinkEvents({ acknowledged: (_seq, n) => (acked += n), connectionLost: (_e, n) => lost.push(n), wrote: (b) => (wrote += b) }));
     // ~14 KB per batch: the fifth or so reaches the bound; the intake reads nothing yet.
     const { pending, k } = await fillWindow(s, window, () => wrote);
     expect(peer.connections).toBeGreaterThanOrEqual(2);
@@ -516,7 +515,7 @@ describe('syslog sink, a resend window smaller than the proof distance', () => {
     const lost: [string, number][] = [];
     let acked = 0;
     let wrote = 0;
-    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: (e, n) => lost.push([e.code, n]), connected: () => {}, wrote: (b) => (wrote += b), cut: () => {}, refused: () => {} });
+    await s.start(sinkEvents({ acknowledged: (_seq, n) => (acked += n), connectionLost: (e, n) => lost.push([e.code, n]), wrote: (b) => (wrote += b) }));
     const { pending, k } = await fillWindow(s, window, () => wrote);
     peer.reset(0);
     const r = await pending;
@@ -540,7 +539,7 @@ describe('syslog sink, a resend window smaller than the proof distance', () => {
     const s = windowSink(peer.port, window);
     let acked = 0;
     let wrote = 0;
-    await s.start({ acknowledged: (_seq, n) => (acked += n), connectionLost: () => {}, connected: () => {}, wrote: (b) => (wrote += b), cut: () => {}, refused: () => {} });
+    await s.start(sinkEvents({ acknowledged: (_seq, n) => (acked += n), wrote: (b) => (wrote += b) }));
     const { pending, k } = await fillWindow(s, window, () => wrote);
     const stopping = s.stop(AbortSignal.timeout(500));
     const r = await pending;

@@ -72,17 +72,7 @@ const GZIP_HEAD_BYTES = 16 * 1024;
  * at least `minSize` bytes. `gzip`: only gzip files, by the first bytes and size of their content.
  */
 export async function findSibling(path: string, test: (key: string, fp: FingerprintOf) => boolean, minSize: number, onError: OnFileError, gzip = false): Promise<Sibling | undefined> {
-  const dir = dirname(path);
-  const name = basename(path);
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch {
-    return undefined;
-  }
-  for (const n of names) {
-    if (!n.startsWith(name)) continue;
-    const p = join(dir, n);
+  for (const { path: p } of await besideWithName(path)) {
     try {
       const st = await stat(p, { bigint: true });
       if (!st.isFile()) continue;
@@ -95,6 +85,17 @@ export async function findSibling(path: string, test: (key: string, fp: Fingerpr
     }
   }
   return undefined;
+}
+
+/** The entries of `path`'s directory whose name starts with its base name (itself included); `suffix`: what follows it. */
+async function besideWithName(path: string): Promise<{ readonly path: string; readonly suffix: string }[]> {
+  const dir = dirname(path);
+  const name = basename(path);
+  try {
+    return (await readdir(dir)).filter((n) => n.startsWith(name)).map((n) => ({ path: join(dir, n), suffix: n.slice(name.length) }));
+  } catch {
+    return [];
+  }
 }
 
 /** The first FINGERPRINT_BYTES of a gzip file's content and its size (ISIZE), if it is one (a damaged one is not). */
@@ -151,23 +152,14 @@ export interface RotatedSibling extends Sibling {
  * the content's), one compressed otherwise (bzip2, xz, zstd, lz4) as stored.
  */
 export async function rotatedSince(path: string, sinceMs: number, onError: OnFileError): Promise<RotatedSibling[]> {
-  const dir = dirname(path);
-  const name = basename(path);
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch {
-    return [];
-  }
   const found: (RotatedSibling & { mtimeMs: number })[] = [];
-  for (const n of names) {
-    if (!n.startsWith(name) || !ROTATED_SUFFIX.test(n.slice(name.length))) continue;
-    const p = join(dir, n);
+  for (const { path: p, suffix } of await besideWithName(path)) {
+    if (!ROTATED_SUFFIX.test(suffix)) continue;
     try {
       const st = await stat(p, { bigint: true });
       const mtimeMs = Number(st.mtimeMs);
       if (!st.isFile() || st.size === 0n || mtimeMs <= sinceMs) continue;
-      const format = n.endsWith('.gz') ? 'gzip' : /\.(bz2|xz|zst|lz4)$/.test(n) ? 'other' : 'plain';
+      const format = suffix.endsWith('.gz') ? 'gzip' : /\.(bz2|xz|zst|lz4)$/.test(suffix) ? 'other' : 'plain';
       const content = format === 'gzip' ? await gzipHead(p, Number(st.size)) : { head: await readHead(p, onError), size: Number(st.size) };
       if (!content?.head || content.head.length === 0) continue;
       found.push({ key: fileKey(st), path: p, size: content.size, head: content.head, format, mtimeMs });

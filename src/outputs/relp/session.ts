@@ -9,7 +9,7 @@ import { RelayError } from '../../core/errors.ts';
 import type { PeerTextRedactor } from '../../core/peer-text.ts';
 import { RelpDeframer, RelpFramingError, parseOffers, parseResponse, relpFrame, type RelpFrameSink } from '../../relp/frame.ts';
 import { VERSION } from '../../version.ts';
-import { IntakeTls, ResumedHandshakeFailed } from '../tls-options.ts';
+import { IntakeTls, ResumedHandshakeFailed, againWithoutSession } from '../tls-options.ts';
 
 export interface RelpEndpoint {
   readonly host: string;
@@ -48,15 +48,9 @@ export interface OpenSession {
  * and accept the syslog command. Rejects with a RelayError saying which step failed. `intakeTls`:
  * the output's secure context and session to resume (a one-off check makes its own).
  */
-export async function openSession(o: RelpEndpoint, signal: AbortSignal, intakeTls?: IntakeTls): Promise<OpenSession> {
+export function openSession(o: RelpEndpoint, signal: AbortSignal, intakeTls?: IntakeTls): Promise<OpenSession> {
   const secure = o.tls ? (intakeTls ?? new IntakeTls({ name: o.serverName ?? o.host, ca: o.ca, cert: o.cert, key: o.key })) : undefined;
-  try {
-    return await openOnce(o, signal, secure);
-  } catch (err) {
-    if (!(err instanceof ResumedHandshakeFailed)) throw err;
-    if (signal.aborted) throw err.error;
-    return openOnce(o, signal, secure);
-  }
+  return againWithoutSession(() => openOnce(o, signal, secure), signal);
 }
 
 function openOnce(o: RelpEndpoint, signal: AbortSignal, secure: IntakeTls | undefined): Promise<OpenSession> {

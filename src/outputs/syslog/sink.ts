@@ -25,7 +25,7 @@ import type { Batch } from '../../core/event.ts';
 import { RelayError, classifyConnectError } from '../../core/errors.ts';
 import { BufferPool } from './buffer-pool.ts';
 import { Connection, type Written } from './connection.ts';
-import { IntakeTls, ResumedHandshakeFailed } from '../tls-options.ts';
+import { IntakeTls, ResumedHandshakeFailed, againWithoutSession } from '../tls-options.ts';
 import type { Rfc5424Formatter } from '../../syslog/format.ts';
 import type { SendResult, Sink, SinkEvents } from '../../core/contracts.ts';
 
@@ -394,14 +394,8 @@ export class SyslogTlsSink implements Sink {
   }
 
   /** Connects; once more at once if a handshake that offered a TLS session failed (IntakeTls). */
-  async #connect(signal: AbortSignal): Promise<Connection> {
-    try {
-      return await this.#connectOnce(signal);
-    } catch (err) {
-      if (!(err instanceof ResumedHandshakeFailed)) throw err;
-      if (signal.aborted) throw err.error;
-      return this.#connectOnce(signal);
-    }
+  #connect(signal: AbortSignal): Promise<Connection> {
+    return againWithoutSession(() => this.#connectOnce(signal), signal);
   }
 
   #connectOnce(signal: AbortSignal): Promise<Connection> {
