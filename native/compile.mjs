@@ -1,5 +1,5 @@
 // Builds native/build/udp-recvmmsg.node, the relay's native addon (native/udp-recvmmsg.c: the UDP
-// input's batched receive, and the memory trim the syslog output calls in a lull), with the machine's C compiler and the Node-API headers of the Node running this script. Run by
+// input's batched receive, and the memory calls the relay makes after its start and in a lull), with the machine's C compiler and the Node-API headers of the Node running this script. Run by
 // `npm ci` / `npm install` (the install script, also in an installed npm package: plain JavaScript,
 // since Node does not strip types under node_modules), `npm run build` and `npm run package`.
 // Where it cannot build (not Linux, no compiler, no headers), it says so in one line and exits 0:

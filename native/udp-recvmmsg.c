@@ -15,6 +15,8 @@
 //   close(handle)   idempotent; info/start on a closed handle throw, drain does nothing
 //   trimMemory() -> bool   gives the C library's free memory back to the system (glibc's
 //                          malloc_trim: free pages inside its heaps too); false where there is none
+//   releasePages(start, length) -> bool   madvise(MADV_DONTNEED) on a read-only file mapping the
+//                          caller checked (the executable's, no private copies); false if refused
 
 #define _GNU_SOURCE
 #define NAPI_VERSION 8
@@ -25,6 +27,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
@@ -489,6 +492,28 @@ static napi_value js_trim_memory(napi_env env, napi_callback_info info) {
   return out;
 }
 
+// Lets go of the pages of a read-only file mapping [start, start + length) that the process maps
+// (madvise MADV_DONTNEED): what is used again is mapped again from the page cache on its next use.
+// Only for a mapping that was never written (no private copies: they would be lost) and that stays
+// mapped (the executable's own): the caller checks both (src/core/native-addon.ts).
+static napi_value js_release_pages(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_value out;
+  double start = 0, length = 0;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2 ||
+      napi_get_value_double(env, argv[0], &start) != napi_ok || napi_get_value_double(env, argv[1], &length) != napi_ok) {
+    napi_throw_type_error(env, NULL, "releasePages(start, length)");
+    return NULL;
+  }
+  long page = sysconf(_SC_PAGESIZE);
+  int ok = start >= 0 && length > 0 && start <= 9007199254740991.0 && length <= 9007199254740991.0 &&
+           ((uintptr_t)start % (uintptr_t)page) == 0 &&
+           madvise((void *)(uintptr_t)start, (size_t)length, MADV_DONTNEED) == 0;
+  napi_get_boolean(env, ok, &out);
+  return out;
+}
+
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_property_descriptor props[] = {
     {"open", NULL, js_open, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -497,6 +522,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     {"drain", NULL, js_drain, NULL, NULL, NULL, napi_enumerable, NULL},
     {"close", NULL, js_close, NULL, NULL, NULL, napi_enumerable, NULL},
     {"trimMemory", NULL, js_trim_memory, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"releasePages", NULL, js_release_pages, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

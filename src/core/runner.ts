@@ -12,7 +12,7 @@ import { backoffDelay, sleep, type BackoffOptions } from './backoff.ts';
 import type { BatchLimits, EventQueue } from './queue.ts';
 import type { RelayError } from './errors.ts';
 import type { DropReason, Sink } from './contracts.ts';
-import { releaseFreeMemory } from './native-addon.ts';
+import { releaseExecutablePages, releaseFreeMemory } from './native-addon.ts';
 import type { OutputTelemetry } from './telemetry.ts';
 
 export interface RunnerOptions {
@@ -200,6 +200,7 @@ export class SinkRunner {
     this.#lullTimer = undefined;
     this.#o.sink.trim?.();
     releaseFreeMemory();
+    releaseExecutablePages();
   }
 
   /** Waits while the whole output is paused (throttled, key refused). */

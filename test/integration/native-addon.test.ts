@@ -1,10 +1,18 @@
-// The native addon's trimMemory (native/udp-recvmmsg.c, src/core/native-addon.ts): what a burst
-// freed inside the C library's heaps goes back to the system, as the syslog output asks once a lull
-// begins. Measured in a process of its own: its RSS with holes left in the heap, then after the trim.
+// The native addon's memory calls (native/udp-recvmmsg.c, src/core/native-addon.ts): trimMemory
+// gives back what a burst freed inside the C library's heaps, and releasePages lets go of the
+// executable's mapped pages, as the relay asks after its start and once a lull begins. Measured in
+// a process of their own.
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
-import { nativeAddon, releaseFreeMemory } from '../../src/core/native-addon.ts';
+import { readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
+import { tempDir, track } from '../helpers/cleanup.ts';
+import { freePort, sendTcp, startTestIntake } from '../helpers/peers.ts';
+import { startRelayProcess } from '../helpers/process.ts';
+import { TEST_KEY, TLS } from '../helpers/relay.ts';
+import { nativeAddon, readOnlyMappings, releaseFreeMemory } from '../../src/core/native-addon.ts';
 
 const ADDON = fileURLToPath(new URL('../../native/build/udp-recvmmsg.node', import.meta.url));
 
@@ -32,5 +40,118 @@ describe('native addon: trimMemory', () => {
     expect(kept).toBe(true);
     // 1,800 × 64 KiB = 112.5 MiB freed; at least 80 of it given back.
     expect(before - after).toBeGreaterThan(80);
+  });
+});
+
+describe('native addon: releasePages', () => {
+  it('lets go of the executable pages the process mapped; those used again come back, and the process runs on', () => {
+    // In a process of its own: the executable's resident pages, then after the release, then after
+    // running code again (hashing, compression, JSON, regular expressions: much of the binary).
+    const script = `
+      const { readFileSync, realpathSync } = require('node:fs');
+      const exe = realpathSync('/proc/self/exe');
+      const exeRss = () => {
+        let ours = false, kb = 0;
+        for (const line of readFileSync('/proc/self/smaps', 'latin1').split('\\n')) {
+          const head = /^[0-9a-f]+-[0-9a-f]+ \\S+ \\S+ \\S+ \\d+\\s*(.*)$/.exec(line);
+          if (head) ours = head[1] === exe;
+          else if (ours && line.startsWith('Rss:')) kb += Number(line.split(/\\s+/)[1]);
+        }
+        return kb / 1024;
+      };
+      import(${JSON.stringify(new URL('../../src/core/native-addon.ts', import.meta.url).href)}).then(({ releaseExecutablePages }) => {
+        const before = exeRss();
+        const released = releaseExecutablePages() / 1048576;
+        const after = exeRss();
+        const crypto = require('node:crypto'), zlib = require('node:zlib');
+        const digest = crypto.createHash('sha256').update('x'.repeat(1e6)).digest('hex');
+        const round = zlib.gunzipSync(zlib.gzipSync(Buffer.from(JSON.stringify({ a: [1, 2, 3] })))).toString();
+        const matched = /(\\d+)-(\\d+)/.exec('10-20')[2];
+        console.log(JSON.stringify({ before, released, after, again: exeRss(), digest, round, matched }));
+      });
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    const out = JSON.parse(r.stdout) as { before: number; released: number; after: number; again: number; digest: string; round: string; matched: string };
+    // Node's start maps tens of MiB of its executable; most of it is let go.
+    expect(out.before).toBeGreaterThan(15);
+    expect(out.released).toBeGreaterThan(out.before / 2);
+    expect(out.after).toBeLessThan(out.before / 2);
+    // Used again: mapped again, and it works.
+    expect(out.again).toBeGreaterThan(out.after);
+    expect(out.digest).toBe(createHash('sha256').update('x'.repeat(1e6)).digest('hex'));
+    expect(out.round).toBe('{"a":[1,2,3]}');
+    expect(out.matched).toBe('20');
+  });
+
+  it('refuses what is not a page-aligned range, and a call without one', () => {
+    const release = nativeAddon().exports?.releasePages as (start: unknown, length?: unknown) => boolean;
+    expect(release(4097, 4096)).toBe(false);
+    expect(release(-4096, 4096)).toBe(false);
+    expect(release(4096, 0)).toBe(false);
+    expect(() => release('x')).toThrow(TypeError);
+  });
+});
+
+/** MiB of the executable's pages that process `pid` maps (/proc/PID/smaps). */
+function executableRss(pid: number): number {
+  const exe = readlinkSync(`/proc/${pid}/exe`);
+  let ours = false;
+  let kb = 0;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'latin1').split('\n')) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \d+\s*(.*)$/.exec(line);
+    if (head) ours = head[1] === exe;
+    else if (ours && line.startsWith('Rss:')) kb += Number(line.split(/\s+/)[1]);
+  }
+  return kb / 1024;
+}
+
+describe('the daemon lets go of the executable pages its start used', () => {
+  it('maps a fraction of them at rest after its start, and forwards as before', async () => {
+    const intake = track(await startTestIntake());
+    const port = await freePort();
+    const file = join(tempDir('release-pages-'), 'relay.yaml');
+    writeFileSync(file, `intakes:
+  - name: pages
+    intake_key: "${TEST_KEY}"
+    output: { type: syslog, host: 127.0.0.1, port: ${intake.port}, ca_file: ${TLS}ca.crt }
+    inputs: [{ type: tcp, address: 127.0.0.1, port: ${port} }]
+metrics: { enabled: false }
+`);
+    const { proc, output } = startRelayProcess(file);
+    await vi.waitFor(() => expect(output()).toContain('intake-relay started'), { timeout: 20_000 });
+    // A Node process maps 35-45 MiB of its executable by the end of its start (a bare \`node -e\`
+    // after one import: 41); once they are let go, what runs at rest maps back a few.
+    await vi.waitFor(() => expect(executableRss(proc.pid as number)).toBeLessThan(25), { timeout: 10_000 });
+    await sendTcp(port, '<14>Nov 27 10:00:00 host app: after the pages were let go\n');
+    await vi.waitFor(() => expect(intake.received.map((m) => m.message)).toContain('after the pages were let go'), { timeout: 10_000 });
+  }, 40_000);
+});
+
+describe('readOnlyMappings', () => {
+  const EXE = '/opt/intake-relay/intake-relay';
+  const vma = (range: string, perms: string, path: string, rss: number, anonymous: number): string =>
+    `${range} ${perms} 00000000 fe:01 1234                       ${path}\nSize:               8 kB\nRss:              ${rss} kB\nPss:              ${rss} kB\nAnonymous:        ${anonymous} kB\nVmFlags: rd mr mw me\n`;
+
+  it("takes the file's read-only mappings with pages and no private copy, nothing else", () => {
+    const smaps = [
+      vma('00400000-00600000', 'r--p', EXE, 2048, 0), // read-only data: taken
+      vma('00600000-00a00000', 'r-xp', EXE, 1024, 0), // code: taken
+      vma('00a00000-00a02000', 'r--p', EXE, 8, 8), // relocated, then made read-only: a private copy, kept
+      vma('00a02000-00a04000', 'rw-p', EXE, 8, 4), // writable data: kept
+      vma('00a04000-00a06000', 'r--p', EXE, 0, 0), // nothing resident
+      vma('7f0000000000-7f0000200000', 'r-xp', '/usr/lib/x86_64-linux-gnu/libc.so.6', 512, 0), // another file
+      vma('7f0000200000-7f0000400000', 'r-xp', `${EXE} (deleted)`, 512, 0), // replaced on disk
+      vma('7f0000400000-7f0000600000', 'r--s', EXE, 512, 0), // shared
+    ].join('');
+    expect(readOnlyMappings(smaps, EXE)).toEqual([
+      { start: 0x400000, end: 0x600000, rss: 2048 * 1024 },
+      { start: 0x600000, end: 0xa00000, rss: 1024 * 1024 },
+    ]);
+  });
+
+  it('takes nothing where a mapping says nothing of private copies', () => {
+    const smaps = `00400000-00600000 r--p 00000000 fe:01 1234 ${EXE}\nRss:              2048 kB\n`;
+    expect(readOnlyMappings(smaps, EXE)).toEqual([]);
   });
 });
