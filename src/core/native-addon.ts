@@ -67,26 +67,30 @@ interface Mapping {
   readonly rss: number;
 }
 
-/** The mappings of `file` in /proc/PID/smaps text that are read-only, resident and hold no private copy. */
+/**
+ * The mappings of `file` in /proc/PID/smaps text that are read-only, resident and hold no private
+ * copy, resident or swapped out (a swapped-out copy would be lost too).
+ */
 export function readOnlyMappings(smaps: string, file: string): Mapping[] {
   const out: Mapping[] = [];
-  let cur: { start: number; end: number; rss: number; anonymous: number; ours: boolean } | undefined;
+  let cur: { start: number; end: number; rss: number; anonymous: number; swap: number; ours: boolean } | undefined;
   const done = (): void => {
-    if (cur?.ours && cur.rss > 0 && cur.anonymous === 0) out.push({ start: cur.start, end: cur.end, rss: cur.rss });
+    if (cur?.ours && cur.rss > 0 && cur.anonymous === 0 && cur.swap === 0) out.push({ start: cur.start, end: cur.end, rss: cur.rss });
   };
   for (const line of smaps.split('\n')) {
     const head = /^([0-9a-f]+)-([0-9a-f]+) ([rwxps-]{4}) [0-9a-f]+ \S+ \d+\s*(.*)$/.exec(line);
     if (head) {
       done();
       const perms = head[3] as string;
-      cur = { start: parseInt(head[1] as string, 16), end: parseInt(head[2] as string, 16), rss: 0, anonymous: -1, ours: head[4] === file && perms[0] === 'r' && perms[1] === '-' && perms[3] === 'p' };
+      cur = { start: parseInt(head[1] as string, 16), end: parseInt(head[2] as string, 16), rss: 0, anonymous: -1, swap: -1, ours: head[4] === file && perms[0] === 'r' && perms[1] === '-' && perms[3] === 'p' };
       continue;
     }
     if (!cur) continue;
-    const field = /^(Rss|Anonymous):\s+(\d+) kB/.exec(line);
+    const field = /^(Rss|Anonymous|Swap):\s+(\d+) kB/.exec(line);
     if (field) {
       if (field[1] === 'Rss') cur.rss = Number(field[2]) * 1024;
-      else cur.anonymous = Number(field[2]);
+      else if (field[1] === 'Anonymous') cur.anonymous = Number(field[2]);
+      else cur.swap = Number(field[2]);
     }
   }
   done();

@@ -130,14 +130,15 @@ metrics: { enabled: false }
 
 describe('readOnlyMappings', () => {
   const EXE = '/opt/intake-relay/intake-relay';
-  const vma = (range: string, perms: string, path: string, rss: number, anonymous: number): string =>
-    `${range} ${perms} 00000000 fe:01 1234                       ${path}\nSize:               8 kB\nRss:              ${rss} kB\nPss:              ${rss} kB\nAnonymous:        ${anonymous} kB\nVmFlags: rd mr mw me\n`;
+  const vma = (range: string, perms: string, path: string, rss: number, anonymous: number, swap = 0): string =>
+    `${range} ${perms} 00000000 fe:01 1234                       ${path}\nSize:               8 kB\nRss:              ${rss} kB\nPss:              ${rss} kB\nAnonymous:        ${anonymous} kB\nSwap:             ${swap} kB\nVmFlags: rd mr mw me\n`;
 
   it("takes the file's read-only mappings with pages and no private copy, nothing else", () => {
     const smaps = [
       vma('00400000-00600000', 'r--p', EXE, 2048, 0), // read-only data: taken
       vma('00600000-00a00000', 'r-xp', EXE, 1024, 0), // code: taken
       vma('00a00000-00a02000', 'r--p', EXE, 8, 8), // relocated, then made read-only: a private copy, kept
+      vma('00a06000-00a08000', 'r--p', EXE, 4, 0, 4), // its private copy swapped out: kept
       vma('00a02000-00a04000', 'rw-p', EXE, 8, 4), // writable data: kept
       vma('00a04000-00a06000', 'r--p', EXE, 0, 0), // nothing resident
       vma('7f0000000000-7f0000200000', 'r-xp', '/usr/lib/x86_64-linux-gnu/libc.so.6', 512, 0), // another file
@@ -150,8 +151,10 @@ describe('readOnlyMappings', () => {
     ]);
   });
 
-  it('takes nothing where a mapping says nothing of private copies', () => {
-    const smaps = `00400000-00600000 r--p 00000000 fe:01 1234 ${EXE}\nRss:              2048 kB\n`;
+  it('takes nothing where a mapping does not say how much of it is private, resident or swapped out', () => {
+    const smaps = `00400000-00600000 r--p 00000000 fe:01 1234 ${EXE}\nRss:              2048 kB\nSwap:                0 kB\n`;
     expect(readOnlyMappings(smaps, EXE)).toEqual([]);
+    const noSwap = `00400000-00600000 r--p 00000000 fe:01 1234 ${EXE}\nRss:              2048 kB\nAnonymous:           0 kB\n`;
+    expect(readOnlyMappings(noSwap, EXE)).toEqual([]);
   });
 });
