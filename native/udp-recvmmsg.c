@@ -15,13 +15,15 @@
 //   close(handle)   idempotent; info/start on a closed handle throw, drain does nothing
 //   trimMemory() -> bool   gives the C library's free memory back to the system (glibc's
 //                          malloc_trim: free pages inside its heaps too); false where there is none
-//   releasePages(start, length) -> bool   madvise(MADV_DONTNEED) on a read-only file mapping the
-//                          caller checked (the executable's, no private copies); false if refused
+//   releasePages(start, length) -> bool   madvise(MADV_DONTNEED) on a read-only mapping inside the
+//                          program's own image that the caller checked (no private copies);
+//                          false if refused (outside the image, not page-aligned)
 
 #define _GNU_SOURCE
 #define NAPI_VERSION 8
 #include <arpa/inet.h>
 #include <errno.h>
+#include <link.h>
 #include <netinet/in.h>
 #include <node_api.h>
 #include <stdint.h>
@@ -492,10 +494,33 @@ static napi_value js_trim_memory(napi_env env, napi_callback_info info) {
   return out;
 }
 
+/** The program's own image: from its lowest loaded segment to the end of its highest. */
+typedef struct image_span {
+  uintptr_t lo;
+  uintptr_t hi;
+} image_span;
+
+static int program_image(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  image_span *s = data;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    uintptr_t hi = lo + ph->p_memsz;
+    if (s->hi == 0 || lo < s->lo) s->lo = lo;
+    if (hi > s->hi) s->hi = hi;
+  }
+  return 1; // the first object visited is the program itself: that is all
+}
+
 // Lets go of the pages of a read-only file mapping [start, start + length) that the process maps
 // (madvise MADV_DONTNEED): what is used again is mapped again from the page cache on its next use.
-// Only for a mapping that was never written (no private copies: they would be lost) and that stays
-// mapped (the executable's own): the caller checks both (src/core/native-addon.ts).
+// Refused (false) unless the range lies inside the program's own loaded image, which stays mapped
+// for the life of the process: other mappings of the same file come and go (V8 maps its built-in
+// code again for each isolate, and unmaps it when a worker ends), and the range of one that went
+// may hold other memory by now. The caller checks that the mapping was never written (no private
+// copies, resident or swapped out: they would be lost; src/core/native-addon.ts).
 static napi_value js_release_pages(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
@@ -506,10 +531,19 @@ static napi_value js_release_pages(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, NULL, "releasePages(start, length)");
     return NULL;
   }
-  long page = sysconf(_SC_PAGESIZE);
-  int ok = start >= 0 && length > 0 && start <= 9007199254740991.0 && length <= 9007199254740991.0 &&
-           ((uintptr_t)start % (uintptr_t)page) == 0 &&
-           madvise((void *)(uintptr_t)start, (size_t)length, MADV_DONTNEED) == 0;
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  int ok = 0;
+  if (start >= 0 && length > 0 && start <= 9007199254740991.0 && length <= 9007199254740991.0 &&
+      start == (double)(uintptr_t)start && length == (double)(uintptr_t)length) {
+    uintptr_t from = (uintptr_t)start;
+    uintptr_t to = from + (uintptr_t)length;
+    image_span image = {0, 0};
+    dl_iterate_phdr(program_image, &image);
+    uintptr_t lo = image.lo & ~(page - 1);
+    uintptr_t hi = (image.hi + page - 1) & ~(page - 1);
+    ok = from % page == 0 && to % page == 0 && to > from && image.hi > 0 && from >= lo && to <= hi &&
+         madvise((void *)from, to - from, MADV_DONTNEED) == 0;
+  }
   napi_get_boolean(env, ok, &out);
   return out;
 }

@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isMainThread } from 'node:worker_threads';
 
 declare const INTAKE_RELAY_BUILD: unknown;
 
@@ -38,11 +39,15 @@ export function releaseFreeMemory(): boolean {
  * mapped: what start-up or a burst touched once and does not use again. The kernel maps a file's
  * pages 64 KiB at a time around each one touched, and keeps them mapped; those used again are
  * mapped again from the page cache at their next use (no disk read while they are cached). Only
- * read-only mappings holding no private copy (relocated data has one: it is kept), and only the
- * executable's, which stay mapped for the life of the process. Returns the bytes let go; 0 where
- * the addon, /proc or the mappings are missing.
+ * read-only mappings holding no private copy (relocated data has one: it is kept), and only inside
+ * the program's own image, which stays mapped for the life of the process (the addon refuses any
+ * other range: V8's per-isolate copies of its built-in code go when a worker ends). For the whole
+ * process, from the main thread only: a worker's lull would unmap the code busy threads run.
+ * `INTAKE_RELAY_RELEASE_PAGES=0` turns it off. Returns the bytes let go; 0 where it is off, or the
+ * addon, /proc or the mappings are missing.
  */
 export function releaseExecutablePages(): number {
+  if (!isMainThread || process.env.INTAKE_RELAY_RELEASE_PAGES === '0') return 0;
   const release = nativeAddon().exports?.releasePages;
   if (typeof release !== 'function') return 0;
   let smaps: string;

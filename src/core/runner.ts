@@ -30,8 +30,9 @@ export interface RunnerOptions {
 
 /**
  * A lull begins this long after the last batch sent, once nothing is queued or unacknowledged: the
- * sink lets go of what it keeps for the next burst, and the C library gives back what the burst
- * freed inside its heaps (tens of MB otherwise kept resident at rest).
+ * sink lets go of what it keeps for the next burst, the C library gives back what the burst
+ * freed inside its heaps (tens of MB otherwise kept resident at rest), and the executable's pages
+ * the burst mapped (the compilers' code among them) are let go.
  */
 const LULL_MS = 10_000;
 

@@ -87,9 +87,32 @@ describe('native addon: releasePages', () => {
   it('refuses what is not a page-aligned range, and a call without one', () => {
     const release = nativeAddon().exports?.releasePages as (start: unknown, length?: unknown) => boolean;
     expect(release(4097, 4096)).toBe(false);
+    expect(release(4096.5, 4096)).toBe(false);
+    expect(release(4096, 4095)).toBe(false);
     expect(release(-4096, 4096)).toBe(false);
     expect(release(4096, 0)).toBe(false);
     expect(() => release('x')).toThrow(TypeError);
+  });
+
+  it('refuses any range outside the program\'s own image (memory there may be anything by now)', () => {
+    // In a process of its own: its C heap and its stack, page-aligned ranges the process maps.
+    // Let go, they would come back as zeros (and the process would most likely crash).
+    const script = `
+      const m = { exports: {} };
+      process.dlopen(m, ${JSON.stringify(ADDON)});
+      const ranges = require('node:fs').readFileSync('/proc/self/maps', 'latin1').split('\\n')
+        .filter((l) => / \\[(heap|stack)\\]$/.test(l))
+        .map((l) => l.split(' ')[0].split('-').map((x) => parseInt(x, 16)));
+      const kept = Buffer.from('still here');
+      const refused = ranges.map(([a, b]) => m.exports.releasePages(a, b - a));
+      console.log(JSON.stringify({ ranges: ranges.length, refused, kept: kept.toString() }));
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    const out = JSON.parse(r.stdout) as { ranges: number; refused: boolean[]; kept: string };
+    expect(out.ranges).toBe(2);
+    expect(out.refused).toEqual([false, false]);
+    expect(out.kept).toBe('still here');
   });
 });
 

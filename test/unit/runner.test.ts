@@ -9,6 +9,19 @@ import { acked, events, FakeSink, FakeTelemetry, permanent, retryable, SENT, typ
 
 const INITIAL_MS = 100;
 
+// What a lull gives back beyond the sink's own (the C library's free memory, the executable's pages): counted.
+const given = vi.hoisted(() => ({ heaps: 0, pages: 0 }));
+vi.mock('../../src/core/native-addon.ts', () => ({
+  releaseFreeMemory: () => {
+    given.heaps++;
+    return true;
+  },
+  releaseExecutablePages: () => {
+    given.pages++;
+    return 0;
+  },
+}));
+
 interface Rig {
   readonly queue: BoundedQueue;
   readonly sink: FakeSink;
@@ -140,13 +153,17 @@ describe('SinkRunner: a lull', () => {
     // Ten seconds, but the intake has not confirmed yet: not a lull.
     await run(1);
     expect(sink.trims).toBe(0);
+    const before = { ...given };
     sink.unacknowledged = 0;
     await run(10_000);
     expect(sink.trims).toBe(1);
+    // So do the C library's heaps and the executable's mapped pages, once.
+    expect(given).toEqual({ heaps: before.heaps + 1, pages: before.pages + 1 });
     // At rest: nothing runs, nothing more is trimmed.
     expect(vi.getTimerCount()).toBe(0);
     await run(60_000);
     expect(sink.trims).toBe(1);
+    expect(given).toEqual({ heaps: before.heaps + 1, pages: before.pages + 1 });
     // The next burst, then the next lull.
     queue.offer(events(1), 10, true);
     await run();
