@@ -6,7 +6,8 @@
 // side by side after 10 s at rest. As root the page cache is dropped before both start, as after a
 // reboot (--keep-caches to leave it): pages of an executable are mapped in 64 KiB runs around each
 // page touched when they are cached, so file-backed figures move with the cache; anonymous memory
-// does not. For reading, never asserted by tests.
+// does not. The relay lets go of the executable's pages its start used (src/core/native-addon.ts),
+// the floor does not: compare their anonymous memory. For reading, never asserted by tests.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
@@ -120,7 +121,7 @@ process.stdout.write(
   `built-in modules the relay loaded (${modules.length}): ${modules.map((m) => m.slice(5)).join(' ')}\n` +
     `page cache: ${dropCaches ? 'dropped before the start' : 'NOT dropped (not root, or --keep-caches): the file-backed figures compare the cache, not the programs'}\n` +
     `${line('relay at rest', r)}\n${line('Node with those modules, at rest', f)}\n` +
-    `the relay's own: ${(r.rss - f.rss).toFixed(1)} MiB (anonymous ${(r.anon - f.anon).toFixed(1)}, file ${(r.file - f.file).toFixed(1)})\n`,
+    `the relay's own: ${(r.anon - f.anon).toFixed(1)} MiB anonymous; file-backed (the executable's pages): ${(r.file - f.file).toFixed(1)} MiB (the relay lets go of those its start used, the floor keeps them)\n`,
 );
 relay.kill('SIGTERM');
 floor.kill('SIGTERM');

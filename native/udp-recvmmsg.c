@@ -15,9 +15,8 @@
 //   close(handle)   idempotent; info/start on a closed handle throw, drain does nothing
 //   trimMemory() -> bool   gives the C library's free memory back to the system (glibc's
 //                          malloc_trim: free pages inside its heaps too); false where there is none
-//   releasePages(start, length) -> bool   madvise(MADV_DONTNEED) on a read-only mapping inside the
-//                          program's own image that the caller checked (no private copies);
-//                          false if refused (outside the image, not page-aligned)
+//   releasePages() -> bytes   lets go of the program's read-only, never-written pages the process
+//                          maps (madvise MADV_DONTNEED); they come back from the page cache when used
 
 #define _GNU_SOURCE
 #define NAPI_VERSION 8
@@ -27,6 +26,7 @@
 #include <netinet/in.h>
 #include <node_api.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -514,37 +514,78 @@ static int program_image(struct dl_phdr_info *info, size_t size, void *data) {
   return 1; // the first object visited is the program itself: that is all
 }
 
-// Lets go of the pages of a read-only file mapping [start, start + length) that the process maps
-// (madvise MADV_DONTNEED): what is used again is mapped again from the page cache on its next use.
-// Refused (false) unless the range lies inside the program's own loaded image, which stays mapped
-// for the life of the process: other mappings of the same file come and go (V8 maps its built-in
-// code again for each isolate, and unmaps it when a worker ends), and the range of one that went
-// may hold other memory by now. The caller checks that the mapping was never written (no private
-// copies, resident or swapped out: they would be lost; src/core/native-addon.ts).
+/** One mapping of /proc/self/smaps, as read so far. */
+typedef struct vma {
+  uintptr_t start, end;
+  int readonly_private; // "r-?p"
+  int file;             // a path, not an anonymous or special ([heap], [stack]) mapping
+  long rss_kb, anonymous_kb, swap_kb; // -1 until read
+} vma;
+
+#define MAX_RELEASED 64
+
+/** Whether `v` is a mapping whose pages may be let go: see js_release_pages. */
+static int releasable(const vma *v, uintptr_t lo, uintptr_t hi) {
+  return v->end > v->start && v->start >= lo && v->end <= hi && v->readonly_private && v->file && v->rss_kb > 0 &&
+         v->anonymous_kb == 0 && v->swap_kb == 0;
+}
+
+// Lets go of the pages of the program's executable that the process maps (madvise
+// MADV_DONTNEED): the kernel maps a file's pages 64 KiB at a time around each one touched, and
+// keeps them. What is used again is mapped again from the page cache at its next use. Only:
+// - mappings inside the program's own loaded image (dl_iterate_phdr), which stays mapped for the
+//   life of the process: other mappings of the same file come and go (V8 maps its built-in code
+//   again for each isolate and unmaps it when a worker ends), and shared libraries may be unloaded;
+// - read-only, private, file-backed ones (not the anonymous code of --use-largepages);
+// - holding no private copy, resident or swapped out (relocated data that was made read-only
+//   has one: let go, it would come back unrelocated). smaps says so: Anonymous and Swap 0 kB.
+// Read and decided here, without a JavaScript allocation (at rest, that would touch pages too).
+// Returns the resident bytes let go (0 where /proc cannot be read).
 static napi_value js_release_pages(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
+  (void)info;
   napi_value out;
-  double start = 0, length = 0;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2 ||
-      napi_get_value_double(env, argv[0], &start) != napi_ok || napi_get_value_double(env, argv[1], &length) != napi_ok) {
-    napi_throw_type_error(env, NULL, "releasePages(start, length)");
-    return NULL;
-  }
+  double released = 0;
+  image_span image = {0, 0};
+  dl_iterate_phdr(program_image, &image);
   uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-  int ok = 0;
-  if (start >= 0 && length > 0 && start <= 9007199254740991.0 && length <= 9007199254740991.0 &&
-      start == (double)(uintptr_t)start && length == (double)(uintptr_t)length) {
-    uintptr_t from = (uintptr_t)start;
-    uintptr_t to = from + (uintptr_t)length;
-    image_span image = {0, 0};
-    dl_iterate_phdr(program_image, &image);
-    uintptr_t lo = image.lo & ~(page - 1);
-    uintptr_t hi = (image.hi + page - 1) & ~(page - 1);
-    ok = from % page == 0 && to % page == 0 && to > from && image.hi > 0 && from >= lo && to <= hi &&
-         madvise((void *)from, to - from, MADV_DONTNEED) == 0;
+  uintptr_t lo = image.lo & ~(page - 1);
+  uintptr_t hi = (image.hi + page - 1) & ~(page - 1);
+  vma found[MAX_RELEASED];
+  int n = 0;
+  FILE *f = image.hi > 0 ? fopen("/proc/self/smaps", "re") : NULL;
+  if (f != NULL) {
+    char line[512];
+    vma cur = {0, 0, 0, 0, -1, -1, -1};
+    int have = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+      size_t len = strlen(line);
+      int whole = len > 0 && line[len - 1] == '\n';
+      unsigned long a, b;
+      char perms[5];
+      int path_at = -1;
+      if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &a, &b, perms, &path_at) == 3 && path_at > 0) {
+        if (have && releasable(&cur, lo, hi) && n < MAX_RELEASED) found[n++] = cur;
+        cur = (vma){a, b, perms[0] == 'r' && perms[1] == '-' && perms[3] == 'p', line[path_at] == '/', -1, -1, -1};
+        have = 1;
+      } else if (have) {
+        long kb;
+        if (sscanf(line, "Rss: %ld kB", &kb) == 1) cur.rss_kb = kb;
+        else if (sscanf(line, "Anonymous: %ld kB", &kb) == 1) cur.anonymous_kb = kb;
+        else if (sscanf(line, "Swap: %ld kB", &kb) == 1) cur.swap_kb = kb;
+      }
+      // A line longer than the buffer (a long path): skip the rest of it.
+      while (!whole && fgets(line, sizeof line, f) != NULL) {
+        len = strlen(line);
+        whole = len > 0 && line[len - 1] == '\n';
+      }
+    }
+    if (have && releasable(&cur, lo, hi) && n < MAX_RELEASED) found[n++] = cur;
+    fclose(f);
   }
-  napi_get_boolean(env, ok, &out);
+  for (int i = 0; i < n; i++) {
+    if (madvise((void *)found[i].start, found[i].end - found[i].start, MADV_DONTNEED) == 0) released += (double)found[i].rss_kb * 1024;
+  }
+  napi_create_double(env, released, &out);
   return out;
 }
 

@@ -5,7 +5,7 @@
 // single executable as an asset. Where it is missing or does not load, the UDP input uses Node's
 // dgram, memory is given back as the C library sees fit, and the executable's pages stay mapped.
 
-import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,68 +38,17 @@ export function releaseFreeMemory(): boolean {
  * Lets go of the pages of the executable (Node: about 120 MB of code and data) that the process has
  * mapped: what start-up or a burst touched once and does not use again. The kernel maps a file's
  * pages 64 KiB at a time around each one touched, and keeps them mapped; those used again are
- * mapped again from the page cache at their next use (no disk read while they are cached). Only
- * read-only mappings holding no private copy (relocated data has one: it is kept), and only inside
- * the program's own image, which stays mapped for the life of the process (the addon refuses any
- * other range: V8's per-isolate copies of its built-in code go when a worker ends). For the whole
+ * mapped again from the page cache at their next use (no disk read while they are cached). The
+ * addon reads /proc/self/smaps and keeps to the read-only mappings of the program's own image
+ * that hold no private copy (native/udp-recvmmsg.c says why each condition). For the whole
  * process, from the main thread only: a worker's lull would unmap the code busy threads run.
- * `INTAKE_RELAY_RELEASE_PAGES=0` turns it off. Returns the bytes let go; 0 where it is off, or the
- * addon, /proc or the mappings are missing.
+ * `INTAKE_RELAY_RELEASE_PAGES=0` turns it off. Returns the bytes let go; 0 where it is off or the
+ * addon is missing.
  */
 export function releaseExecutablePages(): number {
   if (!isMainThread || process.env.INTAKE_RELAY_RELEASE_PAGES === '0') return 0;
   const release = nativeAddon().exports?.releasePages;
-  if (typeof release !== 'function') return 0;
-  let smaps: string;
-  let exe: string;
-  try {
-    exe = realpathSync('/proc/self/exe');
-    smaps = readFileSync('/proc/self/smaps', 'latin1');
-  } catch {
-    return 0;
-  }
-  let released = 0;
-  for (const m of readOnlyMappings(smaps, exe)) {
-    if ((release as (start: number, length: number) => boolean)(m.start, m.end - m.start)) released += m.rss;
-  }
-  return released;
-}
-
-interface Mapping {
-  readonly start: number;
-  readonly end: number;
-  /** Resident bytes. */
-  readonly rss: number;
-}
-
-/**
- * The mappings of `file` in /proc/PID/smaps text that are read-only, resident and hold no private
- * copy, resident or swapped out (a swapped-out copy would be lost too).
- */
-export function readOnlyMappings(smaps: string, file: string): Mapping[] {
-  const out: Mapping[] = [];
-  let cur: { start: number; end: number; rss: number; anonymous: number; swap: number; ours: boolean } | undefined;
-  const done = (): void => {
-    if (cur?.ours && cur.rss > 0 && cur.anonymous === 0 && cur.swap === 0) out.push({ start: cur.start, end: cur.end, rss: cur.rss });
-  };
-  for (const line of smaps.split('\n')) {
-    const head = /^([0-9a-f]+)-([0-9a-f]+) ([rwxps-]{4}) [0-9a-f]+ \S+ \d+\s*(.*)$/.exec(line);
-    if (head) {
-      done();
-      const perms = head[3] as string;
-      cur = { start: parseInt(head[1] as string, 16), end: parseInt(head[2] as string, 16), rss: 0, anonymous: -1, swap: -1, ours: head[4] === file && perms[0] === 'r' && perms[1] === '-' && perms[3] === 'p' };
-      continue;
-    }
-    if (!cur) continue;
-    const field = /^(Rss|Anonymous|Swap):\s+(\d+) kB/.exec(line);
-    if (field) {
-      if (field[1] === 'Rss') cur.rss = Number(field[2]) * 1024;
-      else if (field[1] === 'Anonymous') cur.anonymous = Number(field[2]);
-      else cur.swap = Number(field[2]);
-    }
-  }
-  done();
-  return out;
+  return typeof release === 'function' ? (release as () => number)() : 0;
 }
 
 /**
