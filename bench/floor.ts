@@ -121,7 +121,7 @@ process.stdout.write(
   `built-in modules the relay loaded (${modules.length}): ${modules.map((m) => m.slice(5)).join(' ')}\n` +
     `page cache: ${dropCaches ? 'dropped before the start' : 'NOT dropped (not root, or --keep-caches): the file-backed figures compare the cache, not the programs'}\n` +
     `${line('relay at rest', r)}\n${line('Node with those modules, at rest', f)}\n` +
-    `the relay's own: ${(r.anon - f.anon).toFixed(1)} MiB anonymous; file-backed (the executable's pages): ${(r.file - f.file).toFixed(1)} MiB (the relay lets go of those its start used, the floor keeps them)\n`,
+    `the relay's own: ${(r.anon - f.anon).toFixed(1)} MiB anonymous; file-backed (mostly the executable's pages): ${(r.file - f.file).toFixed(1)} MiB (the relay lets go of the executable's pages its start used, the floor keeps them)\n`,
 );
 relay.kill('SIGTERM');
 floor.kill('SIGTERM');

@@ -9,7 +9,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isMainThread } from 'node:worker_threads';
 
 declare const INTAKE_RELAY_BUILD: unknown;
 
@@ -40,13 +39,15 @@ export function releaseFreeMemory(): boolean {
  * pages 64 KiB at a time around each one touched, and keeps them mapped; those used again are
  * mapped again from the page cache at their next use (no disk read while they are cached). The
  * addon reads /proc/self/smaps and keeps to the read-only mappings of the program's own image
- * that hold no private copy (native/udp-recvmmsg.c says why each condition). For the whole
- * process, from the main thread only: a worker's lull would unmap the code busy threads run.
- * `INTAKE_RELAY_RELEASE_PAGES=0` turns it off. Returns the bytes let go; 0 where it is off or the
- * addon is missing.
+ * that hold no private copy (native/udp-recvmmsg.c says why each condition). The pages are the
+ * whole process's: a call from any thread (a worker's lull) lets go of them for all, and threads
+ * still running code map theirs again (minor faults). A Node that keeps its code in a shared
+ * library (a distribution's `nodejs` with libnode.so) has little in its own image: little is let
+ * go. `INTAKE_RELAY_RELEASE_PAGES=0` turns it off. Returns the bytes let go; 0 where it is off or
+ * the addon is missing.
  */
 export function releaseExecutablePages(): number {
-  if (!isMainThread || process.env.INTAKE_RELAY_RELEASE_PAGES === '0') return 0;
+  if (process.env.INTAKE_RELAY_RELEASE_PAGES === '0') return 0;
   const release = nativeAddon().exports?.releasePages;
   return typeof release === 'function' ? (release as () => number)() : 0;
 }
