@@ -524,10 +524,11 @@ typedef struct vma {
 
 #define MAX_RELEASED 64
 
-/** Whether `v` is a mapping whose pages may be let go: see js_release_pages. */
-static int releasable(const vma *v, uintptr_t lo, uintptr_t hi) {
-  return v->end > v->start && v->start >= lo && v->end <= hi && v->readonly_private && v->file && v->rss_kb > 0 &&
-         v->anonymous_kb == 0 && v->swap_kb == 0;
+/** Adds `v`, read whole, to `found` if its pages may be let go (see js_release_pages). */
+static void consider(const vma *v, uintptr_t lo, uintptr_t hi, vma *found, int *n) {
+  if (*n < MAX_RELEASED && v->start >= lo && v->end <= hi && v->readonly_private && v->file && v->rss_kb > 0 &&
+      v->anonymous_kb == 0 && v->swap_kb == 0)
+    found[(*n)++] = *v;
 }
 
 // Lets go of the pages of the program's executable that the process maps (madvise
@@ -555,8 +556,8 @@ static napi_value js_release_pages(napi_env env, napi_callback_info info) {
   FILE *f = image.hi > 0 ? fopen("/proc/self/smaps", "re") : NULL;
   if (f != NULL) {
     char line[512];
+    // Until the first mapping's line, `cur` is none (not file-backed: never taken).
     vma cur = {0, 0, 0, 0, -1, -1, -1};
-    int have = 0;
     while (fgets(line, sizeof line, f) != NULL) {
       size_t len = strlen(line);
       int whole = len > 0 && line[len - 1] == '\n';
@@ -564,10 +565,9 @@ static napi_value js_release_pages(napi_env env, napi_callback_info info) {
       char perms[5];
       int path_at = -1;
       if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &a, &b, perms, &path_at) == 3 && path_at > 0) {
-        if (have && releasable(&cur, lo, hi) && n < MAX_RELEASED) found[n++] = cur;
+        consider(&cur, lo, hi, found, &n);
         cur = (vma){a, b, perms[0] == 'r' && perms[1] == '-' && perms[3] == 'p', line[path_at] == '/', -1, -1, -1};
-        have = 1;
-      } else if (have) {
+      } else {
         long kb;
         if (sscanf(line, "Rss: %ld kB", &kb) == 1) cur.rss_kb = kb;
         else if (sscanf(line, "Anonymous: %ld kB", &kb) == 1) cur.anonymous_kb = kb;
@@ -579,7 +579,7 @@ static napi_value js_release_pages(napi_env env, napi_callback_info info) {
         whole = len > 0 && line[len - 1] == '\n';
       }
     }
-    if (have && releasable(&cur, lo, hi) && n < MAX_RELEASED) found[n++] = cur;
+    consider(&cur, lo, hi, found, &n);
     fclose(f);
   }
   for (int i = 0; i < n; i++) {

@@ -458,6 +458,14 @@ describe('file input, copytruncate while the relay was stopped', () => {
     return { dir, file, yaml };
   }
 
+  /** The relay stopped, then started again with `yaml`. */
+  async function restarted(yaml: string): Promise<RunningRelay> {
+    await relay!.stop();
+    relay = undefined;
+    relay = await startRelay(yaml);
+    return relay;
+  }
+
   /** followingEmpty(), and the relay stopped once it follows app.log: its checkpoint has no first bytes. */
   async function emptyThenStopped(paths?: (file: string, dir: string) => string): Promise<{ dir: string; file: string; yaml: string }> {
     const f = await followingEmpty(paths);
@@ -495,9 +503,7 @@ describe('file input, copytruncate while the relay was stopped', () => {
     // next start reads neither copy again (their checkpoints know them).
     truncateSync(file, 0);
     await vi.waitFor(async () => expect(await relay!.metric('intake_relay_file_rotations_total', { kind: 'truncate' })).toBe(2));
-    await relay.stop();
-    relay = undefined;
-    relay = await startRelay(yaml);
+    relay = await restarted(yaml);
     appendFileSync(file, lines('run3', 0, 10));
     await waitFor(intake!, 180);
     await balanced(relay);
@@ -512,9 +518,7 @@ describe('file input, copytruncate while the relay was stopped', () => {
     await balanced(relay!);
     copytruncate(file);
     await vi.waitFor(async () => expect(await relay!.metric('intake_relay_file_rotations_total', { kind: 'truncate' })).toBe(1));
-    await relay!.stop();
-    relay = undefined;
-    relay = await startRelay(yaml);
+    relay = await restarted(yaml);
     appendFileSync(file, lines('run2', 0, 10));
     await waitFor(intake!, 60);
     await balanced(relay);
