@@ -1,8 +1,9 @@
 // The files a file input follows: the files its globs match (glob.ts), each known by its identity
 // (identity.ts), where reading starts in a new one, and rotation:
 // - by rename: a file no longer matched stays followed and is read to its end (the tail loop
-//   closes it once it has not grown for rotate_wait_ms); renamed while the relay was stopped, its
-//   unread end is found beside its old name from the checkpoint;
+//   closes it once it has not grown for rotate_wait_ms); renamed while the relay was stopped, to
+//   whatever name (one the globs do not match too), it is found by its identity among the files of
+//   its directory, and its unread end read from the checkpoint, then it is let go the same way;
 // - copytruncate: a file that shrinks (or whose first bytes changed) is read again from the start,
 //   and the lines written to the old content after the last read are taken from the rotated copy (a
 //   sibling that starts with the same bytes: app.log.1, app.log-20261123), read to its end first;
@@ -23,7 +24,7 @@ import { open, stat } from 'node:fs/promises';
 import type { ResolvedFileInput } from './config.ts';
 import { FINGERPRINT_BYTES, fingerprint, type Adoptable, type Checkpoint } from './checkpoints.ts';
 import { expandGlobs } from './glob.ts';
-import { fileKey, findSibling, fingerprintOf, readHead, rotatedSince, type FingerprintOf, type OnFileError, type Sibling } from './identity.ts';
+import { FilesByIdentity, fileKey, findSibling, fingerprintOf, readHead, rotatedSince, type FingerprintOf, type OnFileError, type Sibling } from './identity.ts';
 import type { LineSplitter } from './lines.ts';
 import type { FileTelemetry } from '../../core/telemetry.ts';
 import { reportError } from './telemetry.ts';
@@ -146,12 +147,14 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
       }
       await this.#discover(key, path, size, initial);
     }
+    let dirs: FilesByIdentity | undefined;
     for (const t of [...this.tracked.values()]) {
       if (seen.has(t.key) || t.goneAt > 0) continue;
       t.goneAt = now;
       if (!t.fh) {
-        // Closed (max_open_files) when it was renamed: look for it beside its old name.
-        const found = await this.#sibling(t.path, (key) => key === t.key, 0);
+        // Closed (max_open_files) when it was renamed: look for it in its directory.
+        dirs ??= new FilesByIdentity();
+        const found = await this.#renamed(dirs, t, 0);
         if (found) {
           t.path = found.path;
           t.size = found.size;
@@ -169,11 +172,16 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     }
   }
 
-  /** Files rotated by rename while the relay was stopped: read their unread end from the checkpoint. */
+  /**
+   * Files rotated by rename while the relay was stopped, to a name the globs do not match (the scan
+   * followed those they match, from their checkpoint): read their unread end from the checkpoint.
+   * Only the file a checkpoint names by identity is read; no other file of its directory.
+   */
   async recoverRotatedWhileStopped(): Promise<void> {
+    const dirs = new FilesByIdentity();
     for (const cp of [...this.saved.values()]) {
       if (this.tracked.has(cp.key)) continue;
-      const found = await this.#sibling(cp.path, (key, fp) => key === cp.key && (cp.fpLen === 0 || fp(cp.fpLen) === cp.fp), cp.offset + 1);
+      const found = await this.#renamed(dirs, cp, cp.offset + 1);
       if (!found) continue;
       this.#t.rotated('rename');
       this.#t.log.logger.info({ file: found.path, offset: cp.offset }, 'File rotated while stopped: reading its end.');
@@ -467,6 +475,19 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     };
     this.tracked.set(key, t);
     return t;
+  }
+
+  /**
+   * Where a followed or checkpointed file is now: the file of its directory with its device and
+   * inode, whatever its name (a rename may give it any), if it still starts with its first bytes
+   * (an inode reused by another file does not) and has at least `minSize` bytes.
+   */
+  async #renamed(dirs: FilesByIdentity, f: { readonly key: string; readonly path: string; readonly fp: string; readonly fpLen: number }, minSize: number): Promise<Sibling | undefined> {
+    const found = await dirs.find(f.path, f.key);
+    if (!found || found.size < minSize) return undefined;
+    if (f.fpLen === 0) return found;
+    const head = await readHead(found.path, this.#unreadable);
+    return head && fingerprintOf(head)(f.fpLen) === f.fp ? found : undefined;
   }
 
   #sibling(path: string, test: (key: string, fp: FingerprintOf) => boolean, minSize: number): Promise<Sibling | undefined> {

@@ -2,7 +2,8 @@
 // first bytes (checkpoints.ts), so that a reused inode is a new file, and a copy of a file already
 // read (same first bytes, another inode) is recognised. Also finds a file's rotated siblings
 // (app.log.1, app.log-20261123) by those two, and its gzip-compressed ones (app.log.1.gz) by the
-// first bytes of their uncompressed content.
+// first bytes of their uncompressed content; and a file renamed to any name in its directory by
+// its device and inode, which a rename keeps.
 
 import type { FileHandle } from 'node:fs/promises';
 import { open, readdir, stat } from 'node:fs/promises';
@@ -85,6 +86,44 @@ export async function findSibling(path: string, test: (key: string, fp: Fingerpr
     }
   }
   return undefined;
+}
+
+/**
+ * The files of directories by identity, each directory listed (and its entries stat'ed) once: a
+ * renamed file is found by its device and inode whatever its name now, without reading any file.
+ */
+export class FilesByIdentity {
+  readonly #dirs = new Map<string, Promise<Map<string, Sibling>>>();
+
+  /** The file whose key is `key` in `path`'s directory, if it is there (under any name). */
+  async find(path: string, key: string): Promise<Sibling | undefined> {
+    const dir = dirname(path);
+    let files = this.#dirs.get(dir);
+    if (!files) {
+      files = filesOf(dir);
+      this.#dirs.set(dir, files);
+    }
+    return (await files).get(key);
+  }
+}
+
+/** The regular files of `dir` by key (of hard links, the first name listed). */
+async function filesOf(dir: string): Promise<Map<string, Sibling>> {
+  const files = new Map<string, Sibling>();
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return files;
+  }
+  for (const name of names) {
+    const path = join(dir, name);
+    const st = await stat(path, { bigint: true }).catch(() => undefined);
+    if (!st?.isFile()) continue;
+    const key = fileKey(st);
+    if (!files.has(key)) files.set(key, { key, path, size: Number(st.size) });
+  }
+  return files;
 }
 
 /** The entries of `path`'s directory whose name starts with its base name (itself included); `suffix`: what follows it. */
