@@ -17,6 +17,8 @@
 //                          malloc_trim: free pages inside its heaps too); false where there is none
 //   releasePages() -> bytes   lets go of the program's read-only, never-written pages the process
 //                          maps (madvise MADV_DONTNEED); they come back from the page cache when used
+//   lockFile(fd) -> 0 | errno  an exclusive flock(2) on an open file, without waiting: 0, or
+//                          EWOULDBLOCK when another open file description holds it
 
 #define _GNU_SOURCE
 #define NAPI_VERSION 8
@@ -30,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
@@ -589,6 +592,24 @@ static napi_value js_release_pages(napi_env env, napi_callback_info info) {
   return out;
 }
 
+// The relay's state directories (data_dir, each disk queue) are locked this way: the lock belongs to
+// the open file description, so the kernel lets go of it when the process ends, however it ends.
+static napi_value js_lock_file(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  int32_t fd = -1;
+  napi_value out;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 || napi_get_value_int32(env, argv[0], &fd) != napi_ok) {
+    napi_throw_type_error(env, NULL, "lockFile(fd): fd is a number");
+    return NULL;
+  }
+  int r;
+  do r = flock(fd, LOCK_EX | LOCK_NB);
+  while (r != 0 && errno == EINTR);
+  napi_create_int32(env, r == 0 ? 0 : errno, &out);
+  return out;
+}
+
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_property_descriptor props[] = {
     {"open", NULL, js_open, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -598,6 +619,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     {"close", NULL, js_close, NULL, NULL, NULL, napi_enumerable, NULL},
     {"trimMemory", NULL, js_trim_memory, NULL, NULL, NULL, napi_enumerable, NULL},
     {"releasePages", NULL, js_release_pages, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"lockFile", NULL, js_lock_file, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

@@ -1,7 +1,8 @@
 // Command-line entry point: parses arguments, loads the config, runs the daemon, handles signals
 // and exit codes. The only place that calls process.exit, besides version.ts's Node.js floor check,
 // which must exit before the other imports load.
-//   0 ok · 1 runtime failure · 64 usage error · 78 configuration error (sysexits EX_CONFIG)
+//   0 ok · 1 runtime failure · 64 usage error · 73 state directory in use by another relay
+//   (EX_CANTCREAT) · 78 configuration error (EX_CONFIG)
 
 // First: it exits with one line on a Node.js older than the floor, before any dependency loads.
 import { buildCommit, VERSION } from './version.ts';
@@ -14,6 +15,7 @@ import { MAX_CONFIG_BYTES, readBounded } from './config/read-bounded.ts';
 import { markFile, watchConfigFile } from './config/watch.ts';
 import type { Config } from './config/resolve.ts';
 import { Daemon } from './pipeline/daemon.ts';
+import { EX_STATE_LOCKED } from './core/state-lock.ts';
 import { isRelayWorker, runWorker } from './pipeline/worker-thread.ts';
 // The commands' own modules (check, send, rules push, tap, the emulator) are imported when their
 // command runs: a daemon never loads them (undici alone is ~8 MB of resident memory).
@@ -65,7 +67,7 @@ Examples:
   INTAKE_KEY=... intake-relay run -c config/intake-relay.yaml
   intake-relay emulate --port 10514
 
-Exit status: 0 ok, 1 runtime failure, 64 usage error, 78 configuration error.`;
+Exit status: 0 ok, 1 runtime failure, 64 usage error, 73 state in use by another relay, 78 configuration error.`;
 
 
 async function main(argv: string[]): Promise<number> {
@@ -215,8 +217,14 @@ async function validate(file: string, print: boolean): Promise<number> {
   const config = await loadOrReport(file);
   if (!config) return EX_CONFIG;
   // Imported here: it loads the YAML library, which the daemon does not need.
-  const { effectiveYaml, summarize } = await import('./cli/summary.ts');
-  process.stdout.write(print ? effectiveYaml(config) : `${summarize(config)}\n`);
+  const { effectiveYaml, stateInUse, summarize } = await import('./cli/summary.ts');
+  const state = stateInUse(config);
+  if (print) process.stdout.write(effectiveYaml(config));
+  else process.stdout.write(`${[summarize(config), ...state.lines].join('\n')}\n`);
+  if (state.conflict) {
+    if (print) process.stderr.write(`${state.lines.filter((l) => l.startsWith('error:')).join('\n')}\n`);
+    return EX_STATE_LOCKED;
+  }
   return 0;
 }
 
@@ -242,9 +250,10 @@ async function run(file: string, watchConfig: boolean): Promise<number> {
   try {
     await daemon.start();
   } catch (err) {
-    log.error({ code: (err as { code?: string }).code }, (err as Error).message);
+    const code = (err as { code?: string }).code;
+    log.error({ code }, (err as Error).message);
     log.flush();
-    return 1;
+    return code === 'ERELAY_STATE_LOCKED' ? EX_STATE_LOCKED : 1;
   }
   // SIGHUP (and, with --watch-config, a change of the file) reloads: an invalid file is refused
   // and the running configuration stays.
