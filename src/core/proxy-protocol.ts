@@ -14,8 +14,11 @@ export type ProxyVersion = 'v1' | 'v2';
 export type ProxyHeader =
   /** Not enough bytes yet to decide. */
   | { readonly kind: 'partial' }
-  /** A whole header of `length` bytes; `source` is the original sender, absent when it names none. */
-  | { readonly kind: 'header'; readonly version: ProxyVersion; readonly length: number; readonly source: { readonly address: string; readonly port: number } | undefined }
+  /**
+   * A whole header of `length` bytes; `source` is the original sender, absent when it names none;
+   * `local`: a v2 LOCAL command, the balancer's own connection (its health check), not a sender's.
+   */
+  | { readonly kind: 'header'; readonly version: ProxyVersion; readonly length: number; readonly source: { readonly address: string; readonly port: number } | undefined; readonly local: boolean }
   /** The bytes are no header of the versions asked for: why. */
   | { readonly kind: 'invalid'; readonly reason: string };
 
@@ -65,7 +68,7 @@ function parseV1(buf: Buffer): ProxyHeader {
   const length = lf + 1;
   const parts = line.split(' ');
   // UNKNOWN: the rest of the line is to be ignored, and the connection's own address used.
-  if (parts[0] === 'UNKNOWN') return { kind: 'header', version: 'v1', length, source: undefined };
+  if (parts[0] === 'UNKNOWN') return { kind: 'header', version: 'v1', length, source: undefined, local: false };
   const [proto, src, dst, sport, dport] = parts;
   if (parts.length !== 5 || (proto !== 'TCP4' && proto !== 'TCP6')) return { kind: 'invalid', reason: `malformed version 1 header "${printable(line)}"` };
   // Node's isIPv6 takes a zone ("fe80::1%eth0"), which the protocol's addresses never have (and
@@ -74,7 +77,7 @@ function parseV1(buf: Buffer): ProxyHeader {
   if (!isFamily(src as string) || !isFamily(dst as string)) return { kind: 'invalid', reason: `version 1 header with an address that is not ${proto === 'TCP4' ? 'IPv4' : 'IPv6'}` };
   const port = v1Port(sport as string);
   if (port === undefined || v1Port(dport as string) === undefined) return { kind: 'invalid', reason: 'version 1 header with a bad port' };
-  return { kind: 'header', version: 'v1', length, source: { address: proto === 'TCP6' ? canonicalIPv6(src as string) : (src as string), port } };
+  return { kind: 'header', version: 'v1', length, source: { address: proto === 'TCP6' ? canonicalIPv6(src as string) : (src as string), port }, local: false };
 }
 
 /**
@@ -113,14 +116,14 @@ function parseV2(buf: Buffer): ProxyHeader {
   if (bodyLength < need) return { kind: 'invalid', reason: `version 2 header too short for its address family (${bodyLength} < ${need} bytes)` };
   if (buf.length < length) return PARTIAL;
   // LOCAL: the balancer speaking for itself (a health check): no sender to stand for.
-  if (command === 0 || family === 0 || family === 3) return { kind: 'header', version: 'v2', length, source: undefined };
+  if (command === 0 || family === 0 || family === 3) return { kind: 'header', version: 'v2', length, source: undefined, local: command === 0 };
   if (family === 1) {
     const address = `${buf[16]}.${buf[17]}.${buf[18]}.${buf[19]}`;
-    return { kind: 'header', version: 'v2', length, source: { address, port: buf.readUInt16BE(24) } };
+    return { kind: 'header', version: 'v2', length, source: { address, port: buf.readUInt16BE(24) }, local: false };
   }
   const groups: string[] = [];
   for (let i = 0; i < 8; i++) groups.push(buf.readUInt16BE(16 + i * 2).toString(16));
-  return { kind: 'header', version: 'v2', length, source: { address: compressIPv6(groups), port: buf.readUInt16BE(48) } };
+  return { kind: 'header', version: 'v2', length, source: { address: compressIPv6(groups), port: buf.readUInt16BE(48) }, local: false };
 }
 
 /** RFC 5952 text of eight hex groups: the longest run of two or more zero groups becomes "::"; an IPv4-mapped address is written as Node writes it (::ffff:a.b.c.d). */

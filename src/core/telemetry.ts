@@ -103,6 +103,8 @@ export interface SyslogInputTelemetry extends EventTelemetry {
   connection(open: boolean): void;
   /** A connection refused or cut: over max_connections, a failed TLS handshake, idle, or a PROXY header from an untrusted address, malformed or late. */
   rejected(reason: 'max_connections' | 'tls_handshake' | 'idle_timeout' | 'proxy_untrusted' | 'proxy_malformed' | 'proxy_timeout'): void;
+  /** With the PROXY protocol, a load balancer's health check (a LOCAL header, or a header and then the end or a reset): not a refusal. */
+  healthCheck(): void;
   /** Datagrams a receive thread read and dropped: the main thread had not taken what it handed over. */
   receiveDropped(datagrams: number): void;
   /** Reads the kernel's count of datagrams it dropped for this socket, whenever metrics are collected. */
@@ -113,8 +115,10 @@ export interface SyslogInputTelemetry extends EventTelemetry {
 
 /** A RELP input: a syslog input that answers each transaction. */
 export interface RelpInputTelemetry extends SyslogInputTelemetry {
-  /** Transactions answered, by code (200: safe; 500: refused, e.g. a message over the size limit). */
+  /** Messages answered, by code (200: accepted; 500: refused, e.g. over the size limit). */
   answered(code: '200' | '500', transactions: number): void;
+  /** Sessions opened (their open answered 200). */
+  opened(sessions: number): void;
   /** A session that was not RELP (bad framing): closed. */
   protocolError(): void;
 }
@@ -151,6 +155,8 @@ export interface HttpInputTelemetry {
   refused(reason: string): void;
   /** A connection refused before any request: a PROXY header from an untrusted address, malformed or late; or nothing sent. */
   rejected(reason: 'proxy_untrusted' | 'proxy_malformed' | 'proxy_timeout' | 'idle_timeout'): void;
+  /** With the PROXY protocol, a load balancer's health check (a LOCAL header, or a header and then the end or a reset): not a refusal. */
+  healthCheck(): void;
   /** A request accepted, by the success status answered. */
   answered(status: number): void;
   /** Reports `read()` as the budget bytes in use, read at each collection, until the returned function is called. */

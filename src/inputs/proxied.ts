@@ -4,7 +4,8 @@
 // not start like one. A header from an untrusted address, a malformed, truncated or late one is
 // refused (the connection is closed, counted by reason, logged) and never parsed as syslog. What
 // follows the header is put back on the socket, and the connection handed on with its sender
-// recorded: origin() answers for it and for a TLS socket made over it.
+// recorded: origin() answers for it and for a TLS socket made over it. A balancer's health check
+// (a LOCAL header, or a whole header and then the end or a reset) is counted as one, at debug.
 
 import type net from 'node:net';
 import { addressList, type AddressList } from '../core/address-list.ts';
@@ -18,6 +19,8 @@ export type ProxyRefusal = 'proxy_untrusted' | 'proxy_malformed' | 'proxy_timeou
 export interface ProxyTelemetry {
   readonly log: ComponentLog;
   rejected(reason: ProxyRefusal): void;
+  /** A load balancer's health check: a LOCAL header, or a whole header and then the end or a reset. */
+  healthCheck(): void;
 }
 
 /** How long a trusted proxy has to send its header once connected (HAProxy sends it at once). */
@@ -25,6 +28,16 @@ export const PROXY_HEADER_TIMEOUT_MS = 10_000;
 
 /** The longest a v2 header can be (16 bytes and a 16-bit length). */
 const MAX_HEADER = 16 + 65_535;
+
+/** Either version: from an address not trusted, whether the bytes are a whole header is all that matters. */
+const ANY_VERSION = ['v1', 'v2'] as const;
+
+/**
+ * The most of a header awaited from an address not trusted (to tell a health check from a forgery):
+ * a check's is short (HAProxy's: a v1 line or a 16-byte LOCAL), and headers are meant to fit in the
+ * smallest TCP segment every host takes, 536 bytes (proxy-protocol.txt).
+ */
+const MAX_UNTRUSTED_HEADER = 536;
 
 export class ProxyAcceptor {
   readonly #versions: ProxyProtocolSettings['versions'];
@@ -55,25 +68,27 @@ export class ProxyAcceptor {
    * and calls `then` with the socket paused (the caller resumes it, or wraps it in TLS).
    */
   accept(raw: net.Socket, then: (raw: net.Socket) => void): void {
+    // Empty when the connection was reset before it was accepted: haproxy's checks
+    // (check-send-proxy) send their header and reset at once. Such a peer is trusted with nothing.
     const peer = senderAddress(raw.remoteAddress);
     const trusted = peer !== '' && this.#trusted.has(peer);
     let buf: Buffer = Buffer.alloc(0);
     let timer: NodeJS.Timeout | undefined;
+    /** A whole header has been read, and nothing after it yet: the sender it names (the peer's own from anyone else), and whether it was LOCAL. */
+    let header: { readonly from: string; readonly local: boolean } | undefined;
     const arm = (): void => {
       timer ??= setTimeout(() => {
         if (trusted) return refuse('proxy_timeout', `no complete PROXY header within ${this.#timeoutMs} ms`);
         // A direct sender whose first bytes are empty lines (a prefix of the v2 signature), then
         // silence: they are its own. Anything more of a signature is refused, never read as syslog.
-        if (onlyLineEnds(buf)) return handOn(peer, buf);
-        refuse('proxy_untrusted', 'the start of a PROXY header from an untrusted address');
+        if (header === undefined && onlyLineEnds(buf)) return handOn(peer, buf);
+        refuse('proxy_untrusted', header ? 'PROXY header from an untrusted address, and the connection left open' : 'the start of a PROXY header from an untrusted address');
       }, this.#timeoutMs);
     };
     // Nothing at all from a direct sender for idleMs (or after a proxy's header): idle, as the input would say.
     const idleTimer = (): NodeJS.Timeout | undefined =>
       this.#idleMs > 0 ? setTimeout(() => refuse('idle_timeout', `nothing received for ${this.#idleMs} ms`), this.#idleMs) : undefined;
     let idle = trusted ? undefined : idleTimer();
-    /** A trusted proxy's header has been read, and nothing after it yet: the sender it names. */
-    let proxied: string | undefined;
     const done = (): void => {
       clearTimeout(timer);
       clearTimeout(idle);
@@ -90,49 +105,72 @@ export class ProxyAcceptor {
         ? 'Connection refused: it starts with a PROXY protocol header but its address is not in trusted_proxies.'
         : reason === 'idle_timeout' ? 'Idle connection closed: idle timeout.' : 'Connection from a trusted proxy refused: no valid PROXY protocol header.');
     };
-    const handOn = (from: string, rest: Buffer): void => {
+    // Not a refusal, nor worth more than debug: a balancer checks every backend every few seconds.
+    const healthCheck = (check: string): void => {
+      this.#t.healthCheck();
+      this.#t.log.logger.debug({ peer, check }, 'PROXY protocol health check from a load balancer.');
+    };
+    /** The connection ended (or was reset) right after a whole header: a health check, never handed on (its TLS handshake would fail). */
+    const checked = (): void => {
+      done();
+      raw.destroy();
+      healthCheck('a PROXY protocol header, then the end');
+    };
+    const handOn = (from: string, rest: Buffer, local = false): void => {
       done();
       raw.pause();
+      if (local) healthCheck('a LOCAL header');
       if (rest.length > 0) raw.unshift(rest);
       const key = connectionKey(raw);
       this.#origins.set(key, from);
       raw.once('close', () => this.#origins.delete(key));
       then(raw);
     };
+    const read = (versions: readonly ('v1' | 'v2')[]): ReturnType<typeof parseProxyHeader> => {
+      try {
+        return parseProxyHeader(buf, versions);
+      } catch (err) {
+        // A header the parser did not foresee refuses its connection; it never ends the daemon.
+        return { kind: 'invalid', reason: `unreadable PROXY header (${(err as Error).message})` };
+      }
+    };
     const onData = (chunk: Buffer): void => {
       clearTimeout(idle);
-      if (proxied !== undefined) return handOn(proxied, chunk);
+      if (header !== undefined) {
+        // Bytes after a whole header: the proxied connection's own, or a forgery going on.
+        if (trusted) return handOn(header.from, chunk, header.local);
+        return refuse('proxy_untrusted', 'PROXY header from an untrusted address');
+      }
       buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
       if (!trusted) {
         // A sender connecting directly: its bytes are its own, unless they pose as a header.
         if (mayBeProxyHeader(buf)) return arm();
-        if (looksLikeProxyHeader(buf)) return refuse('proxy_untrusted', 'PROXY header from an untrusted address');
-        return handOn(peer, buf);
+        if (!looksLikeProxyHeader(buf)) return handOn(peer, buf);
+        // Refused, unless it is a whole header and the connection ends right after it: a balancer's
+        // health check, from an address not in trusted_proxies or from one reset before it was read.
+        const h = read(ANY_VERSION);
+        if (h.kind === 'partial' && buf.length < MAX_UNTRUSTED_HEADER) return arm();
+        if (h.kind !== 'header' || buf.length > h.length) return refuse('proxy_untrusted', 'PROXY header from an untrusted address');
+        header = { from: peer, local: h.local };
+        return arm();
       }
-      let h: ReturnType<typeof parseProxyHeader>;
-      try {
-        h = parseProxyHeader(buf, this.#versions);
-      } catch (err) {
-        // A header the parser did not foresee refuses its connection; it never ends the daemon.
-        return refuse('proxy_malformed', `unreadable PROXY header (${(err as Error).message})`);
-      }
+      const h = read(this.#versions);
       if (h.kind === 'invalid') return refuse('proxy_malformed', h.reason);
       if (h.kind === 'partial') {
         if (buf.length > MAX_HEADER) return refuse('proxy_malformed', 'PROXY header too long');
         return;
       }
       const from = h.source ? senderAddress(h.source.address) : peer;
-      if (buf.length > h.length) return handOn(from, buf.subarray(h.length));
-      // Only the header so far: handed on with its first bytes. A balancer's health check (a
-      // LOCAL header, then the end) never reaches the input, whose TLS handshake would fail on it.
-      proxied = from;
+      if (buf.length > h.length) return handOn(from, buf.subarray(h.length), h.local);
+      // Only the header so far: handed on with its first bytes, or a health check if it ends.
+      header = { from, local: h.local };
       clearTimeout(timer);
       idle = idleTimer();
     };
     const onEnd = (): void => {
-      // A balancer's health check connects (and may send its header) and closes: nothing to
-      // count; nor a direct sender's empty lines (no event in them).
-      if (buf.length === 0 || proxied !== undefined || (!trusted && onlyLineEnds(buf))) {
+      if (header !== undefined) return checked();
+      // A connection that sends nothing is not counted; nor a direct sender's empty lines (no event in them).
+      if (buf.length === 0 || (!trusted && onlyLineEnds(buf))) {
         done();
         raw.destroy();
         return;
@@ -140,6 +178,9 @@ export class ProxyAcceptor {
       refuse(trusted ? 'proxy_malformed' : 'proxy_untrusted', 'the connection ended inside a PROXY header');
     };
     const onError = (): void => {
+      if (header !== undefined) return checked();
+      // A reset inside what is more than a header's first bytes, from anyone else: a forgery cut short.
+      if (!trusted && looksLikeProxyHeader(buf) && !mayBeProxyHeader(buf)) return refuse('proxy_untrusted', 'the connection was reset inside a PROXY header');
       done();
       raw.destroy();
     };

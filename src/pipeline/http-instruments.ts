@@ -14,6 +14,7 @@ export function httpInputTelemetry(m: Metrics, log: Logger, listener: string, se
     log: componentLog(log, { listener }),
     refused: (reason) => m.httpInputRefused.inc({ listener, reason }),
     rejected: (reason) => m.connectionsRejected.inc({ intake: '', input: listener, reason }),
+    healthCheck: () => m.proxyHealthChecks.inc({ intake: '', input: listener }),
     answered: (status) => m.httpInputRequests.inc({ listener, status: String(status) }),
     inflightBytes(read) {
       const dispose = m.addProbe(() => m.httpInputInflightBytes.set({ listener }, read()));

@@ -129,6 +129,7 @@ export function syslogInputTelemetry(m: Metrics, log: Logger, owner: string, inp
     listening: () => connections.set(0),
     connection: (open) => (open ? connections.inc() : connections.dec()),
     rejected: (reason) => m.connectionsRejected.inc({ ...labels, reason }),
+    healthCheck: () => m.proxyHealthChecks.inc(labels),
     receiveDropped: (n) => m.udpReceiveDrops.inc(labels, n),
     watchKernelDrops(read) {
       // One socket at a time (a source started again reads its new socket's count).
@@ -157,11 +158,14 @@ export function relpInputTelemetry(m: Metrics, log: Logger, owner: string, input
   const answers = { '200': m.relpAnswers.labels({ ...labels, code: '200' }), '500': m.relpAnswers.labels({ ...labels, code: '500' }) };
   answers['200'].inc(0);
   answers['500'].inc(0);
+  const opens = m.relpOpens.labels(labels);
+  opens.inc(0);
   const protocol = m.framingErrors.labels({ ...labels, reason: 'relp_protocol' });
   protocol.inc(0);
   return {
     ...syslogInputTelemetry(m, log, owner, input, seen),
     answered: (code, n) => answers[code].inc(n),
+    opened: (n) => opens.inc(n),
     protocolError: () => protocol.inc(),
   };
 }

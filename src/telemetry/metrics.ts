@@ -94,10 +94,22 @@ export class Metrics {
     labelNames: ['intake', 'input', 'reason'] as const,
     registers: [this.registry],
   });
+  readonly proxyHealthChecks = new Counter({
+    name: 'intake_relay_input_proxy_health_checks_total',
+    help: 'Load balancer health checks on a listener with the PROXY protocol: a LOCAL header, or a header and then the end or a reset, from any address. Not counted as refused.',
+    labelNames: ['intake', 'input'] as const,
+    registers: [this.registry],
+  });
   readonly relpAnswers = new Counter({
     name: 'intake_relay_relp_answers_total',
-    help: 'RELP transactions a RELP input answered, by code (200 once the event is safe; 500 refused: over the size limit, session not open, command not served).',
+    help: 'RELP messages (syslog transactions) a RELP input answered, by code: 200 accepted (as respond_when says: in the queue, fsynced by a disk queue, or delivered), 500 refused (over the size limit, session not open). Opens are counted apart.',
     labelNames: ['intake', 'input', 'code'] as const,
+    registers: [this.registry],
+  });
+  readonly relpOpens = new Counter({
+    name: 'intake_relay_relp_sessions_opened_total',
+    help: 'RELP sessions a RELP input opened (their open command answered 200).',
+    labelNames: ['intake', 'input'] as const,
     registers: [this.registry],
   });
   readonly inputPaused = new Counter({

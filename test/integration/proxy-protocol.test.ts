@@ -3,7 +3,9 @@
 // sender's address, never the balancer's (127.0.0.1), picks the route, is the HOSTNAME of a line
 // without a header and is what the sender table lists. A header from an untrusted address, a
 // malformed one, or none from the balancer is refused and counted; a sender that connects directly
-// without a header still gets in, as itself. Each test checks what the intake received.
+// without a header still gets in, as itself. haproxy's health checks (check-send-proxy: a header,
+// then a reset) are counted as health checks, never as refusals. Each test checks what the intake
+// received.
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -21,11 +23,11 @@ const NAMES = Object.keys(KEYS) as Name[];
 const PROXY_REASONS = ['proxy_untrusted', 'proxy_malformed', 'proxy_timeout'] as const;
 
 /** A relay with one listener (`listener`: its YAML list item) and the three intakes, metrics and /senders on an ops port. */
-function relayYaml(intakePort: number, listener: string): string {
+function relayYaml(intakePort: number, listener: string, logLevel = 'warn'): string {
   const intakes = NAMES.map((n) => `  - name: ${n}
     intake_key: ${KEYS[n]}
     output: { type: syslog, host: 127.0.0.1, port: ${intakePort}, server_name: localhost, ca_file: ${TLS}ca.crt, resend_window_ms: 100, backoff: { initial_ms: 50, max_ms: 200 } }`);
-  return `log_level: warn
+  return `log_level: ${logLevel}
 metrics: { address: 127.0.0.1, port: 0 }
 shutdown_timeout_ms: 2000
 intakes:
@@ -51,10 +53,11 @@ ${extra}    routes:
 
 /**
  * haproxy in TCP mode forwarding its frontend (on 127.0.0.1) to the relay's `relayPort`, from
- * 127.0.0.1, with `sendProxy` (send-proxy: v1, send-proxy-v2). Resolves with the frontend's port
- * once haproxy answers on its monitor URI (it serves nothing before every frontend is bound).
+ * 127.0.0.1, with `sendProxy` (send-proxy: v1, send-proxy-v2) and `server` (more of the server's
+ * options). Resolves with the frontend's port once haproxy answers on its monitor URI (it serves
+ * nothing before every frontend is bound).
  */
-async function startBalancer(relayPort: number, sendProxy: 'send-proxy' | 'send-proxy-v2'): Promise<number> {
+async function startBalancer(relayPort: number, sendProxy: 'send-proxy' | 'send-proxy-v2', server = ''): Promise<number> {
   const front = await freePort();
   let ready = await freePort();
   while (ready === front) ready = await freePort();
@@ -69,7 +72,7 @@ frontend fwd
   bind 127.0.0.1:${front}
   default_backend relay
 backend relay
-  server relay 127.0.0.1:${relayPort} ${sendProxy} source 127.0.0.1
+  server relay 127.0.0.1:${relayPort} ${sendProxy} source 127.0.0.1 ${server}
 frontend ready
   mode http
   bind 127.0.0.1:${ready}
@@ -307,5 +310,36 @@ describe('PROXY protocol: refused headers', () => {
     expect(await relay.metric('intake_relay_events_received_total')).toBe(0);
     expect(intake.received).toEqual([]);
     expect(await senderTable(relay, 'lb-in')).toEqual({});
+  }, 60_000);
+});
+
+describe('PROXY protocol: haproxy\'s health checks', () => {
+  it.each([
+    ['tcp', 'v1', 'send-proxy'],
+    ['tcp', 'v2', 'send-proxy-v2'],
+    ['http', 'auto', 'send-proxy'],
+  ] as const)('%s listener, proxy_protocol: %s, haproxy %s with check-send-proxy: counted as health checks, logged at debug, never refused', async (type, mode, sendProxy) => {
+    const intake = track(await startTestIntake());
+    const listener = type === 'tcp' ? syslogListener('tcp', mode) : `  - type: http
+    name: lb-in
+    address: 127.0.0.1
+    port: 0
+    proxy_protocol: ${mode}
+    trusted_proxies: [127.0.0.1/32]
+`;
+    const relay = track(await startRelay(relayYaml(intake.port, listener, 'debug')));
+    // A check every 200 ms: the header (v1, or LOCAL for v2), then a reset as soon as it is sent.
+    await startBalancer(relay.daemon.listenerPort('lb-in')!, sendProxy, 'check check-send-proxy inter 200');
+    const checks = 10;
+    await vi.waitFor(async () => {
+      // Counters only grow: a check refused once fails here until the timeout, with its reason.
+      for (const reason of PROXY_REASONS) expect(await rejected(relay, reason), reason).toBe(0);
+      expect(await relay.metric('intake_relay_input_proxy_health_checks_total', { input: 'lb-in' })).toBeGreaterThanOrEqual(checks);
+    }, { timeout: 30_000, interval: 100 });
+    expect(await rejected(relay, 'idle_timeout')).toBe(0);
+    expect(relay.logs.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
+    expect(relay.logs.filter((l) => l.level === 'debug' && String(l.msg).includes('health check')).length).toBeGreaterThanOrEqual(checks);
+    expect(await relay.metric('intake_relay_events_received_total')).toBe(0);
+    expect(intake.received).toEqual([]);
   }, 60_000);
 });

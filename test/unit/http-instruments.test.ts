@@ -45,6 +45,16 @@ describe('httpInputTelemetry', () => {
     expect(refused.map((r) => r.labels.reason).sort()).toEqual([...REASONS].sort());
   });
 
+  it('counts a load balancer\'s PROXY protocol health checks apart from refused connections, under no intake', async () => {
+    const { metrics, t } = setup();
+    t.healthCheck();
+    t.healthCheck();
+    t.rejected('proxy_untrusted');
+    expect(await series(metrics, 'intake_relay_input_proxy_health_checks_total')).toEqual([{ labels: { intake: '', input: 'api' }, value: 2 }]);
+    expect(await series(metrics, 'intake_relay_input_connections_rejected_total')).toEqual([{ labels: { intake: '', input: 'api', reason: 'proxy_untrusted' }, value: 1 }]);
+    expect((await metrics.registry.getSingleMetric('intake_relay_input_proxy_health_checks_total')!.get()).help).toContain('health checks');
+  });
+
   it('counts events received (through the sender), repaired and dropped per intake, with the listener as the input', async () => {
     const { metrics, t } = setup();
     const target = { intake: 'main', intakeKey: 'k', queue: new BoundedQueue({ maxEvents: 10, maxBytes: 1 << 20, whenFull: 'block' }), filters: new FilterSet([]) };

@@ -9,7 +9,7 @@ import { track } from '../helpers/cleanup.ts';
 async function setup(address: string, timeoutMs: number) {
   const refused: ProxyRefusal[] = [];
   const log = { logger: undefined as never, info: () => {}, warn: () => {}, error: () => {} };
-  const acceptor = new ProxyAcceptor({ versions: ['v1'], trusted: ['127.0.0.1/32'] }, { log, rejected: (r) => refused.push(r) }, 0, timeoutMs);
+  const acceptor = new ProxyAcceptor({ versions: ['v1'], trusted: ['127.0.0.1/32'] }, { log, rejected: (r) => refused.push(r), healthCheck: () => {} }, 0, timeoutMs);
   const handed: { socket: net.Socket; destroyed: boolean }[] = [];
   const server = net.createServer((raw) => acceptor.accept(raw, (s) => handed.push({ socket: s, destroyed: s.destroyed })));
   await new Promise<void>((r) => server.listen(0, address, () => r()));

@@ -35,7 +35,7 @@ function inet6(groups: number[], sport: number): Buffer {
 describe('PROXY protocol v1', () => {
   it('reads TCP4 and TCP6 headers, and leaves what follows', () => {
     const line = Buffer.from('PROXY TCP4 192.0.2.7 10.0.0.1 51234 514\r\n<13>hello\n');
-    expect(parseProxyHeader(line, ['v1'])).toEqual({ kind: 'header', version: 'v1', length: 41, source: { address: '192.0.2.7', port: 51234 } });
+    expect(parseProxyHeader(line, ['v1'])).toEqual({ kind: 'header', version: 'v1', length: 41, source: { address: '192.0.2.7', port: 51234 }, local: false });
     const six = Buffer.from('PROXY TCP6 2001:db8::7 2001:db8::1 65535 0\r\n');
     expect(parseProxyHeader(six, BOTH)).toMatchObject({ kind: 'header', length: six.length, source: { address: '2001:db8::7', port: 65535 } });
   });
@@ -58,7 +58,7 @@ describe('PROXY protocol v1', () => {
   });
 
   it('UNKNOWN names no sender: the connection\'s own address stands', () => {
-    expect(parseProxyHeader(Buffer.from('PROXY UNKNOWN\r\n'), ['v1'])).toEqual({ kind: 'header', version: 'v1', length: 15, source: undefined });
+    expect(parseProxyHeader(Buffer.from('PROXY UNKNOWN\r\n'), ['v1'])).toEqual({ kind: 'header', version: 'v1', length: 15, source: undefined, local: false });
     expect(parseProxyHeader(Buffer.from('PROXY UNKNOWN ffff::1 ffff::2 1 2\r\n'), ['v1'])).toMatchObject({ kind: 'header', source: undefined });
   });
 
@@ -99,15 +99,16 @@ describe('PROXY protocol v1', () => {
 describe('PROXY protocol v2', () => {
   it('reads INET with TLVs skipped, and INET6', () => {
     const h = v2(1, 0x11, inet([198, 51, 100, 9], 40000, Buffer.from([0x04, 0x00, 0x02, 0xaa, 0xbb])));
-    expect(parseProxyHeader(Buffer.concat([h, Buffer.from('<13>x')]), BOTH)).toEqual({ kind: 'header', version: 'v2', length: h.length, source: { address: '198.51.100.9', port: 40000 } });
+    expect(parseProxyHeader(Buffer.concat([h, Buffer.from('<13>x')]), BOTH)).toEqual({ kind: 'header', version: 'v2', length: h.length, source: { address: '198.51.100.9', port: 40000 }, local: false });
     const h6 = v2(1, 0x21, inet6([0x2001, 0xdb8, 0, 0, 0, 0, 0, 7], 443));
     expect(parseProxyHeader(h6, ['v2'])).toMatchObject({ kind: 'header', length: 52, source: { address: '2001:db8::7', port: 443 } });
   });
 
-  it('LOCAL, UNSPEC and UNIX name no sender', () => {
-    expect(parseProxyHeader(v2(0, 0x00, Buffer.alloc(0)), BOTH)).toEqual({ kind: 'header', version: 'v2', length: 16, source: undefined });
-    expect(parseProxyHeader(v2(0, 0x11, inet([1, 2, 3, 4], 1)), BOTH)).toMatchObject({ kind: 'header', source: undefined });
-    expect(parseProxyHeader(v2(1, 0x31, Buffer.alloc(216)), BOTH)).toMatchObject({ kind: 'header', length: 232, source: undefined });
+  it('LOCAL, UNSPEC and UNIX name no sender; LOCAL says it is the balancer\'s own connection', () => {
+    expect(parseProxyHeader(v2(0, 0x00, Buffer.alloc(0)), BOTH)).toEqual({ kind: 'header', version: 'v2', length: 16, source: undefined, local: true });
+    expect(parseProxyHeader(v2(0, 0x11, inet([1, 2, 3, 4], 1)), BOTH)).toMatchObject({ kind: 'header', source: undefined, local: true });
+    expect(parseProxyHeader(v2(1, 0x31, Buffer.alloc(216)), BOTH)).toMatchObject({ kind: 'header', length: 232, source: undefined, local: false });
+    expect(parseProxyHeader(v2(1, 0x00, Buffer.alloc(0)), BOTH)).toMatchObject({ kind: 'header', source: undefined, local: false });
   });
 
   it('is partial at every split of a header', () => {
