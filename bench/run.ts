@@ -1,4 +1,4 @@
-// `npm run bench [-- tcp|udp|scale|file|disk|disk-outage|http|http-gzip|http-in|http-in-disk|routing|relp]`: the relay as a separate process pinned to core 1 (taskset), the load
+// `npm run bench [-- tcp|udp|scale|file|disk|disk-outage|http|http-gzip|http-in|http-in-disk|routing|relp|relp-in]`: the relay as a separate process pinned to core 1 (taskset), the load
 // and the receiver on core 0, all on loopback. Prints events/s, relay CPU seconds and peak RSS, and
 // checks that every event arrived. Figures are for reading, never asserted by tests. Knobs:
 // BENCH_RUNS (3), RELAY_NODE_FLAGS (added to the relay's node flags), RELAY_BIN (a single executable
@@ -166,7 +166,7 @@ function coreCount(list: string): number {
   }, 0);
 }
 
-async function startRelay(receiver: Receiver, output: OutputYaml = syslogOutput, httpPort = 0, routed = false, file = '', queue = ''): Promise<Relay> {
+async function startRelay(receiver: Receiver, output: OutputYaml = syslogOutput, httpPort = 0, routed = false, file = '', queue = '', relpPort = 0): Promise<Relay> {
   const dir = mkdtempSync(join(tmpdir(), 'relay-bench-'));
   writeFileSync(join(dir, 'ca.pem'), receiver.ca);
   const [tcpPort, udpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
@@ -190,7 +190,10 @@ intakes:
         receive_threads: ${process.env.BENCH_UDP_THREADS}` : ''}${file ? `
       - type: file
         paths: [${file}]
-        new_files_from: beginning` : ''}
+        new_files_from: beginning` : ''}${relpPort ? `
+      - type: relp
+        address: 127.0.0.1
+        port: ${relpPort}` : ''}
 ${output(receiver, join(dir, 'ca.pem'))}${queue || process.env.BENCH_QUEUE ? `    queue: ${queue || process.env.BENCH_QUEUE}\n` : ''}${routed ? `listeners:
   - type: tcp
     name: shared
@@ -652,6 +655,87 @@ action(type="omrelp" target="127.0.0.1" port="${relpPort}" tls="on" tls.caCert="
   };
 }
 
+/**
+ * RELP in: one rsyslog omrelp session at librelp's defaults (plain TCP, window 128), fed by imtcp,
+ * into the relay's RELP input (memory queue, syslog output over TLS to the receiver), or into
+ * rsyslog's own imrelp forwarding the same way (omfwd, OpenSSL driver). The sender runs on the load
+ * core; what is measured is how fast the receiving side lets one session go: events/s at the
+ * receiver, and the receiving process's CPU. The relay's input answers at its default (respond_when: auto).
+ */
+async function relpInScenario(target: 'relay' | 'rsyslog'): Promise<RunFigures> {
+  const n = Number(process.env.BENCH_RELP_IN_N ?? 300_000);
+  const receiver = await startReceiver('bench/receiver.ts', ['test-ca']);
+  const dir = mkdtempSync(join(tmpdir(), 'relp-in-bench-'));
+  const relpPort = await freePort();
+  let pid: number;
+  let idle: number;
+  let stop: () => Promise<void>;
+  if (target === 'relay') {
+    const relay = await startRelay(receiver, syslogOutput, 0, false, '', '', relpPort);
+    pid = relay.proc.pid as number;
+    idle = relay.idleRssMb;
+    stop = () => relay.stop();
+  } else {
+    mkdirSync(join(dir, 'work'));
+    writeFileSync(join(dir, 'imrelp.conf'), `global(workDirectory="${dir}/work" maxMessageSize="256k" defaultNetstreamDriverCAFile="${TEST_CA}")
+module(load="imrelp")
+input(type="imrelp" port="${relpPort}" address="127.0.0.1" maxDataSize="256k")
+template(name="sekoia" type="string" string="<%pri%>1 %timegenerated:::date-rfc3339% %hostname% %app-name% %procid% LOG [SEKOIA@53288 intake_key=\\"BenchKey0123456789abcdefABCDEF01\\"] %msg%")
+action(type="omfwd" target="127.0.0.1" port="${receiver.port}" protocol="tcp" TCP_Framing="octet-counted" StreamDriver="ossl" StreamDriverMode="1" StreamDriverAuthMode="x509/name" StreamDriverPermittedPeers="localhost" template="sekoia")
+`);
+    const proc = spawnPinned(relayCores, RSYSLOGD, [...RSYSLOG_ARGS, '-n', '-f', join(dir, 'imrelp.conf'), '-i', join(dir, 'imrelp.pid')], { stdio: 'ignore' });
+    const s = await settled(proc, relpPort);
+    pid = s.pid;
+    idle = s.idleRssMb;
+    stop = () => new Promise<void>((resolve) => {
+      proc.once('exit', () => resolve());
+      proc.kill('SIGKILL');
+    });
+  }
+  // The sender: imtcp -> omrelp at its defaults, on the load core.
+  const tcpPort = await freePort();
+  mkdirSync(join(dir, 'sender'));
+  writeFileSync(join(dir, 'sender.conf'), `global(workDirectory="${dir}/sender" maxMessageSize="256k")
+module(load="imtcp")
+module(load="omrelp")
+input(type="imtcp" port="${tcpPort}" address="127.0.0.1")
+action(type="omrelp" target="127.0.0.1" port="${relpPort}" queue.type="LinkedList" queue.size="${n * 2}")
+`);
+  const sender = spawnPinned(LOAD_CORES, RSYSLOGD, [...RSYSLOG_ARGS, '-n', '-f', join(dir, 'sender.conf'), '-i', join(dir, 'sender.pid')], { stdio: 'ignore' });
+  await waitListening(tcpPort);
+  // One event first, delivered before the clock starts: the session is open.
+  await sendTcp(tcpPort, lines(1));
+  await waitFrames(receiver, 1, 30_000);
+  const data = lines(n);
+  const cpu0 = cpuOf(pid);
+  const t0 = performance.now();
+  await sendTcp(tcpPort, data);
+  const limitS = Number(process.env.RELP_IN_LIMIT_S ?? 120);
+  const done = await waitFrames(receiver, n + 1, limitS * 1000);
+  const frames = done.frames - 1;
+  const secs = (done.at - t0) / 1000;
+  const cpu = cpuOf(pid) - cpu0;
+  const rss = rssMb(pid, 'VmHWM');
+  await new Promise<void>((resolve) => {
+    sender.once('exit', () => resolve());
+    sender.kill('SIGKILL');
+  });
+  await stop();
+  receiver.proc.send('stop');
+  rmSync(dir, { recursive: true, force: true });
+  if (frames < n || done.refused > 0) process.exitCode = 1;
+  const who = target === 'relay' ? 'relay' : 'rsyslogd (imrelp)';
+  return {
+    rate: frames / secs,
+    cpuShare: (100 * cpu) / secs,
+    rssMb: rss,
+    idleRssMb: idle,
+    line:
+      `${frames} of ${n} events (200 B) from one omrelp session in ${secs.toFixed(2)} s = ${Math.round(frames / secs).toLocaleString('en')} events/s${frames < n ? ` (stopped after ${limitS} s)` : ''}; ` +
+      `${who} CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / Math.max(1, frames)).toFixed(2)} µs per event); idle RSS ${idle.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB; refused ${done.refused}`,
+  };
+}
+
 /** rsyslogd forwarding as the relay does: imtcp and imudp in, omfwd out over TLS. */
 interface RsyslogForwarder {
   readonly proc: ChildProcess;
@@ -811,6 +895,13 @@ if (want('relp') || want('relp-rsyslog')) {
   // The output is slower than the input here, so the queue fills: its size is most of the memory.
   if (want('relp')) await repeat('the same with queue.max_events: 10000', runs, () => tcpScenario('bench/relp-receiver.ts', relpOutput, false, 1, '{ max_events: 10000 }'));
   await repeat('rsyslog: imtcp -> omrelp/tls to the same imrelp (1,000,000 x 200 B, window 128)', runs, rsyslogRelpScenario);
+}
+if (want('relp-in')) {
+  // Interleaved, so that both see the same phase of a shared machine.
+  for (let i = 0; i < runs; i++) {
+    await repeat('relp in: rsyslog omrelp (defaults: plain TCP, window 128) -> relay RELP input (memory queue) -> tls', 1, () => relpInScenario('relay'));
+    if (!process.env.BENCH_NO_PEER) await repeat('relp in: the same omrelp session -> rsyslog imrelp -> omfwd tls', 1, () => relpInScenario('rsyslog'));
+  }
 }
 if (want('disk')) await repeat('tcp -> tls through the disk queue (1,000,000 x 200 B, one connection)', runs, () => tcpScenario('bench/receiver.ts', syslogOutput, false, 1, '{ type: disk }'));
 if (want('disk-outage')) await repeat('disk queue through an intake outage (5,000,000 x 200 B pile up, then drain)', Math.min(runs, 1), () => outageScenario());

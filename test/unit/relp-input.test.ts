@@ -124,7 +124,8 @@ interface SetupOptions {
   /** A shared listener: more intakes' queues, and which of them each event goes to. */
   readonly routes?: { readonly queues: readonly EventQueue[]; route(e: LogEvent): number };
   readonly maxMessageBytes?: number;
-  readonly respondWhen?: 'auto' | 'queued';
+  /** Default here: delivered, the mode whose answers wait (the queue's own mechanics); `auto` is tested apart. */
+  readonly respondWhen?: 'auto' | 'queued' | 'delivered';
   readonly idleTimeoutMs?: number;
   readonly maxConnections?: number;
   readonly tls?: TlsFiles;
@@ -141,7 +142,7 @@ async function setup(o: SetupOptions = {}): Promise<Setup> {
   const input = new RelpInput(
     {
       label: 'in', address: '127.0.0.1', port: 0, maxConnections: o.maxConnections ?? 1000, idleTimeoutMs: o.idleTimeoutMs ?? 0,
-      maxMessageBytes: o.maxMessageBytes ?? 1024, respondWhen: o.respondWhen ?? 'auto', tls: o.tls, defaults: { pri: 13, hostname: '', appName: '', procId: '' }, proxy: o.proxy,
+      maxMessageBytes: o.maxMessageBytes ?? 1024, respondWhen: o.respondWhen ?? 'delivered', tls: o.tls, defaults: { pri: 13, hostname: '', appName: '', procId: '' }, proxy: o.proxy,
     },
     sender,
     telemetry,
@@ -189,7 +190,9 @@ describe('RELP input: the session', () => {
     expect(offers).toContain('relp_version=0');
     expect(offers).toContain('commands=syslog');
     expect(offers.find((l) => l.startsWith('relp_software='))).toMatch(/^relp_software=intake-relay,/);
-    expect(await s.metric('intake_relay_relp_answers_total', { code: '200' })).toBe(1);
+    // Opens are counted apart from messages.
+    expect(await s.metric('intake_relay_relp_sessions_opened_total')).toBe(1);
+    expect(await s.metric('intake_relay_relp_answers_total', { code: '200' })).toBe(0);
   });
 
   it.each([
@@ -234,8 +237,9 @@ describe('RELP input: the session', () => {
     expect(c.rsp(4)!.data).toMatch(/^500 .*bogus.*not supported/);
     expect(c.rsp(6)!.data).toBe('');
     expect(c.ended).toBe(true);
-    // The round trip's open was answered 200 too.
-    expect(await s.metric('intake_relay_relp_answers_total', { code: '200' })).toBe(4 + 1);
+    // Messages (and refusals) only; the two opens (this session's and the round trip's) apart.
+    expect(await s.metric('intake_relay_relp_answers_total', { code: '200' })).toBe(3);
+    expect(await s.metric('intake_relay_relp_sessions_opened_total')).toBe(2);
     expect(await s.metric('intake_relay_relp_answers_total', { code: '500' })).toBe(1);
   });
 
@@ -375,7 +379,7 @@ describe('RELP input: the session', () => {
       resume: () => void (socket.paused = false),
       end: () => {},
     });
-    const session = new RelpServerSession(socket as unknown as net.Socket, '10.0.0.1', { maxMessageBytes: 1024, respondWhen: 'auto' }, sender, builder, telemetry);
+    const session = new RelpServerSession(socket as unknown as net.Socket, '10.0.0.1', { maxMessageBytes: 1024, respondWhen: 'delivered' }, sender, builder, telemetry);
     session.read(open());
     // Its answer waits until the output delivers it; so does every answer after it.
     session.read(syslog(2));
@@ -414,13 +418,25 @@ describe('RELP input: the session', () => {
     expect(out).toMatch(/^1 rsp \d+ 200 OK\n[^]*\n2 rsp 6 200 OK\n3 rsp 32 500 command "nope" not supported\n/);
     expect(out.split(refusal)).toHaveLength(reads * perRead + 1);
     expect(await metricValue(metrics, 'intake_relay_relp_answers_total', { code: '500' })).toBe(reads * perRead);
-    expect(await metricValue(metrics, 'intake_relay_relp_answers_total', { code: '200' })).toBe(2);
+    expect(await metricValue(metrics, 'intake_relay_relp_answers_total', { code: '200' })).toBe(1);
+    expect(await metricValue(metrics, 'intake_relay_relp_sessions_opened_total')).toBe(1);
   });
 });
 
 describe('RELP input: "rsp 200" only once the message is safe', () => {
-  it('memory queue: a message is answered only after the output delivered it; later answers, even refusals, wait their turn', async () => {
-    const s = await setup();
+  it('respond_when: auto (the default) with a memory queue answers once queued, as rsyslog imrelp does', async () => {
+    const s = await setup({ respondWhen: 'auto' });
+    const c = s.client();
+    await c.open();
+    await c.write(Buffer.concat([syslog(2), syslog(3)]));
+    await vi.waitFor(() => expect(c.summary).toEqual(['1 200', '2 200', '3 200']));
+    expect(c.answers.map((a) => a.settled)).toEqual([0, 0, 0]);
+    expect(s.queue.pendingEvents).toBe(2);
+    expect(await s.metric('intake_relay_relp_answers_total', { code: '200' })).toBe(2);
+  });
+
+  it('respond_when: delivered with a memory queue: a message is answered only after the output delivered it; later answers, even refusals, wait their turn', async () => {
+    const s = await setup({ respondWhen: 'delivered' });
     const c = s.client();
     await c.open();
     // Each write its own read: the server sees three transactions, then a command it refuses.
@@ -452,7 +468,7 @@ describe('RELP input: "rsp 200" only once the message is safe', () => {
     expect(s.queue.pendingEvents).toBe(2);
   });
 
-  it('disk queue: a message is answered once written and fsynced, without waiting for delivery', async () => {
+  it('respond_when: auto with a disk queue: a message is answered once written and fsynced, without waiting for delivery', async () => {
     const dir = tempDir('relp-disk-');
     let synced = 0;
     // A periodic fsync far away: what answers them is the group commit untilSafe asks for.
@@ -461,7 +477,7 @@ describe('RELP input: "rsp 200" only once the message is safe', () => {
       { onError: (err) => { throw err; }, onLost: () => {}, onWrite: () => {}, onSync: () => synced++ },
     );
     track({ stop: async () => { queue.close(); await queue.finish(); } });
-    const s = await setup({ queue });
+    const s = await setup({ queue, respondWhen: 'auto' });
     const c = s.client();
     await c.open();
     const clients = [c, s.client(), s.client()];
@@ -585,7 +601,8 @@ describe('RELP input: stopping and closing', () => {
     expect(c.summary).toEqual(['1 200', '0 serverclose']);
     // Delivered after the session is gone: its answer is not written to a closed socket.
     await deliver(s.queue);
-    expect(await s.metric('intake_relay_relp_answers_total', { code: '200' })).toBe(1);
+    expect(await s.metric('intake_relay_relp_answers_total', { code: '200' })).toBe(0);
+    expect(await s.metric('intake_relay_relp_sessions_opened_total')).toBe(1);
   });
 
   it('idle_timeout_ms closes an idle session (counted), not one waiting for its answers', async () => {

@@ -1,6 +1,6 @@
 // The RELP input type (Reliable Event Logging Protocol, as rsyslog's omrelp sends it): as an
-// intake's input, or as a listener shared through routes. Each message is answered only once it is
-// safe (the server is input.ts, one session per connection in session.ts).
+// intake's input, or as a listener shared through routes. Each message is answered once it is safe
+// as respond_when says (the server is input.ts, one session per connection in session.ts).
 
 import type { InputDefinition } from '../../core/component.ts';
 import { proxyProtocolSettings } from '../../core/config-values.ts';
@@ -10,7 +10,9 @@ import { describeSyslog, headerDefaults, syslogFeeds, syslogLabel, syslogRouter 
 import { RelpInput } from './input.ts';
 
 const kindOf = (c: RelpConfig): string =>
-  `relp${c.tls ? ` over TLS${c.tls.client_ca_file ? ' with client certificates' : ''}` : ''} (answered once ${c.respond_when === 'auto' ? 'safe' : 'queued'})`;
+  `relp${c.tls ? ` over TLS${c.tls.client_ca_file ? ' with client certificates' : ''}` : ''} (answered once ${ANSWERED[c.respond_when]})`;
+
+const ANSWERED = { auto: 'queued, and fsynced with a disk queue', queued: 'queued', delivered: 'delivered' } as const;
 
 export const relpInput = {
   resolve(c, ctx) {

@@ -15,8 +15,8 @@ export const relpInputSchema = z.strictObject({
   tls: tlsServer.optional().describe('Serve RELP over TLS (client_ca_file: mutual TLS).'),
   max_connections: positive.default(1024).describe('Sessions accepted at once; more are refused and counted.'),
   idle_timeout_ms: z.int().min(0).default(0).describe('Close a session that sent nothing and waits for no answer for this long (0 = never).'),
-  respond_when: z.enum(['auto', 'queued']).default('auto')
-    .describe('auto: answer 200 once the event is safe: written and fsynced by a disk queue or, with a memory queue, delivered to the intake (or dropped by a filter, counted). queued: as soon as it is in the queue (faster; a crash loses what a memory queue held).'),
+  respond_when: z.enum(['auto', 'queued', 'delivered']).default('auto')
+    .describe('When each message is answered 200. auto: once the relay holds it as safely as its queue can: written and fsynced by a disk queue, in a memory queue (as rsyslog imrelp answers; a crash loses what a memory queue holds). queued: once queued, without waiting for a disk queue\'s fsync. delivered: once the intake confirmed it (or a filter dropped it, counted); fast with a RELP output, which confirms each message, slow with the syslog output at low rates, which confirms within resend_window_ms.'),
   ...proxyProtocol,
 });
 
