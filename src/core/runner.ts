@@ -56,6 +56,7 @@ export class SinkRunner {
   #state: OutputState = 'starting';
   #lastError: RelayError | undefined;
   #lastAckAt = 0;
+  #delivered = 0;
   /** Detached (a reload): the sink is the caller's now, and nobody writes its lost windows again. */
   #detached = false;
   /** Batches taken and not sent when the runner stopped: put back in the queue once its sends end. */
@@ -88,6 +89,10 @@ export class SinkRunner {
   get lastAckAt(): number {
     return this.#lastAckAt;
   }
+  /** Events the intake acknowledged through this runner so far. */
+  get delivered(): number {
+    return this.#delivered;
+  }
 
   async start(): Promise<void> {
     const { sink } = this.#o;
@@ -95,6 +100,7 @@ export class SinkRunner {
     await sink.start({
       acknowledged: (seq, n) => {
         this.#o.queue.settle(seq, n);
+        this.#delivered += n;
         this.#lastAckAt = Date.now();
         t.acknowledged(n, this.#lastAckAt);
         // Only the intake's confirmation proves a connection sound: a connect or a write does not.

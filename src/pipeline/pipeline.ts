@@ -28,6 +28,8 @@ export class Pipeline {
   readonly sources = new Map<string, Source>();
   readonly #env: PipelineEnv;
   readonly #disposers: (() => void)[] = [];
+  /** Events delivered by the runners a reload replaced. */
+  #deliveredBefore = 0;
 
   /** Opens the queue (a disk queue is checked and repaired now) and builds the output; nothing starts yet. */
   constructor(intake: ResolvedIntake, env: PipelineEnv) {
@@ -59,6 +61,11 @@ export class Pipeline {
 
   get sink(): Sink {
     return this.runner.sink;
+  }
+
+  /** Events the intake acknowledged since this pipeline started, whichever output delivered them. */
+  get delivered(): number {
+    return this.#deliveredBefore + this.runner.delivered;
   }
 
   /** Its output, as the start-up log names it. */
@@ -149,24 +156,24 @@ export class Pipeline {
     }
     if (old.type !== sink.type) m.configInfo.remove({ intake: this.intake.name, output: old.type });
     await runner.start();
+    this.#deliveredBefore += this.runner.delivered;
     this.runner = runner;
   }
 
   /**
    * Delivers what the queue holds (its inputs are stopped) until `deadline`, then closes the
-   * output. Returns the events lost: what a memory queue could not deliver (a disk queue keeps
-   * them for the next start).
+   * output. What was left: `kept` in a disk queue for the next start, or `lost` from a memory queue
+   * (counted as dropped, reason shutdown).
    */
-  async drain(deadline: AbortSignal): Promise<number> {
+  async drain(deadline: AbortSignal): Promise<{ readonly kept: number; readonly lost: number }> {
     this.queue.close();
     const pending = await this.runner.stop(deadline);
     if (this.queue instanceof DiskQueue) {
       await this.queue.finish();
-      if (pending > 0) this.#env.log.info({ intake: this.name, events: pending }, 'Events kept in the disk queue for the next start.');
-      return 0;
+      return { kept: pending, lost: 0 };
     }
     if (pending > 0) this.#env.metrics.eventsDropped.inc({ intake: this.name, stage: 'output', reason: 'shutdown' }, pending);
-    return pending;
+    return { kept: 0, lost: pending };
   }
 
   /** Stops reporting (the intake is gone). */

@@ -1,8 +1,10 @@
 // pino logger: JSON on stdout, intake keys redacted by path as a second line of defence (the code
-// never logs them).
+// never logs them), and every known secret masked in each line as written (secret-mask.ts), the
+// workers' lines included.
 
 import { pino, type Logger } from 'pino';
 import { isoUtc } from '../core/iso-time.ts';
+import { secretMask } from './secret-mask.ts';
 
 export type { Logger };
 
@@ -30,6 +32,8 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       timestamp: () => `,"time":"${isoUtc(Date.now())}"`,
       formatters: { level: (label) => ({ level: label }) },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      // A key quoted in an event or an error message, wherever it appears in the line.
+      hooks: { streamWrite: (line) => secretMask.mask(line) },
     },
     // Synchronous: logs are lifecycle and rate-limited errors only, and none may be lost at exit.
     destination ?? pino.destination({ dest: 1, sync: true }),

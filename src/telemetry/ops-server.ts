@@ -9,6 +9,7 @@ import { http } from '../core/builtins.ts';
 import { isIPv4, type AddressInfo } from 'node:net';
 import type { Writable } from 'node:stream';
 import { listen } from '../core/net.ts';
+import { secretMask } from './secret-mask.ts';
 import { isoUtc } from '../core/iso-time.ts';
 
 export interface IntakeHealth {
@@ -156,7 +157,8 @@ export class OpsServer {
               }
             : {}),
         });
-        res.writeHead(url === '/status' || ready ? 200 : 503, { 'content-type': 'application/json' }).end(`${body}\n`);
+        // A last error or a sender's name may quote a key: masked as the logs are.
+        res.writeHead(url === '/status' || ready ? 200 : 503, { 'content-type': 'application/json' }).end(`${secretMask.mask(body)}\n`);
         return;
       }
       if (url === '/senders' && source.senders) {
@@ -178,7 +180,7 @@ export class OpsServer {
         const silentOnly = silent === '1' || silent === 'true';
         const tables = all.filter((t) => (input === null || t.input === input) && (intake === null || t.intake.toLowerCase() === intake.toLowerCase()));
         const body = tables.map((t) => ({ ...(t.intake ? { intake: t.intake } : {}), input: t.input, tracked: t.size, silent: t.silentCount, senders: t.rows(limit, silentOnly) }));
-        res.writeHead(200, { 'content-type': 'application/json' }).end(`${JSON.stringify({ inputs: body })}\n`);
+        res.writeHead(200, { 'content-type': 'application/json' }).end(`${secretMask.mask(JSON.stringify({ inputs: body }))}\n`);
         return;
       }
       res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found. Try /metrics, /healthz, /readyz, /status, /senders, /tap.\n');

@@ -9,6 +9,7 @@ import { Daemon } from '../../src/pipeline/daemon.ts';
 import { createLogger } from '../../src/telemetry/log.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
 import type { Registry } from 'prom-client';
+import type { StopReport } from '../../src/pipeline/stop-report.ts';
 
 export const FIXTURES = new URL('../fixtures/', import.meta.url).pathname;
 export const TLS = `${FIXTURES}tls/`;
@@ -20,7 +21,7 @@ export interface RunningRelay {
   readonly logText: () => string;
   port(intake: string, input: string): number;
   metric(name: string, labels?: Record<string, string>): Promise<number>;
-  stop(): Promise<{ undelivered: number }>;
+  stop(): Promise<StopReport>;
 }
 
 export async function startRelay(yaml: string, env: NodeJS.ProcessEnv = {}): Promise<RunningRelay> {

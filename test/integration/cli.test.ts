@@ -71,7 +71,7 @@ intakes:
 
     relay.proc.kill('SIGTERM');
     expect(await relay.exited).toBe(0);
-    expect(relay.out.stdout).toContain('Stopped: every queued event was delivered.');
+    expect(relay.out.stdout).toContain('Stopped: every queued event was delivered (');
     expect(relay.out.stdout).not.toContain(TEST_KEY);
     emulate.proc.kill('SIGTERM');
     expect(await emulate.exited).toBe(0);

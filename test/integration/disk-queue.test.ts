@@ -26,11 +26,16 @@ function diskYaml(port: number, dir: string, queue = '', extra = ''): string {
 }
 
 /** A relay from `yaml`, its intake down, fed events 0 … n-1 tagged `tag`, then stopped: they wait on disk. */
-async function queuedAndStopped(yaml: string, tag: string, n: number): Promise<{ undelivered: number }> {
+async function queuedAndStopped(yaml: string, tag: string, n: number): Promise<{ lost: number; kept: number }> {
   const relay = track(await startRelay(yaml));
   await sendTcp(relay.port('t', 'in'), frames(tag, 0, n));
   await vi.waitFor(async () => expect(await relay.metric('intake_relay_events_received_total')).toBe(n));
-  return relay.stop();
+  const report = await relay.stop();
+  // The last line tells the truth: kept on disk, not "every queued event was delivered".
+  expect(relay.logs.at(-1)).toMatchObject({ level: 'warn', delivered: 0, kept: n, lost: 0 });
+  expect(relay.logs.at(-1)?.msg).toBe(`Stopped: ${n} events kept in disk queues for the next start (not delivered before the shutdown timeout); 0 delivered while stopping; none lost.`);
+  expect(relay.logs.some((l) => String(l.msg).startsWith('Stopped: every'))).toBe(false);
+  return report;
 }
 
 describe('disk queue', () => {
@@ -58,7 +63,7 @@ describe('disk queue', () => {
     const port = await freePort();
     const yaml = diskYaml(port, dir);
     const report = await queuedAndStopped(yaml, 'r', 3_000);
-    expect(report.undelivered).toBe(0);
+    expect(report).toMatchObject({ lost: 0, kept: 3_000, delivered: 0 });
     const intake = track(await startTestIntake(port));
     const relay = track(await startRelay(yaml));
     expect(await relay.metric('intake_relay_disk_queue_recovered_events_total')).toBe(3_000);

@@ -185,7 +185,7 @@ describe('HTTP input: a stop', () => {
     await vi.waitFor(async () => expect(await r.metric('intake_relay_http_input_inflight_bytes')).toBeGreaterThan(0));
     const stopping = r.stop();
     expect(await answer).toMatch(/^HTTP\/1\.1 200 /);
-    expect((await stopping).undelivered).toBe(0);
+    expect((await stopping).lost).toBe(0);
     expect(intake.received.map((m) => m.message)).toEqual(['first line', 'second line']);
   });
 });

@@ -87,7 +87,7 @@ describe(isolated ? 'the image, run as a container (namespaces, tini as PID 1, i
     }
     expect(await stop(c)).toBe(0);
     expect(c.out.stdout).toContain('"msg":"intake-relay started."');
-    expect(c.out.stdout).toContain('"msg":"Stopped: every queued event was delivered."');
+    expect(c.out.stdout).toContain('"msg":"Stopped: every queued event was delivered (');
     expect(c.out.stdout + c.out.stderr).not.toContain(TEST_KEY);
   });
 
