@@ -96,6 +96,12 @@ export interface EventQueue {
    * for it, sharing one fsync among all who wait (RELP answers wait here).
    */
   untilSafe(seq: number): Promise<void>;
+  /**
+   * A queue another thread owns (pipeline/forward.ts): resolves once that thread has every event
+   * numbered below `seq` in its queue, as a local queue has them once offered. Its waits reject
+   * when that thread could not take them (counted there as dropped): they are never safe.
+   */
+  untilWritten?(seq: number): Promise<void>;
   close(): void;
 }
 

@@ -7,7 +7,7 @@
 import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Config } from '../config/resolve.ts';
-import type { Routing } from '../core/component.ts';
+import type { Routing, Target } from '../core/component.ts';
 import type { Source } from '../core/contracts.ts';
 import { IntakeEmulator, maskKey } from '../emulator/intake-emulator.ts';
 import { holdConfiguredCheckpoints } from '../inputs/file/definition.ts';
@@ -24,12 +24,19 @@ import { SenderTables, type SenderTable, type Sighting } from './senders.ts';
 import { createSourceWithSender } from './sources.ts';
 import { joinedTap, MAX_VIEWERS, Taps, type TapQuery } from './tap.ts';
 import { StatsSource } from './stats.ts';
-import { aggregate, heldPorts, shareBounds, threadsFor, workerConfig, workerCount, Workers, type WorkerData } from './workers.ts';
+import { aggregate, heldPorts, shareBounds, threadsFor, workerConfig, workerCount, workerForwards, Workers, type WorkerData } from './workers.ts';
 import { sharePorts, workersHold } from '../core/net.ts';
 import { releaseExecutablePages } from '../core/native-addon.ts';
+import { StateLockedError, StateLocks } from '../core/state-lock.ts';
+import { stateDirs } from './state-dirs.ts';
+import { secretMask, secretsOf } from '../telemetry/secret-mask.ts';
+import { ForwardQueue, ForwardReceiver, type ForwardedIntake, type ForwardIn, type ForwardOut } from './forward.ts';
+import { FilterSet } from '../routing/filters.ts';
+import type { EventQueue } from '../core/queue.ts';
+import { addStops, stopLine, type IntakeStop, type StopReport } from './stop-report.ts';
 import type { Registry } from 'prom-client';
 
-export type { ReloadReport };
+export type { ReloadReport, StopReport };
 
 let built: string | undefined;
 /** The commit, found once per process (a checkout asks git). */
@@ -44,17 +51,27 @@ export interface Shared {
   readonly sender: Sender;
 }
 
-export interface StopReport {
-  readonly undelivered: number;
-  readonly perIntake: Record<string, number>;
-}
 
 export interface DaemonOptions {
   /**
    * This daemon runs in a worker thread of another (workers.ts), with that one's emulator; the
-   * senders its inputs see go to that one's tables.
+   * senders its inputs see go to that one's tables; what its shared listeners route to an intake
+   * the main thread runs alone (`forwarded`) goes there (`forward`); at a stop, it says when its
+   * inputs are closed and that is done (`inputsStopped`).
    */
-  readonly worker?: { readonly emulator: WorkerData['emulator']; readonly sightings: (s: Sighting[]) => void };
+  readonly worker?: {
+    readonly emulator: WorkerData['emulator'];
+    readonly sightings: (s: Sighting[]) => void;
+    readonly forwarded: readonly ForwardedIntake[];
+    readonly forward: (m: ForwardOut, transfer: ArrayBuffer) => void;
+    readonly inputsStopped: () => void;
+  };
+}
+
+/** In a worker: an intake the main thread runs alone, as its listeners route to it. */
+interface Forward {
+  readonly queue: ForwardQueue;
+  readonly target: Target;
 }
 
 export class Daemon implements HealthSource, ReloadTarget {
@@ -92,6 +109,16 @@ export class Daemon implements HealthSource, ReloadTarget {
   /** Tap views open across the threads: where each one's lines from the workers go. */
   readonly #tapViews = new Map<number, { readonly out: Writable; readonly remote: (text: string) => void }>();
   #nextTap = 0;
+  /** The state directories it writes in, locked against a second relay (the main thread's). */
+  readonly #locks: StateLocks;
+  /** In a worker: the intakes the main thread runs alone, by name (lower case), and every stream by number. */
+  readonly #forwards = new Map<string, Forward>();
+  readonly #streams = new Map<number, ForwardQueue>();
+  /** In the main thread: what each worker forwards, taken into the queues. */
+  readonly #receivers = new Map<number, ForwardReceiver>();
+  /** In the main thread: intakes a reload removed, still taking what workers forward until they have reloaded too. */
+  readonly #leaving = new Map<string, Pipeline>();
+  #workersReloaded: Promise<void> = Promise.resolve();
 
   constructor(config: Config, log: Logger, metrics = new Metrics(), options: DaemonOptions = {}) {
     this.#worker = options.worker;
@@ -102,8 +129,12 @@ export class Daemon implements HealthSource, ReloadTarget {
     this.config = shareBounds(config, this.threads);
     this.log = log;
     this.metrics = metrics;
+    this.#locks = new StateLocks(config.file ?? '', (m) => log.warn(m));
+    if (options.worker) this.#setForwards(options.worker.forwarded);
     metrics.buildInfo.set({ version: VERSION, commit: commit(), node: process.version }, 1);
-    const taps = new Taps(metrics, () => this.pipelines.map((p) => p.intake.intakeKey));
+    // Every key of every configuration this process ran (a worker: as the main thread gave it).
+    if (!options.worker) secretMask.add(secretsOf(config));
+    const taps = new Taps(metrics, () => secretMask.secrets);
     const worker = options.worker;
     this.#workerEmulator = worker?.emulator;
     this.env = {
@@ -147,6 +178,8 @@ export class Daemon implements HealthSource, ReloadTarget {
 
   async start(): Promise<void> {
     const cfg = this.config;
+    // First: a second relay on the same state stops here, before it opens a port or a file.
+    if (!this.#worker) this.#locks.hold(stateDirs(cfg));
     for (const w of cfg.warnings) this.log.warn(w);
     try {
       await this.startEmulator(cfg);
@@ -197,14 +230,15 @@ export class Daemon implements HealthSource, ReloadTarget {
     if (this.#worker) return;
     const asked = workerCount(this.config.workers);
     if (this.threads <= 1) {
-      if (asked > 1) this.log.warn({ workers: asked }, 'workers: no network input can run in a worker (file inputs and disk queues have a single owner): the main thread runs everything.');
+      if (asked > 1) this.log.warn({ workers: asked }, 'workers: no network input can run in a worker (file inputs, and the inputs of intakes with a disk queue, have a single owner): the main thread runs everything.');
       return;
     }
     const plan = this.#workerConfig();
     const emulator = this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem };
-    this.#workers = await Workers.start(this.threads - 1, plan, emulator, this.log, {
+    this.#workers = await Workers.start(this.threads - 1, plan, this.#forwarded(), emulator, this.log, {
       sightings: (s) => this.env.senders.sighted(s),
       tapData: (tap, text) => this.#tapViews.get(tap)?.remote(text),
+      forward: (worker, m) => this.#receiver(worker).handle(m),
     }, (err) => this.onFatal(err));
     workersHold(heldPorts(plan));
     this.env.senders.lagMs = 2_000;
@@ -212,6 +246,84 @@ export class Daemon implements HealthSource, ReloadTarget {
 
   #workerConfig(): Config {
     return workerConfig(this.config, (intake, label) => this.inputPort(intake, label), (label) => this.listenerPort(label));
+  }
+
+  /** The intakes the workers' listeners reach through this thread: those it runs, with a disk queue. */
+  #forwarded(): ForwardedIntake[] {
+    return workerForwards({ ...this.config, intakes: this.pipelines.map((p) => p.intake) });
+  }
+
+  /** Where worker `worker`'s forwarded events go: this thread's queues, as the intakes are now. */
+  #receiver(worker: number): ForwardReceiver {
+    let r = this.#receivers.get(worker);
+    if (!r) {
+      r = new ForwardReceiver(
+        (name) => this.#queueOf(name),
+        (m) => this.#workers?.tell(worker, m),
+        (intake, n) => this.metrics.eventsDropped.inc({ intake, stage: 'queue', reason: 'shutdown' }, n),
+      );
+      this.#receivers.set(worker, r);
+    }
+    return r;
+  }
+
+  /** The queue of the intake named `name` (any case), or of one a reload is removing while the workers catch up. */
+  #queueOf(name: string): EventQueue | undefined {
+    const lower = name.toLowerCase();
+    return (this.pipelines.find((p) => p.name.toLowerCase() === lower) ?? this.#leaving.get(lower))?.queue;
+  }
+
+  /**
+   * A removed intake: its queue keeps taking what workers forward until they have reloaded too
+   * (they route to it until then); the promise says when it may drain.
+   */
+  retire(p: Pipeline): Promise<void> {
+    if (!this.#workers || this.#worker) return Promise.resolve();
+    const lower = p.name.toLowerCase();
+    this.#leaving.set(lower, p);
+    return this.#workersReloaded.then(() => {
+      if (this.#leaving.get(lower) === p) this.#leaving.delete(lower);
+    });
+  }
+
+  /** In a worker: the intakes the main thread runs alone, as a reload (or the start) gives them. */
+  #setForwards(list: readonly ForwardedIntake[]): ForwardQueue[] {
+    const post = this.#worker?.forward;
+    if (!post) return [];
+    const keep = new Set<string>();
+    for (const f of list) {
+      const key = f.name.toLowerCase();
+      keep.add(key);
+      const had = this.#forwards.get(key);
+      if (had) {
+        had.queue.update(f);
+        had.target.intake = f.name;
+        had.target.intakeKey = f.intakeKey;
+        had.target.filters = new FilterSet(f.filters);
+        continue;
+      }
+      const queue = new ForwardQueue(f, post);
+      this.#streams.set(queue.stream, queue);
+      this.#forwards.set(key, { queue, target: { intake: f.name, intakeKey: f.intakeKey, queue, filters: new FilterSet(f.filters) } });
+    }
+    // Those gone: closed by the caller once no listener routes to them; their streams stay for the answers still due.
+    const gone: ForwardQueue[] = [];
+    for (const [key, f] of this.#forwards) {
+      if (keep.has(key)) continue;
+      this.#forwards.delete(key);
+      gone.push(f.queue);
+    }
+    return gone;
+  }
+
+  /** In a worker: the main thread's answer about a stream it forwarded. */
+  forwardReply(m: ForwardIn): void {
+    this.#streams.get(m.stream)?.reply(m);
+  }
+
+  /** Intakes this thread's listeners route to besides its own: in a worker, those the main thread runs alone. */
+  forwardSlots(): { readonly name: string; readonly target: Target }[] {
+    return [...this.#forwards.values()].map((f) => ({ name: f.target.intake, target: f.target }));
   }
 
   /** The worker threads (none without workers), for diagnostics. */
@@ -246,8 +358,9 @@ export class Daemon implements HealthSource, ReloadTarget {
 
   /** Where a shared listener's events go now: the intakes, and its router among them, if it routes. */
   routing(l: ResolvedListener): Routing {
-    const index = (name: string): number => this.pipelines.findIndex((p) => p.name.toLowerCase() === name.toLowerCase());
-    return { targets: this.pipelines.map((p) => p.target), router: inputOf(l).router(l, index) };
+    const slots = [...this.pipelines.map((p) => ({ name: p.name, target: p.target })), ...this.forwardSlots()];
+    const index = (name: string): number => slots.findIndex((p) => p.name.toLowerCase() === name.toLowerCase());
+    return { targets: slots.map((p) => p.target), router: inputOf(l).router(l, index) };
   }
 
   /** A shared listener, opened. */
@@ -283,17 +396,37 @@ export class Daemon implements HealthSource, ReloadTarget {
   reload(next: Config): Promise<ReloadReport> {
     const run = this.#reloading.catch(() => {}).then(async () => {
       if (this.#phase !== 'running') return emptyReport();
+      // Its keys are masked from now on, in every thread (the workers get the list with their reload).
+      if (!this.#worker) secretMask.add(secretsOf(next));
+      try {
+        // New state directories (a disk queue added) are locked first, or nothing changes.
+        this.#locks.hold(stateDirs(next));
+      } catch (err) {
+        this.#reloaded(false);
+        const why = err instanceof StateLockedError ? err.message : `cannot lock a state directory: ${(err as Error).message}`;
+        this.log.error({ problems: [why] }, 'Reload refused: the new configuration is invalid; the running one stays.');
+        return { ...emptyReport(), failed: [why] };
+      }
       try {
         // The new configuration's file inputs keep their checkpoints (one rebuilt by this reload
         // too); those of inputs it removes may be taken over by an input moved or renamed.
         holdConfiguredCheckpoints(this.config.dataDir, next.intakes);
-        const report = await applyReload(this, shareBounds(next, this.threads));
-        // Then the workers, on the ports this thread now listens on.
-        const plan = this.#workerConfig();
-        // The emulator this reload may have started (an intake without a key added) is theirs too.
-        const emulator = this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem };
-        const theirs = this.#workers ? await this.#workers.reload(plan, emulator) : [];
-        if (this.#workers) workersHold(heldPorts(plan));
+        // Intakes this reload removes take what the workers forward until the workers have reloaded.
+        let reloaded = (): void => {};
+        this.#workersReloaded = new Promise<void>((resolve) => (reloaded = resolve));
+        let theirs: ReloadReport[] = [];
+        let report: ReloadReport;
+        try {
+          report = await applyReload(this, shareBounds(next, this.threads));
+          // Then the workers, on the ports this thread now listens on.
+          const plan = this.#workerConfig();
+          // The emulator this reload may have started (an intake without a key added) is theirs too.
+          const emulator = this.#emulator && { port: this.#emulator.port, caPem: this.#emulator.caPem };
+          theirs = this.#workers ? await this.#workers.reload(plan, this.#forwarded(), emulator) : [];
+          if (this.#workers) workersHold(heldPorts(plan));
+        } finally {
+          reloaded();
+        }
         for (const r of theirs) report.failed.push(...r.failed.filter((f) => !report.failed.includes(f)));
         if (threadsFor(next) !== this.threads) {
           report.notApplied.push(`workers: ${this.threads} thread${this.threads > 1 ? 's' : ''} until a restart`);
@@ -312,10 +445,19 @@ export class Daemon implements HealthSource, ReloadTarget {
     return run;
   }
 
-  /** In a worker: a reload from the main thread, with the emulator it runs now (started by that reload, maybe). */
-  reloadWorker(next: Config, emulator: WorkerData['emulator']): Promise<ReloadReport> {
+  /**
+   * In a worker: a reload from the main thread, with the intakes it runs alone and the emulator it
+   * runs now (started by that reload, maybe).
+   */
+  async reloadWorker(next: Config, forwarded: readonly ForwardedIntake[], emulator: WorkerData['emulator']): Promise<ReloadReport> {
     this.#workerEmulator = emulator;
-    return this.reload(next);
+    const gone = this.#setForwards(forwarded);
+    try {
+      return await this.reload(next);
+    } finally {
+      // No listener routes to them now; what they still have on the way is answered by the main thread.
+      for (const q of gone) q.close();
+    }
   }
 
   /** A reload that could not even begin: the new file is invalid (the running configuration stays). */
@@ -467,6 +609,8 @@ export class Daemon implements HealthSource, ReloadTarget {
     this.#phase = 'draining';
     const timeoutMs = this.config.shutdown_timeout_ms;
     const deadline = AbortSignal.timeout(timeoutMs);
+    // What each intake delivers from here on is the stop's to report.
+    const deliveredAtStop = new Map(this.pipelines.map((p) => [p, p.delivered]));
     this.#stats?.stop();
     this.env.senders.stop();
     this.env.taps.close();
@@ -488,32 +632,40 @@ export class Daemon implements HealthSource, ReloadTarget {
       await Promise.all(late.map((s) => s.finish?.(timeoutMs / 2).catch(() => {})));
       sources.push(...late);
     }
-    const perIntake: Record<string, number> = {};
-    let undelivered = 0;
-    await Promise.all(
-      this.pipelines.map(async (p) => {
-        const lost = await p.drain(deadline);
-        perIntake[p.name] = lost;
-        undelivered += lost;
+    if (this.#worker) {
+      // What its listeners forwarded is in the main thread's queues before those close.
+      await Promise.all([...this.#forwards.values()].map((f) => f.queue.flushed()));
+      for (const f of this.#forwards.values()) f.queue.close();
+      this.#worker.inputsStopped();
+    }
+    // The workers' inputs are closed and what they forwarded taken, before this thread's queues close.
+    await this.#workers?.inputsStopped(timeoutMs / 2);
+    const own = await Promise.all(
+      this.pipelines.map(async (p): Promise<[string, IntakeStop]> => {
+        const before = deliveredAtStop.get(p) ?? 0;
+        const { kept, lost } = await p.drain(deadline);
+        return [p.name, { delivered: p.delivered - before, kept, lost }];
       }),
     );
     // File inputs save checkpoints covering what was delivered.
     await Promise.all(sources.map((s) => s.save?.().catch(() => {})));
     const theirs = await workers;
     if (this.#workers) workersHold([]);
-    if (theirs) {
-      undelivered += theirs.undelivered;
-      for (const [k, v] of Object.entries(theirs.perIntake)) perIntake[k] = (perIntake[k] ?? 0) + v;
-    }
+    const report = addStops([
+      ...own.map(([name, s]) => ({ ...s, perIntake: { [name]: s } })),
+      ...(theirs ? [theirs] : []),
+    ]);
     await Promise.all([...this.#retiring]);
     await this.#ops?.stop();
     await this.#emulator?.stop();
+    this.#locks.releaseAll();
     this.#phase = 'stopped';
-    if (wasRunning) {
-      if (undelivered > 0) this.log.error({ undelivered, per_intake: perIntake }, 'Stopped: some events could not be delivered before the shutdown timeout.');
-      else this.log.info({ undelivered: 0 }, 'Stopped: every queued event was delivered.');
+    // A worker's stop is the main thread's to tell, with the sum of all.
+    if (wasRunning && !this.#worker) {
+      const line = stopLine(report);
+      this.log[line.level](line.fields, line.message);
     }
-    return { undelivered, perIntake };
+    return report;
   }
 }
 

@@ -107,8 +107,12 @@ function queueChange(o: ResolvedIntake, n: ResolvedIntake, notApplied: string[])
   return 'restart';
 }
 
-/** A component's settings that need it opened again: all but its table of senders' (changed in place). */
-const restartKey = (c: object): string => json({ ...c, senders: undefined });
+/**
+ * A component's settings that need it opened again: all but its table of senders' and, for a
+ * shared listener, its routes and default, which are changed in place (its sender is pointed at
+ * the new routes between two reads: its connections stay).
+ */
+const restartKey = (c: object): string => json({ ...c, senders: undefined, routes: undefined, default: undefined });
 
 function diff<C extends { readonly label: string }>(old: readonly C[], next: readonly C[]): Diff {
   const was = new Map(old.map((c) => [c.label, restartKey(c)]));

@@ -46,6 +46,10 @@ export interface ReloadTarget {
   routing(config: ResolvedListener): Routing;
   startStats(cfg: Config): void;
   retargetStats(): void;
+  /** Intakes its listeners route to besides its pipelines (in a worker: those the main thread runs alone). */
+  forwardSlots(): readonly { readonly name: string; readonly target: Target }[];
+  /** A removed intake: resolves when its queue may close (the workers no longer route to it). */
+  retire(p: Pipeline): Promise<void>;
 }
 
 /** A new intake waiting for its queue's directory: a memory stage takes its events meanwhile. */
@@ -169,7 +173,7 @@ export async function applyReload(d: ReloadTarget, next: Config): Promise<Reload
   }
   const kept = d.shared.filter((s) => next.listeners.some((l) => l.label === s.config.label));
   const retarget = (): void => {
-    for (const s of kept) s.sender.retarget(routingOf(s.config, slots));
+    for (const s of kept) s.sender.retarget(routingOf(s.config, [...slots, ...d.forwardSlots()]));
     // In force as soon as they take events: health, stats and the tap's key list follow them.
     d.pipelines = slots.filter((s): s is Pipeline => s instanceof Pipeline);
   };
@@ -177,7 +181,16 @@ export async function applyReload(d: ReloadTarget, next: Config): Promise<Reload
   for (const p of removed) {
     report.removed.push(p.name);
     d.env.metrics.configInfo.remove({ intake: p.name, output: p.sink.type });
-    const drained = p.drain(deadline()).then(() => p.dispose());
+    // Its queue closes once the workers no longer route to it; at once when a new intake waits for
+    // its directory (this reload's: the workers reload after it). What a worker still forwards to
+    // it then is counted as dropped (shutdown), and never answered as safe.
+    const q0 = p.intake.queue;
+    const claimed = q0.type === 'disk' && slots.some((x) => x instanceof Staged && x.intake.queue.type === 'disk' && x.intake.queue.path === q0.path);
+    const drained = (claimed ? Promise.resolve() : d.retire(p)).then(() => p.drain(deadline())).then(({ kept, lost }) => {
+      p.dispose();
+      if (kept > 0) d.log.warn({ intake: p.name, events: kept, path: p.intake.queue.type === 'disk' ? p.intake.queue.path : undefined }, 'Removed intake: events it could not deliver stay in its disk queue until it is configured again.');
+      if (lost > 0) d.log.error({ intake: p.name, events: lost }, 'Removed intake: events it could not deliver in time were lost (memory queue; counted as dropped, reason shutdown).');
+    });
     d.background(drained);
     const q = p.intake.queue;
     if (q.type === 'disk') {
@@ -219,9 +232,15 @@ export async function applyReload(d: ReloadTarget, next: Config): Promise<Reload
     }
   }
   for (const l of next.listeners) {
-    const k = d.shared.find((s) => s.config.label === l.label);
-    if (k) k.sender.retarget(d.routing(l));
-    else await started(l.label, () => d.openListener(l));
+    const i = d.shared.findIndex((s) => s.config.label === l.label);
+    const k = d.shared[i];
+    if (!k) {
+      await started(l.label, () => d.openListener(l));
+      continue;
+    }
+    // Kept, perhaps with new routes: in force from its next read, and the next reload plans from them.
+    k.sender.retarget(d.routing(l));
+    d.shared[i] = { ...k, config: l };
   }
   // The configuration in force; what a reload cannot change stays as it was.
   const inForce = (i: ResolvedIntake): ResolvedIntake => d.pipelines.find((p) => p.name.toLowerCase() === i.name.toLowerCase())?.intake ?? i;

@@ -8,6 +8,7 @@ import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config/resolve.ts';
 import { revive } from '../core/threads.ts';
 import { createLogger } from '../telemetry/log.ts';
+import { secretMask } from '../telemetry/secret-mask.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import { loopUtilization } from '../telemetry/utilization.ts';
 import { Daemon } from './daemon.ts';
@@ -30,8 +31,16 @@ export async function runWorker(): Promise<void> {
     },
   });
   const config = revive(data.config);
+  secretMask.add(data.secrets);
   const daemon = new Daemon(config, createLogger(config.log_level, lines), new Metrics(false), {
-    worker: { emulator: data.emulator, sightings: (sightings) => post({ kind: 'sightings', sightings }) },
+    worker: {
+      emulator: data.emulator,
+      sightings: (sightings) => post({ kind: 'sightings', sightings }),
+      forwarded: data.forwarded,
+      // A chunk's bytes move to the main thread, not copied.
+      forward: (m, transfer) => port.postMessage(m satisfies FromWorker, transfer.byteLength > 0 ? [transfer] : []),
+      inputsStopped: () => post({ kind: 'inputs-stopped' }),
+    },
   });
   // Its health each second (and once started), for the main thread's /readyz and /status.
   const utilization = loopUtilization();
@@ -58,13 +67,18 @@ export async function runWorker(): Promise<void> {
       taps.get(m.tap)?.destroy();
       return;
     }
+    if (m.kind === 'forwarded' || m.kind === 'forward-room' || m.kind === 'forward-reached') {
+      daemon.forwardReply(m);
+      return;
+    }
     const reply = (value: unknown): void => post({ kind: 'reply', id: m.id, value });
     switch (m.kind) {
       case 'metrics':
         void daemon.metrics.registry.getMetricsAsJSON().then(reply, () => reply([]));
         return;
       case 'reload':
-        void daemon.reloadWorker(revive(m.config) as Config, m.emulator).then(reply, (err: unknown) => {
+        secretMask.add(m.secrets);
+        void daemon.reloadWorker(revive(m.config) as Config, m.forwarded, m.emulator).then(reply, (err: unknown) => {
           daemon.log.error({ err }, 'Reload failed in a worker.');
           reply({ ...emptyReport(), failed: [`worker ${data.intakeRelayWorker}: ${(err as Error).message}`] });
         });

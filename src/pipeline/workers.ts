@@ -8,6 +8,12 @@
 // queues (one writer per directory), the forwarder statistics, the emulator, the operations
 // server, which adds the workers' metrics to its own.
 //
+// Shared listeners run in every thread whatever their routes lead to, so that a reload never moves
+// one under its connections: what a worker's listener routes to an intake with a disk queue goes
+// to the main thread, a read at a time (forward.ts). An intake's own network inputs run in every
+// thread when its queue is in memory, in the main thread alone when it is on disk; a reload cannot
+// change a queue's type, so it never moves those either.
+//
 // Own outputs rather than one shared output in the main thread: a shared output would copy every
 // event's bytes between threads and put every event through one thread's queue, formatter and TLS
 // connection, which is where one core ran out before (README, "Sizing a collector"). The cost is a
@@ -26,6 +32,9 @@ import type { Sighting } from './senders.ts';
 import type { TapQuery } from './tap.ts';
 import type { IntakeHealth, ListenerHealth } from '../telemetry/ops-server.ts';
 import { portKey } from '../core/net.ts';
+import { addStops, type StopReport } from './stop-report.ts';
+import { secretMask } from '../telemetry/secret-mask.ts';
+import { forwardedIntakes, type ForwardedIntake, type ForwardIn, type ForwardOut } from './forward.ts';
 
 /** A worker that has not reported its health for this long is taken as down (/readyz). */
 const STALE_MS = 5_000;
@@ -45,17 +54,22 @@ function listens(c: ResolvedInput | ResolvedListener): boolean {
   return inputOf(c).listening(c as never) !== undefined;
 }
 
-/**
- * The intakes that run in the workers too: those with a memory queue that have a network input,
- * and, when the shared listeners run in the workers (every intake has a memory queue, so that
- * each worker can route to any of them), every intake.
- */
+/** Shared listeners run in every thread (with workers): any that listens. */
 function sharedListeners(cfg: Config): boolean {
-  return cfg.listeners.some(listens) && cfg.intakes.every((i) => i.queue.type === 'memory');
+  return cfg.listeners.some(listens);
 }
 
+/**
+ * The intakes that run in the workers too: those with a memory queue that have a network input,
+ * and, when there are shared listeners (each worker routes to any intake), every memory-queued one.
+ */
 function inWorkers(cfg: Config, i: ResolvedIntake): boolean {
   return i.queue.type === 'memory' && (sharedListeners(cfg) || i.inputs.some(listens));
+}
+
+/** The intakes a worker's shared listeners reach through the main thread (forward.ts). */
+export function workerForwards(cfg: Config): ForwardedIntake[] {
+  return sharedListeners(cfg) ? forwardedIntakes(cfg.intakes) : [];
 }
 
 /**
@@ -77,7 +91,8 @@ export function shareBounds(cfg: Config, threads: number): Config {
 
 /** Whether any part of `cfg` runs in workers (with workers: N > 1). */
 export function runsInWorkers(cfg: Config): boolean {
-  return workerConfig(cfg, () => undefined, () => undefined).intakes.length > 0;
+  const plan = workerConfig(cfg, () => undefined, () => undefined);
+  return plan.intakes.length > 0 || plan.listeners.length > 0;
 }
 
 /** The threads `cfg` runs its network inputs on: its `workers`, or 1 where nothing can run in a worker. */
@@ -99,7 +114,7 @@ export function workerConfig(cfg: Config, port: Port, listenerPort: ListenerPort
     .filter((i) => inWorkers(cfg, i))
     .map((i) => ({ ...i, inputs: i.inputs.filter(listens).map((c) => onPort(c, port(i.name, c.label))) }));
   const work = intakes.some((i) => i.inputs.length > 0) || listeners.length > 0;
-  return { ...cfg, intakes: work ? intakes : [], listeners, stats: undefined, warnings: [], metrics: { ...cfg.metrics, enabled: false } };
+  return { ...cfg, intakes: work ? intakes : [], listeners: work ? listeners : [], stats: undefined, warnings: [], metrics: { ...cfg.metrics, enabled: false } };
 }
 
 /** The ports a worker configuration listens on, as portKey() writes them ("tcp 514"). */
@@ -116,11 +131,16 @@ export interface WorkerData {
   readonly intakeRelayWorker: number;
   readonly config: Config;
   readonly emulator: { readonly port: number; readonly caPem: string } | undefined;
+  /** Every secret the main thread masks (the keys of intakes a worker does not run too). */
+  readonly secrets: readonly string[];
+  /** The intakes its shared listeners reach through the main thread. */
+  readonly forwarded: readonly ForwardedIntake[];
 }
 
 export type ToWorker =
   | { readonly kind: 'metrics'; readonly id: number }
-  | { readonly kind: 'reload'; readonly id: number; readonly config: Config; readonly emulator: WorkerData['emulator'] }
+  | { readonly kind: 'reload'; readonly id: number; readonly config: Config; readonly emulator: WorkerData['emulator']; readonly secrets: readonly string[]; readonly forwarded: readonly ForwardedIntake[] }
+  | ForwardIn
   | { readonly kind: 'stop'; readonly id: number }
   | { readonly kind: 'tap-open'; readonly tap: number; readonly query: TapQuery }
   | { readonly kind: 'tap-close'; readonly tap: number };
@@ -141,7 +161,10 @@ export type FromWorker =
   | { readonly kind: 'reply'; readonly id: number; readonly value: unknown }
   | { readonly kind: 'state'; readonly state: WorkerState }
   | { readonly kind: 'sightings'; readonly sightings: Sighting[] }
-  | { readonly kind: 'tap-data'; readonly tap: number; readonly text: string };
+  | { readonly kind: 'tap-data'; readonly tap: number; readonly text: string }
+  /** At a stop: its inputs are closed and the main thread has taken every chunk it forwarded. */
+  | { readonly kind: 'inputs-stopped' }
+  | ForwardOut;
 
 /** What the main thread does with what workers tell it. */
 export interface WorkerEvents {
@@ -149,12 +172,10 @@ export interface WorkerEvents {
   sightings(s: readonly Sighting[]): void;
   /** Lines of a tap viewer's view (tap-open's number). */
   tapData(tap: number, text: string): void;
+  /** Events (or a wait) for an intake the main thread runs alone, from worker `worker`. */
+  forward(worker: number, m: ForwardOut): void;
 }
 
-export interface WorkerStop {
-  readonly undelivered: number;
-  readonly perIntake: Record<string, number>;
-}
 
 /** A worker thread: the compiled or source module beside this one, or, in the single executable, its own bundle. */
 function spawnWorker(data: WorkerData): Worker {
@@ -171,6 +192,9 @@ class WorkerThread {
   readonly #pending = new Map<number, (value: unknown) => void>();
   #next = 0;
   #exited = false;
+  /** At a stop: its inputs are closed and what it forwarded taken (or it has ended). */
+  inputsStopped = false;
+  readonly #onInputsStopped: (() => void)[] = [];
   readonly exited: Promise<number>;
 
   constructor(data: WorkerData, log: Logger, events: WorkerEvents, onFailure: (err: Error) => void) {
@@ -195,12 +219,21 @@ class WorkerThread {
           return events.sightings(m.sightings);
         case 'tap-data':
           return events.tapData(m.tap, m.text);
+        case 'inputs-stopped':
+          this.inputsStopped = true;
+          for (const r of this.#onInputsStopped.splice(0)) r();
+          return;
+        case 'forward':
+        case 'forward-wait':
+          return events.forward(this.index, m);
       }
     });
     w.on('error', (err) => onFailure(err));
     w.once('exit', (code) => {
       this.#exited = true;
       this.state = undefined;
+      this.inputsStopped = true;
+      for (const r of this.#onInputsStopped.splice(0)) r();
       for (const resolve of this.#pending.values()) resolve(undefined);
       this.#pending.clear();
       if (code !== 0) onFailure(new Error(`worker ${data.intakeRelayWorker} ended with code ${code}`));
@@ -231,8 +264,14 @@ class WorkerThread {
     if (!this.#exited) this.worker.postMessage(m);
   }
 
+  /** Resolves once its inputs are stopped at a stop (or it has ended). */
+  untilInputsStopped(): Promise<void> {
+    if (this.inputsStopped) return Promise.resolve();
+    return new Promise((resolve) => this.#onInputsStopped.push(resolve));
+  }
+
   /** Asks; resolves with the answer, or undefined if the worker has ended. */
-  ask<T>(m: { readonly kind: 'metrics' } | { readonly kind: 'reload'; readonly config: Config; readonly emulator: WorkerData['emulator'] } | { readonly kind: 'stop' }): Promise<T | undefined> {
+  ask<T>(m: { readonly kind: 'metrics' } | Omit<Extract<ToWorker, { kind: 'reload' }>, 'id'> | { readonly kind: 'stop' }): Promise<T | undefined> {
     if (this.#exited) return Promise.resolve(undefined);
     const id = this.#next++;
     return new Promise((resolve) => {
@@ -273,11 +312,11 @@ export class Workers {
   }
 
   /** Starts `n` workers running `config`; rejects (having stopped those started) if one cannot start. */
-  static async start(n: number, config: Config, emulator: WorkerData['emulator'], log: Logger, events: WorkerEvents, onFatal: (err: Error) => void): Promise<Workers> {
+  static async start(n: number, config: Config, forwarded: readonly ForwardedIntake[], emulator: WorkerData['emulator'], log: Logger, events: WorkerEvents, onFatal: (err: Error) => void): Promise<Workers> {
     const w = new Workers(onFatal);
     try {
       for (let i = 1; i <= n; i++) {
-        const t = new WorkerThread({ intakeRelayWorker: i, config, emulator }, log, events, (err) => w.#failed(i, err));
+        const t = new WorkerThread({ intakeRelayWorker: i, config, emulator, secrets: secretMask.secrets, forwarded }, log, events, (err) => w.#failed(i, err));
         w.#threads.push(t);
         await t.started();
       }
@@ -329,10 +368,28 @@ export class Workers {
     return all.filter((m) => m !== undefined);
   }
 
+  /** Tells worker `worker` (its number) what became of what it forwarded. */
+  tell(worker: number, m: ForwardIn): void {
+    this.#threads.find((t) => t.index === worker)?.tell(m);
+  }
+
   /** Applies a new worker configuration in every worker, with the emulator the main thread runs now; their reports. */
-  async reload(config: Config, emulator: WorkerData['emulator']): Promise<ReloadReport[]> {
-    const reports = await Promise.all(this.#threads.map((t) => t.ask<ReloadReport>({ kind: 'reload', config, emulator })));
+  async reload(config: Config, forwarded: readonly ForwardedIntake[], emulator: WorkerData['emulator']): Promise<ReloadReport[]> {
+    const reports = await Promise.all(this.#threads.map((t) => t.ask<ReloadReport>({ kind: 'reload', config, emulator, secrets: secretMask.secrets, forwarded })));
     return reports.map((r, i) => r ?? { ...emptyReport(), failed: [`worker ${i + 1}: it has ended`] });
+  }
+
+  /**
+   * At a stop (after stop()): resolves once every worker's inputs are closed and the main thread
+   * has taken what they forwarded, or after `timeoutMs`: the main thread's queues close after that.
+   */
+  async inputsStopped(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(this.#threads.map((t) => t.untilInputsStopped())),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
   }
 
   /**
@@ -340,26 +397,30 @@ export class Workers {
    * they could not deliver. A worker not ended within `timeoutMs` is ended from outside (what it
    * held is lost, as at a kill).
    */
-  async stop(timeoutMs = 60_000): Promise<WorkerStop> {
+  async stop(timeoutMs = 60_000): Promise<StopReport> {
     this.#stopping = true;
     const reports = await Promise.all(
       this.#threads.map(async (t) => {
-        const timer = setTimeout(() => void t.worker.terminate(), timeoutMs);
-        const r = await t.ask<WorkerStop>({ kind: 'stop' });
+        let cut: StopReport | undefined;
+        const timer = setTimeout(() => {
+          // What it held as of its last report is lost with it: counted so, as a memory queue's at a stop.
+          cut = heldBy(t.state);
+          void t.worker.terminate();
+        }, timeoutMs);
+        const r = await t.ask<StopReport>({ kind: 'stop' });
         await t.exited;
         clearTimeout(timer);
-        return r;
+        return r ?? cut;
       }),
     );
-    const perIntake: Record<string, number> = {};
-    let undelivered = 0;
-    for (const r of reports) {
-      if (!r) continue;
-      undelivered += r.undelivered;
-      for (const [k, v] of Object.entries(r.perIntake)) perIntake[k] = (perIntake[k] ?? 0) + v;
-    }
-    return { undelivered, perIntake };
+    return addStops(reports.filter((r) => r !== undefined));
   }
+}
+
+/** What a worker ended from outside held, as of its last report: lost. */
+function heldBy(state: WorkerState | undefined): StopReport {
+  const perIntake = Object.fromEntries((state?.health ?? []).map((h) => [h.name, { delivered: 0, kept: 0, lost: h.queuedEvents + h.unackedEvents }]));
+  return { delivered: 0, kept: 0, lost: Object.values(perIntake).reduce((n, s) => n + s.lost, 0), perIntake };
 }
 
 /** The main thread's metrics and the workers', as one registry (counters and most gauges summed; see metrics.ts). */

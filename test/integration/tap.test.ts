@@ -13,7 +13,8 @@ import { isLocal } from '../../src/telemetry/ops-server.ts';
 import { tempDir, track } from '../helpers/cleanup.ts';
 import { freePort, sendTcp, startTestIntake } from '../helpers/peers.ts';
 import { startCli } from '../helpers/process.ts';
-import { books, startRelay, TEST_KEY, TLS } from '../helpers/relay.ts';
+import { books, metricValue, startRelay, TEST_KEY, TLS } from '../helpers/relay.ts';
+import { parseConfig } from '../../src/config/load.ts';
 
 const DB_KEY = 'DbKey000000000000000000000000001';
 
@@ -167,4 +168,58 @@ describe('tap', () => {
     stop.abort();
     expect(await done).toBe(0);
   }, 20_000);
+
+  it('with workers, no thread shows a key: neither that of an intake run by the main thread only (disk queue), nor one a reload rotated out', async () => {
+    const intake = track(await startTestIntake());
+    const ops = await freePort();
+    const dir = tempDir('tap-workers-');
+    const out = `{ type: syslog, host: 127.0.0.1, port: ${intake.port}, server_name: localhost, ca_file: ${TLS}ca.crt, resend_window_ms: 100 }`;
+    const yaml = (fwKey: string): string => `log_level: warn
+workers: 2
+data_dir: ${dir}
+metrics: { address: 127.0.0.1, port: ${ops} }
+intakes:
+  - name: fw
+    intake_key: ${fwKey}
+    output: ${out}
+    inputs: [{ type: tcp, name: fw-tcp, address: 127.0.0.1, port: 0 }]
+  - name: db
+    intake_key: ${DB_KEY}
+    output: ${out}
+    queue: { type: disk }
+    inputs: [{ type: udp, name: db-udp, address: 127.0.0.1, port: 0 }]
+`;
+    const relay = track(await startRelay(yaml(TEST_KEY)));
+    const view = async (tag: string, quoted: readonly string[]): Promise<string> => {
+      const c = collect();
+      const per = 20;
+      const connections = 16;
+      const n = per * connections;
+      const before = await metricValue(relay.daemon.metrics, 'intake_relay_events_received_total', { intake: 'fw' });
+      const done = tap(`http://127.0.0.1:${ops}`, opts({ intake: 'fw', limit: n, rate: 1000 }), c.out, c.err, new AbortController().signal);
+      await vi.waitFor(async () => expect(await relay.metric('intake_relay_tap_viewers'), c.stderr()).toBe(1), { timeout: 15_000 });
+      // Many connections: the kernel spreads them over both threads.
+      await Promise.all(Array.from({ length: connections }, (_, k) => sendTcp(relay.port('fw', 'fw-tcp'),
+        Array.from({ length: per }, (_, i) => `<134>1 - fw-01 app - - - ${tag} ${k}-${i} quotes ${quoted[i % quoted.length]}\n`).join(''))));
+      expect(await done).toBe(0);
+      // The worker handled some of them: its viewer masked them.
+      const own = (await metricValue(relay.daemon.metrics, 'intake_relay_events_received_total', { intake: 'fw' })) - before;
+      expect(own).toBeLessThan(n);
+      const lines = c.stdout().trim().split('\n');
+      expect(lines).toHaveLength(n);
+      return c.stdout();
+    };
+    const first = await view('a', [DB_KEY, TEST_KEY]);
+    expect(first).not.toContain(DB_KEY);
+    expect(first).not.toContain(TEST_KEY);
+    expect(first.split('<intake key>').length - 1).toBe(16 * 20);
+    // The fw key rotated: events still quoting the old one (queued, or from a sender's window) stay masked.
+    const NEW_KEY = 'NewKey0000000000000000000000000042';
+    const report = await relay.daemon.reload(parseConfig(yaml(NEW_KEY), join(dir, 'v2.yaml'), {}));
+    expect(report.failed).toEqual([]);
+    const second = await view('b', [TEST_KEY, NEW_KEY, DB_KEY]);
+    for (const k of [TEST_KEY, NEW_KEY, DB_KEY]) expect(second).not.toContain(k);
+    // Nor in any log line, whatever thread wrote it.
+    for (const k of [TEST_KEY, NEW_KEY, DB_KEY]) expect(relay.logText()).not.toContain(k);
+  }, 60_000);
 });

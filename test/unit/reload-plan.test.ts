@@ -60,8 +60,12 @@ describe('reload plan', () => {
     const [a, c] = p.kept;
     expect(a).toMatchObject({ name: 'a', filters: true, queue: 'same', output: false, inputs: { keep: ['keep'], restart: ['change'], add: ['new'], remove: ['gone'] } });
     expect(c).toMatchObject({ name: 'c', filters: false, queue: 'limits', output: true });
-    expect(p.listeners).toEqual({ keep: [], restart: ['shared'], add: ['added'], remove: ['old'] });
+    // New routes are applied in place: the listener keeps its connections.
+    expect(p.listeners).toEqual({ keep: ['shared'], restart: [], add: ['added'], remove: ['old'] });
     expect(p.notApplied).toEqual([]);
+    // A listener's own settings (its port, limits) still open it again.
+    const moved = planReload(cfg(base), cfg(base.replace('name: shared, port: 2010', 'name: shared, port: 2013')));
+    expect(moved.listeners).toEqual({ keep: ['old'], restart: ['shared'], add: [], remove: [] });
   });
 
   it('reports what only a restart applies: metrics, emulator, data_dir, a queue\'s type or path, a disk queue\'s memory stage', () => {

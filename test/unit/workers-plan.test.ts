@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
 import { summarize } from '../../src/cli/summary.ts';
-import { heldPorts, runsInWorkers, shareBounds, workerConfig, workerCount } from '../../src/pipeline/workers.ts';
+import { heldPorts, runsInWorkers, shareBounds, workerConfig, workerCount, workerForwards } from '../../src/pipeline/workers.ts';
 
 const KEY = 'AbCdEfGh0123456789IjKlMnOpQrStUv';
 const intake = (name: string, inputs: string, queue = '') => `  - name: ${name}
@@ -25,20 +25,28 @@ describe('workers plan', () => {
     expect(runsInWorkers(c)).toBe(true);
   });
 
-  it('shared listeners run in the workers only when every intake has a memory queue (each worker must reach every target)', () => {
+  it('shared listeners run in every thread whatever their routes lead to: a disk-queued intake is reached through the main thread', () => {
     const listener = `listeners:
-  - { type: tcp, name: shared, address: 127.0.0.1, port: 6514, routes: [{ match: { app_name: a }, intake: a }], default: drop }
+  - { type: tcp, name: shared, address: 127.0.0.1, port: 6514, routes: [{ match: { app_name: a }, intake: a }, { match: { app_name: b }, intake: b }], default: drop }
   - { type: http, name: api, address: 127.0.0.1, port: 8080, max_inflight_bytes: 1000000 }
 `;
     const mem = cfg(intake('a', '') + intake('b', ''), listener);
     expect(workerConfig(mem, () => undefined, (l) => (l === 'shared' ? 7000 : 7001)).listeners.map((l) => (l as { port: number }).port)).toEqual([7000, 7001]);
     expect(workerConfig(mem, () => undefined, () => undefined).intakes.map((i) => i.name)).toEqual(['a', 'b']);
+    expect(workerForwards(mem)).toEqual([]);
     // The HTTP listener's memory budget is shared among the threads like the queues.
     const shared = shareBounds(mem, 4);
     expect(shared.listeners.map((l) => (l as { max_inflight_bytes?: number }).max_inflight_bytes)).toEqual([undefined, 250000]);
-    const withDisk = cfg(intake('a', '') + intake('b', '', '{ type: disk }'), listener);
-    expect(workerConfig(withDisk, () => undefined, () => undefined)).toMatchObject({ intakes: [], listeners: [] });
-    expect(runsInWorkers(withDisk)).toBe(false);
+    // A disk queue on b: the listeners stay in every thread (a reload adding it moves nothing); b is
+    // the main thread's, reached from the workers through it.
+    const withDisk = cfg(intake('a', '') + intake('b', '', '{ type: disk, when_full: drop_newest }'), listener);
+    const plan = workerConfig(withDisk, () => undefined, () => undefined);
+    expect(plan.listeners.map((l) => l.label)).toEqual(['shared', 'api']);
+    expect(plan.intakes.map((i) => i.name)).toEqual(['a']);
+    expect(workerForwards(withDisk)).toEqual([{ name: 'b', intakeKey: KEY, filters: [], whenFull: 'drop_newest' }]);
+    expect(runsInWorkers(withDisk)).toBe(true);
+    expect(shareBounds(withDisk, 4).listeners.map((l) => (l as { max_inflight_bytes?: number }).max_inflight_bytes)).toEqual([undefined, 250000]);
+    expect(summarize(withDisk)).toContain('workers: 4 threads run the shared listeners (what they route to "b", whose disk queues the main thread runs, goes there); the rest runs in the main thread');
   });
 
   it('bounds are shared (rounded down: never more than configured); nothing changes for one thread', () => {

@@ -306,11 +306,22 @@ export class HttpReceiver {
    */
   async #settled(ends: readonly [Target, number][]): Promise<void> {
     if (this.#l.respond_when === 'queued') return;
-    const waits = ends.filter(([t]) => !t.queue.durable).map(([t, end]) => t.queue.untilSettled(end));
+    // A disk queue another thread owns (a worker's listener): once that thread wrote them.
+    const waits = ends.flatMap(([t, end]) => {
+      const q = t.queue;
+      if (!q.durable) return [q.untilSettled(end)];
+      return q.untilWritten ? [q.untilWritten(end)] : [];
+    });
     if (waits.length === 0) return;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), this.#l.delivery_timeout_ms)));
-    const r = await Promise.race([Promise.all(waits), timeout]);
+    let r: unknown;
+    try {
+      r = await Promise.race([Promise.all(waits), timeout]);
+    } catch {
+      clearTimeout(timer);
+      throw new HttpError(503, 'shutdown', 'The queue refused the events.', { 'retry-after': '5' });
+    }
     clearTimeout(timer);
     if (r === 'timeout') {
       throw new HttpError(503, 'not_delivered', `The events were queued but not delivered to the intake within ${this.#l.delivery_timeout_ms} ms: retry (they may arrive twice).`, { 'retry-after': '10' });

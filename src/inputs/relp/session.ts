@@ -1,7 +1,9 @@
 // One RELP session on the server side (librelp doc/relp.html): the "open" answered with our offers,
-// each "syslog" transaction turned into an event, and its answer "rsp 200" sent only once the
-// event is safe: in a disk queue and fsynced, or, with a memory queue, delivered (or dropped by a
-// filter, counted). Answers go out in the order of the commands, one write per read. A queue that
+// each "syslog" transaction turned into an event, and its answer "rsp 200" sent once the event is
+// as safe as the relay keeps it (respond_when: auto): in a disk queue and fsynced, or in a memory
+// queue, as rsyslog's imrelp answers (a crash loses a memory queue either way; waiting for the
+// intake would hold each sender's window behind the output's confirmation). `delivered` waits for
+// the intake's confirmation (or a counted drop), `queued` never waits for an fsync. Answers go out in the order of the commands, one write per read. A queue that
 // is full pauses the reading (the sender's window then fills: backpressure, never a drop), and so
 // do answers piling up behind one not yet safe (past MAX_UNANSWERED of them, or MAX_REPLY_BYTES of
 // refusals and other replies, which take no queue space): a session's memory is bounded whatever the
@@ -19,8 +21,8 @@ import { decimalDigits, writeDecimal } from '../../syslog/format.ts';
 
 export interface RelpSessionOptions {
   readonly maxMessageBytes: number;
-  /** auto: answer once safe (fsynced, or delivered with a memory queue); queued: once queued. */
-  readonly respondWhen: 'auto' | 'queued';
+  /** auto: once fsynced by a disk queue, or in a memory queue; queued: once queued; delivered: once the intake confirmed it. */
+  readonly respondWhen: 'auto' | 'queued' | 'delivered';
 }
 
 const OK = Buffer.from(' rsp 6 200 OK\n', 'latin1');
@@ -35,7 +37,7 @@ export const MAX_UNANSWERED = 65_536;
 export const MAX_REPLY_BYTES = 256 * 1024;
 
 /** What one read asks to answer, in order: a run of transactions answered 200, or one whole frame. */
-type Answer = { readonly txnr: number } | { readonly frame: Buffer; readonly code: '200' | '500' | undefined };
+type Answer = { readonly txnr: number } | { readonly frame: Buffer; readonly code: '200' | '500' | 'open' | undefined };
 
 export class RelpServerSession implements RelpFrameSink {
   readonly #socket: net.Socket;
@@ -121,7 +123,7 @@ export class RelpServerSession implements RelpFrameSink {
       if (!offers.has('relp_version')) return this.#reply(txnr, '500 no relp_version offered');
       if (!(offers.get('commands') ?? []).includes('syslog')) return this.#reply(txnr, '500 required command not supported by client');
       this.#open = true;
-      return this.#reply(txnr, `200 OK\n${SERVER_OFFERS}`);
+      return this.#reply(txnr, `200 OK\n${SERVER_OFFERS}`, 'open');
     }
     if (command === 'close') {
       // Answered after everything before it; then the hint, and our side closes.
@@ -141,9 +143,10 @@ export class RelpServerSession implements RelpFrameSink {
     this.#reply(txnr, `500 message over ${this.#o.maxMessageBytes} bytes`);
   }
 
-  #reply(txnr: number, data: string): void {
+  /** `code`: how the answer is counted (a session's open apart from its messages). */
+  #reply(txnr: number, data: string, code: '500' | 'open' | undefined = data.startsWith('200') ? undefined : '500'): void {
     const frame = relpFrame(txnr, 'rsp', data);
-    this.#answers.push({ frame, code: data.startsWith('200') ? '200' : '500' });
+    this.#answers.push({ frame, code });
     this.#unanswered++;
     this.#replyBytes += frame.length;
   }
@@ -175,15 +178,28 @@ export class RelpServerSession implements RelpFrameSink {
     }
     if (answers.length === 0) return;
     const waits: Promise<void>[] = [];
-    if (this.#o.respondWhen === 'auto') {
+    const when = this.#o.respondWhen;
+    if (when !== 'queued') {
       targets.forEach((t, k) => {
         const q: EventQueue = t.queue;
-        if (q.nextSeq !== before[k]) waits.push(q.untilSafe(q.nextSeq));
+        if (q.nextSeq === before[k]) return;
+        if (when === 'delivered') waits.push(q.untilSettled(q.nextSeq));
+        else if (q.durable) waits.push(q.untilSafe(q.nextSeq));
       });
     }
     const closing = this.#closing;
     this.#then(async () => {
-      if (waits.length > 0) await Promise.all(waits);
+      if (waits.length > 0) {
+        try {
+          await Promise.all(waits);
+        } catch {
+          // Some of them were lost before they were safe (a queue in another thread closed; counted
+          // there): nothing more is answered, the sender sends them again to whoever listens next.
+          this.#closing = true;
+          this.#end();
+          return;
+        }
+      }
       this.#write(answers);
       if (closing) this.#end();
     });
@@ -208,12 +224,13 @@ export class RelpServerSession implements RelpFrameSink {
     let replies = 0;
     let ok = 0;
     let refused = 0;
+    let opens = 0;
     for (const a of answers) {
       if ('frame' in a) {
         size += a.frame.length;
         replies += a.frame.length;
         if (a.code === '500') refused++;
-        else if (a.code === '200') ok++;
+        else if (a.code === 'open') opens++;
       } else {
         size += decimalDigits(a.txnr) + OK.length;
         ok++;
@@ -243,6 +260,7 @@ export class RelpServerSession implements RelpFrameSink {
     this.#replyBytes -= replies;
     if (ok > 0) this.#t.answered('200', ok);
     if (refused > 0) this.#t.answered('500', refused);
+    if (opens > 0) this.#t.opened(opens);
     if (this.#backlog && this.#unanswered <= MAX_UNANSWERED / 2 && this.#replyBytes <= MAX_REPLY_BYTES / 2) {
       this.#backlog = false;
       this.#resume();
