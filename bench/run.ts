@@ -1,6 +1,7 @@
 // `npm run bench [-- tcp|udp|scale|file|disk|disk-outage|http|http-gzip|http-in|http-in-disk|routing|relp|relp-in]`: the relay as a separate process pinned to core 1 (taskset), the load
 // and the receiver on core 0, all on loopback. Prints events/s, relay CPU seconds and peak RSS, and
-// checks that every event arrived. Figures are for reading, never asserted by tests. Knobs:
+// checks that every event arrived; peak RSS is printed with the peak anonymous memory beside it
+// (RssAnon sampled every 100 ms: file pages do not count). Figures are for reading, never asserted by tests. Knobs:
 // BENCH_RUNS (3), RELAY_NODE_FLAGS (added to the relay's node flags), RELAY_BIN (a single executable
 // to run instead of dist/main.js), RELAY_ENV (VAR=value ...
 // added to its environment), BENCH_QUEUE (the intake's queue, e.g. "{ max_bytes: 16777216 }"),
@@ -94,6 +95,28 @@ function rssMb(pid: number, which: 'VmRSS' | 'VmHWM'): number {
   return Number(new RegExp(`${which}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'latin1'))?.[1]) / 1024;
 }
 
+/**
+ * Peak anonymous memory (RssAnon, what the kernel cannot take back: no file page counts) of each
+ * process the bench started, sampled every 100 ms from /proc/PID/status while it runs.
+ */
+const anonPeaks = new Map<number, number>();
+function watchAnon(pid: number): void {
+  const t = setInterval(() => {
+    try {
+      const kb = Number(/RssAnon:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))?.[1]);
+      if (kb > 0) anonPeaks.set(pid, Math.max(anonPeaks.get(pid) ?? 0, kb / 1024));
+    } catch {
+      clearInterval(t);
+    }
+  }, 100);
+  t.unref();
+}
+/** " (anonymous N)": the peak anonymous memory of `pid`, to print after its peak RSS. */
+function anon(pid: number | undefined): string {
+  const mb = pid === undefined ? undefined : anonPeaks.get(pid);
+  return mb === undefined ? '' : `, anonymous ${mb.toFixed(0)} MiB`;
+}
+
 /** `exe args` on `cores` (taskset, where it works), killed when the bench ends. */
 function spawnPinned(cores: string, exe: string, args: string[], options: SpawnOptions): ChildProcess {
   const proc = spawn(pinned ? 'taskset' : exe, [...(pinned ? ['-c', cores, exe] : []), ...args], options);
@@ -105,6 +128,7 @@ function spawnPinned(cores: string, exe: string, args: string[], options: SpawnO
 async function settled(proc: ChildProcess, tcpPort: number): Promise<{ pid: number; idleRssMb: number }> {
   await waitListening(tcpPort);
   const pid = proc.pid as number;
+  watchAnon(pid);
   await new Promise((r) => setTimeout(r, 1000));
   return { pid, idleRssMb: rssMb(pid, 'VmRSS') };
 }
@@ -373,7 +397,7 @@ async function tcpScenario(receiverScript = 'bench/receiver.ts', output: OutputY
   }
   return finish(relay, receiver, done, n, secs, cpu, rss,
       `${n} events of 200 bytes in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; ` +
-      `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per event); idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB (${mem}); ` +
+      `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per event); idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB${anon(relay.proc.pid)} (${mem}); ` +
       `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}, resent ${resent}, output connections ${connects}; ` +
       `load + receiver CPU ${other.toFixed(2)} s on the other core${compression}`,
   );
@@ -446,7 +470,7 @@ async function udpScenario(rate = 100_000, sources = 1): Promise<RunFigures> {
     idleRssMb: relay.idleRssMb,
     line:
       `${n} datagrams offered at ${Math.round(n / offeredSecs).toLocaleString('en')}/s for ${offeredSecs.toFixed(1)} s; ` +
-      `received ${done.frames}/${n}, kernel drops ${kernelDrops}, relay drops ${dropped}; relay CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per datagram (${Math.round((100 * sys) / cpu)}% of it in the kernel); idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB; output connections ${connects}`,
+      `received ${done.frames}/${n}, kernel drops ${kernelDrops}, relay drops ${dropped}; relay CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per datagram (${Math.round((100 * sys) / cpu)}% of it in the kernel); idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB${anon(relay.proc.pid)}; output connections ${connects}`,
   };
 }
 
@@ -492,7 +516,7 @@ async function httpInScenario(queue = ''): Promise<RunFigures> {
   await pool.close();
   return finish(relay, receiver, done, n, secs, cpu, rss,
       `${requests} requests x ${perRequest} events in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; relay CPU ${cpu.toFixed(2)} s; ` +
-      `idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB; received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}; 429 answers ${throttled}`,
+      `idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB${anon(relay.proc.pid)}; received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}; 429 answers ${throttled}`,
   );
 }
 
@@ -518,7 +542,7 @@ async function fileScenario(): Promise<RunFigures> {
   const mem = await memory.stop();
   const figures = await finish(relay, receiver, done, n, secs, cpu, rss,
     `${n} lines of 200 bytes appended in ${written.toFixed(2)} s, all forwarded in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} lines/s; ` +
-      `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core); idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB (${mem}); ` +
+      `relay CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core); idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB${anon(relay.proc.pid)} (${mem}); ` +
       `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}`,
   );
   rmSync(dir, { recursive: true, force: true });
@@ -565,7 +589,7 @@ async function outageScenario(n = 5_000_000): Promise<RunFigures> {
   const rss = relay.peakRssMb();
   return finish(relay, receiver, done, n, outSecs, cpu, rss,
     `${n.toLocaleString('en')} events (200 B) taken in during the outage in ${inSecs.toFixed(1)} s (${Math.round(n / inSecs).toLocaleString('en')}/s), ` +
-      `${(onDisk / 2 ** 30).toFixed(2)} GiB on disk, idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rssIn.toFixed(0)} MiB; backlog delivered after the intake came back in ${outSecs.toFixed(1)} s = ` +
+      `${(onDisk / 2 ** 30).toFixed(2)} GiB on disk, idle RSS ${relay.idleRssMb.toFixed(0)} MiB, peak RSS ${rssIn.toFixed(0)} MiB${anon(relay.proc.pid)}; backlog delivered after the intake came back in ${outSecs.toFixed(1)} s = ` +
       `${Math.round(n / outSecs).toLocaleString('en')} events/s; peak RSS over the whole run ${rss.toFixed(0)} MiB; relay CPU ${cpuIn.toFixed(1)} s taking in, ${cpu.toFixed(1)} s draining; ` +
       `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}`,
   );
@@ -602,6 +626,7 @@ action(type="omrelp" target="127.0.0.1" port="${relpPort}" tls="on" tls.caCert="
   const proc = rsyslogd('peer', 1);
   await waitListening(tcpPort);
   const pid = proc.pid as number;
+  watchAnon(pid);
   const written = new WrittenLines(out);
   const count = (): number => written.count();
   // One event first, delivered before the clock starts: omrelp's session is open.
@@ -651,7 +676,7 @@ action(type="omrelp" target="127.0.0.1" port="${relpPort}" tls="on" tls.caCert="
     line:
       `${frames} events of 200 bytes in ${secs.toFixed(2)} s = ${Math.round(frames / secs).toLocaleString('en')} events/s${partial ? ` (stopped after ${limitS} s with ${frames} of ${n} delivered)` : ''}; ` +
       `rsyslogd CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / Math.max(1, frames)).toFixed(1)} µs per event); ` +
-      `idle RSS ${idle.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB; without the key element ${keyless}`,
+      `idle RSS ${idle.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB${anon(pid)}; without the key element ${keyless}`,
   };
 }
 
@@ -732,7 +757,7 @@ action(type="omrelp" target="127.0.0.1" port="${relpPort}" queue.type="LinkedLis
     idleRssMb: idle,
     line:
       `${frames} of ${n} events (200 B) from one omrelp session in ${secs.toFixed(2)} s = ${Math.round(frames / secs).toLocaleString('en')} events/s${frames < n ? ` (stopped after ${limitS} s)` : ''}; ` +
-      `${who} CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / Math.max(1, frames)).toFixed(2)} µs per event); idle RSS ${idle.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB; refused ${done.refused}`,
+      `${who} CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / Math.max(1, frames)).toFixed(2)} µs per event); idle RSS ${idle.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB${anon(pid)}; refused ${done.refused}`,
   };
 }
 
@@ -814,7 +839,7 @@ async function rsyslogTcpScenario(connections = 1, threads = 1): Promise<RunFigu
     idleRssMb: rsyslog.idleRssMb,
     line:
       `${n} events of 200 bytes in ${secs.toFixed(2)} s = ${Math.round(n / secs).toLocaleString('en')} events/s; ` +
-      `rsyslogd CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per event); idle RSS ${rsyslog.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB; ` +
+      `rsyslogd CPU ${cpu.toFixed(2)} s (${Math.round((100 * cpu) / secs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per event); idle RSS ${rsyslog.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB${anon(rsyslog.pid)}; ` +
       `received ${done.frames}/${n}${done.frames === n ? ' (all)' : ' (MISSING EVENTS)'}, refused ${done.refused}`,
   };
 }
@@ -840,7 +865,7 @@ async function rsyslogUdpScenario(rate = 100_000, sources = 1, threads = 1): Pro
     idleRssMb: rsyslog.idleRssMb,
     line:
       `${n} datagrams offered at ${Math.round(n / offeredSecs).toLocaleString('en')}/s for ${offeredSecs.toFixed(1)} s; received ${done.frames}/${n}, kernel drops ${drops}; ` +
-      `rsyslogd CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per datagram; idle RSS ${rsyslog.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB`,
+      `rsyslogd CPU ${cpu.toFixed(2)} s = ${Math.round((100 * cpu) / offeredSecs)}% of a core, ${((1e6 * cpu) / n).toFixed(2)} µs per datagram; idle RSS ${rsyslog.idleRssMb.toFixed(0)} MiB, peak RSS ${rss.toFixed(0)} MiB${anon(rsyslog.pid)}`,
   };
 }
 

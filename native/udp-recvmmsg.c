@@ -13,32 +13,21 @@
 //   start(handle, onBatch(buf, ends, from, addrs), onError(code))
 //   drain(handle)   read what the socket holds now, synchronously, calling onBatch (for a stop)
 //   close(handle)   idempotent; info/start on a closed handle throw, drain does nothing
-//   trimMemory() -> bool   gives the C library's free memory back to the system (glibc's
-//                          malloc_trim: free pages inside its heaps too); false where there is none
-//   releasePages() -> bytes   lets go of the program's read-only, never-written pages the process
-//                          maps (madvise MADV_DONTNEED); they come back from the page cache when used
-//   lockFile(fd) -> 0 | errno  an exclusive flock(2) on an open file, without waiting: 0, or
-//                          EWOULDBLOCK when another open file description holds it
+// registered by addon.c, with process.c's calls, in the one addon (native/build/relay.node).
 
 #define _GNU_SOURCE
-#define NAPI_VERSION 8
+#include "addon.h"
 #include <arpa/inet.h>
 #include <errno.h>
-#include <link.h>
 #include <netinet/in.h>
 #include <node_api.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 #define BATCH 64
 #define SLOT 65536
@@ -483,144 +472,13 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-// After a burst, glibc keeps what was freed inside its heaps (holes below the top are never given
-// back by free()): tens of MB in a relay at rest. The relay calls this once a lull begins.
-static napi_value js_trim_memory(napi_env env, napi_callback_info info) {
-  (void)info;
-  napi_value out;
-#ifdef __GLIBC__
-  malloc_trim(0);
-  napi_get_boolean(env, true, &out);
-#else
-  napi_get_boolean(env, false, &out);
-#endif
-  return out;
-}
-
-/** The program's own image: from its lowest loaded segment to the end of its highest. */
-typedef struct image_span {
-  uintptr_t lo;
-  uintptr_t hi;
-} image_span;
-
-static int program_image(struct dl_phdr_info *info, size_t size, void *data) {
-  (void)size;
-  image_span *s = data;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD) continue;
-    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-    uintptr_t hi = lo + ph->p_memsz;
-    if (s->hi == 0 || lo < s->lo) s->lo = lo;
-    if (hi > s->hi) s->hi = hi;
-  }
-  return 1; // the first object visited is the program itself: that is all
-}
-
-/** One mapping of /proc/self/smaps, as read so far. */
-typedef struct vma {
-  uintptr_t start, end;
-  int readonly_private; // "r-?p"
-  int file;             // a path, not an anonymous or special ([heap], [stack]) mapping
-  long rss_kb, anonymous_kb, swap_kb; // -1 until read
-} vma;
-
-#define MAX_RELEASED 64
-
-/** Adds `v`, read whole, to `found` if its pages may be let go (see js_release_pages). */
-static void consider(const vma *v, uintptr_t lo, uintptr_t hi, vma *found, int *n) {
-  if (*n < MAX_RELEASED && v->start >= lo && v->end <= hi && v->readonly_private && v->file && v->rss_kb > 0 &&
-      v->anonymous_kb == 0 && v->swap_kb == 0)
-    found[(*n)++] = *v;
-}
-
-// Lets go of the pages of the program's executable that the process maps (madvise
-// MADV_DONTNEED): the kernel maps a file's pages 64 KiB at a time around each one touched, and
-// keeps them. What is used again is mapped again from the page cache at its next use. Only:
-// - mappings inside the program's own loaded image (dl_iterate_phdr), which stays mapped for the
-//   life of the process: other mappings of the same file come and go (V8 maps its built-in code
-//   again for each isolate and unmaps it when a worker ends), and shared libraries may be unloaded;
-// - read-only, private, file-backed ones (not the anonymous code of --use-largepages);
-// - holding no private copy, resident or swapped out (relocated data that was made read-only
-//   has one: let go, it would come back unrelocated). smaps says so: Anonymous and Swap 0 kB.
-// Read and decided here, without a JavaScript allocation (at rest, that would touch pages too).
-// Returns the resident bytes let go (0 where /proc cannot be read).
-static napi_value js_release_pages(napi_env env, napi_callback_info info) {
-  (void)info;
-  napi_value out;
-  double released = 0;
-  image_span image = {0, 0};
-  dl_iterate_phdr(program_image, &image);
-  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-  uintptr_t lo = image.lo & ~(page - 1);
-  uintptr_t hi = (image.hi + page - 1) & ~(page - 1);
-  vma found[MAX_RELEASED];
-  int n = 0;
-  FILE *f = image.hi > 0 ? fopen("/proc/self/smaps", "re") : NULL;
-  if (f != NULL) {
-    char line[512];
-    // Until the first mapping's line, `cur` is none (not file-backed: never taken).
-    vma cur = {0, 0, 0, 0, -1, -1, -1};
-    while (fgets(line, sizeof line, f) != NULL) {
-      size_t len = strlen(line);
-      int whole = len > 0 && line[len - 1] == '\n';
-      unsigned long a, b;
-      char perms[5];
-      int path_at = -1;
-      if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &a, &b, perms, &path_at) == 3 && path_at > 0) {
-        consider(&cur, lo, hi, found, &n);
-        cur = (vma){a, b, perms[0] == 'r' && perms[1] == '-' && perms[3] == 'p', line[path_at] == '/', -1, -1, -1};
-      } else {
-        long kb;
-        if (sscanf(line, "Rss: %ld kB", &kb) == 1) cur.rss_kb = kb;
-        else if (sscanf(line, "Anonymous: %ld kB", &kb) == 1) cur.anonymous_kb = kb;
-        else if (sscanf(line, "Swap: %ld kB", &kb) == 1) cur.swap_kb = kb;
-      }
-      // A line longer than the buffer (a long path): skip the rest of it.
-      while (!whole && fgets(line, sizeof line, f) != NULL) {
-        len = strlen(line);
-        whole = len > 0 && line[len - 1] == '\n';
-      }
-    }
-    consider(&cur, lo, hi, found, &n);
-    fclose(f);
-  }
-  for (int i = 0; i < n; i++) {
-    if (madvise((void *)found[i].start, found[i].end - found[i].start, MADV_DONTNEED) == 0) released += (double)found[i].rss_kb * 1024;
-  }
-  napi_create_double(env, released, &out);
-  return out;
-}
-
-// The relay's state directories (data_dir, each disk queue) are locked this way: the lock belongs to
-// the open file description, so the kernel lets go of it when the process ends, however it ends.
-static napi_value js_lock_file(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  int32_t fd = -1;
-  napi_value out;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 || napi_get_value_int32(env, argv[0], &fd) != napi_ok) {
-    napi_throw_type_error(env, NULL, "lockFile(fd): fd is a number");
-    return NULL;
-  }
-  int r;
-  do r = flock(fd, LOCK_EX | LOCK_NB);
-  while (r != 0 && errno == EINTR);
-  napi_create_int32(env, r == 0 ? 0 : errno, &out);
-  return out;
-}
-
-NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
+void register_udp(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
     {"open", NULL, js_open, NULL, NULL, NULL, napi_enumerable, NULL},
     {"info", NULL, js_info, NULL, NULL, NULL, napi_enumerable, NULL},
     {"start", NULL, js_start, NULL, NULL, NULL, napi_enumerable, NULL},
     {"drain", NULL, js_drain, NULL, NULL, NULL, napi_enumerable, NULL},
     {"close", NULL, js_close, NULL, NULL, NULL, napi_enumerable, NULL},
-    {"trimMemory", NULL, js_trim_memory, NULL, NULL, NULL, napi_enumerable, NULL},
-    {"releasePages", NULL, js_release_pages, NULL, NULL, NULL, napi_enumerable, NULL},
-    {"lockFile", NULL, js_lock_file, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
-  return exports;
 }

@@ -221,13 +221,14 @@ async function main(): Promise<void> {
     const config = join(work, `sea-config-${arch}.json`);
     const blob = join(work, `sea-${arch}.blob`);
     // The bundle is also an asset: worker threads (workers: N) run it from its text. So are the lazy
-    // libraries (LAZY_LIBRARIES), and the native UDP receive, built for this machine's architecture only (no cross compiler): another
-    // architecture's executable receives UDP with Node's dgram.
+    // libraries (LAZY_LIBRARIES), and the native addon, built for this machine's architecture only
+    // (no cross compiler): another architecture's executable receives UDP with Node's dgram, and
+    // locks its state directories with flock(1).
     const assets: Record<string, string> = { 'intake-relay.cjs': main, ...libraries.files };
     if (native) {
       const built = spawnSync(host, [join(ROOT, 'native', 'compile.mjs'), '--strict'], { encoding: 'utf8' });
-      if (built.status === 0) assets['udp-recvmmsg.node'] = join(ROOT, 'native', 'build', 'udp-recvmmsg.node');
-      else log(`native UDP receive not included: ${built.stderr.trim()}`);
+      if (built.status === 0) assets['relay.node'] = join(ROOT, 'native', 'build', 'relay.node');
+      else log(`native addon not included: ${built.stderr.trim()}`);
     }
     writeFileSync(config, JSON.stringify({ main, output: blob, assets, disableExperimentalSEAWarning: true, useSnapshot: false, useCodeCache: native, execArgv: EXEC_ARGV, execArgvExtension: EXEC_ARGV_EXTENSION }, null, 2));
     execFileSync(host, [...EXEC_ARGV, '--experimental-sea-config', config], { stdio: ['ignore', 'ignore', 'inherit'] });

@@ -14,9 +14,9 @@ import { answerConfigLoad, LOAD_CONFIG_COMMAND, loadConfigInChild } from './conf
 import { MAX_CONFIG_BYTES, readBounded } from './config/read-bounded.ts';
 import { markFile, watchConfigFile } from './config/watch.ts';
 import type { Config } from './config/resolve.ts';
-import { Daemon } from './pipeline/daemon.ts';
-import { EX_STATE_LOCKED } from './core/state-lock.ts';
-import { isRelayWorker, runWorker } from './pipeline/worker-thread.ts';
+import { Relay } from './runtime/relay.ts';
+import { EX_STATE_LOCKED } from './platform/state-lock.ts';
+import { isRelayWorker, runWorker } from './runtime/worker-main.ts';
 // The commands' own modules (check, send, rules push, tap, the emulator) are imported when their
 // command runs: a daemon never loads them (undici alone is ~8 MB of resident memory).
 import { probeReadyz, readyzUrl } from './cli/healthcheck.ts';
@@ -171,7 +171,7 @@ async function runTap(file: string, values: { intake?: string; input?: string; l
 }
 
 // The loader (and the schema library) is imported when a command needs it: the daemon's own
-// modules do not load it (its worker threads never do; see pipeline/workers.ts).
+// modules do not load it (its worker threads never do; see runtime/worker-main.ts).
 
 /** The configuration's metrics: settings only (where the running daemon answers), or undefined after printing the problems. */
 async function metricsOrReport(file: string): Promise<Config['metrics'] | undefined> {
@@ -241,7 +241,7 @@ async function run(file: string, watchConfig: boolean): Promise<number> {
   const config = await loadOrReport(file, true);
   if (!config) return EX_CONFIG;
   const log = createLogger(config.log_level);
-  const daemon = new Daemon(config, log);
+  const daemon = new Relay(config, log);
   process.on('uncaughtException', (err) => {
     log.fatal({ err }, 'Unexpected error: exiting so that the service manager restarts intake-relay.');
     log.flush();

@@ -2,7 +2,7 @@
 // It asks the running daemon's /readyz, at the address and port its configuration gives the
 // operations server, and is healthy on 200 only.
 
-import { http } from '../core/builtins.ts';
+import { http } from '../platform/builtins.ts';
 import { opsBase } from './ops-url.ts';
 
 /** Where the daemon that runs this configuration answers /readyz; undefined when metrics are off. */

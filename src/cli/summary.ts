@@ -5,9 +5,9 @@ import { stringify } from 'yaml';
 import { feedingListeners, type Config } from '../config/resolve.ts';
 import { inputOf } from '../inputs/registry.ts';
 import { outputOf } from '../outputs/registry.ts';
-import { workerConfig, workerCount, workerForwards } from '../pipeline/workers.ts';
+import { workerConfig, workerCount, workerForwards } from '../pipeline/worker-plan.ts';
 import { stateDirs } from '../pipeline/state-dirs.ts';
-import { holderText, lockMethod, stateHolder } from '../core/state-lock.ts';
+import { holderText, lockMethod, stateHolder } from '../platform/state-lock.ts';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 

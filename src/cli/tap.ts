@@ -3,7 +3,7 @@
 // object per line on stdout (or one readable line with --format text); what the view missed
 // (skipped by the rate, dropped while the terminal was slow) goes to stderr.
 
-import { http } from '../core/builtins.ts';
+import { http } from '../platform/builtins.ts';
 import { z } from 'zod';
 
 export interface TapOptions {

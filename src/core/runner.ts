@@ -2,7 +2,8 @@
 // output's concurrency in flight (p-queue; adaptive when the output asks), retries with capped
 // backoff (forever unless max_retries is set), pauses the whole output when the intake throttles
 // or refuses the key, splits refused batches to isolate the events at fault, keeps an idle sink's
-// unacknowledged writes moving (while it stops too), gives memory back once a lull begins, and
+// unacknowledged writes moving (while it stops too), lets the sink give back what it keeps once a
+// lull begins and says so (busy, idle: process-wide memory is the process's housekeeping's), and
 // reports through its telemetry. Each send is one attempt by the sink.
 
 import PQueue from 'p-queue';
@@ -12,7 +13,6 @@ import { backoffDelay, sleep, type BackoffOptions } from './backoff.ts';
 import type { BatchLimits, EventQueue } from './queue.ts';
 import type { RelayError } from './errors.ts';
 import type { DropReason, Sink } from './contracts.ts';
-import { releaseExecutablePages, releaseFreeMemory } from './native-addon.ts';
 import type { OutputTelemetry } from './telemetry.ts';
 
 export interface RunnerOptions {
@@ -26,13 +26,20 @@ export interface RunnerOptions {
   readonly telemetry: OutputTelemetry;
   /** A lull: this long after the last batch sent (LULL_MS; shorter in tests). */
   readonly lullMs?: number;
+  /** Told when its output turns busy (a batch sent after a lull, or the first) and idle (a lull begins, or it ends). */
+  readonly activity?: Activity;
+}
+
+/** An output's activity, for whoever keeps the process's memory (runtime/housekeeping.ts). */
+export interface Activity {
+  busy(): void;
+  idle(): void;
 }
 
 /**
  * A lull begins this long after the last batch sent, once nothing is queued or unacknowledged: the
- * sink lets go of what it keeps for the next burst, the C library gives back what the burst
- * freed inside its heaps (tens of MB otherwise kept resident at rest), and the executable's pages
- * the burst mapped (the compilers' code among them) are let go.
+ * sink lets go of what it keeps for the next burst, and the runner says it is idle (once every
+ * output of the process is, the C library gives back what the burst freed inside its heaps).
  */
 const LULL_MS = 10_000;
 
@@ -190,10 +197,12 @@ export class SinkRunner {
     }
     this.#lullTimer = setTimeout(() => this.#lull(), this.#o.lullMs ?? LULL_MS);
     this.#lullTimer.unref();
+    this.#o.activity?.busy();
   }
 
   #endLull(): void {
     this.#ending = true;
+    if (this.#lullTimer) this.#o.activity?.idle();
     clearTimeout(this.#lullTimer);
     this.#lullTimer = undefined;
   }
@@ -206,8 +215,7 @@ export class SinkRunner {
     }
     this.#lullTimer = undefined;
     this.#o.sink.trim?.();
-    releaseFreeMemory();
-    releaseExecutablePages();
+    this.#o.activity?.idle();
   }
 
   /** Waits while the whole output is paused (throttled, key refused). */

@@ -1,6 +1,6 @@
 // The PROXY protocol on a listener: before a connection is handed to its input (and before TLS,
 // which the balancer passes through), its first bytes are read. From a trusted proxy they must be
-// a header (core/proxy-protocol.ts), which names the original sender; from anyone else they must
+// a header (proxy-protocol.ts), which names the original sender; from anyone else they must
 // not start like one. A header from an untrusted address, a malformed, truncated or late one is
 // refused (the connection is closed, counted by reason, logged) and never parsed as syslog. What
 // follows the header is put back on the socket, and the connection handed on with its sender
@@ -10,7 +10,7 @@
 import type net from 'node:net';
 import { addressList, type AddressList } from '../core/address-list.ts';
 import type { ProxyProtocolSettings } from '../core/config-values.ts';
-import { mayBeProxyHeader, looksLikeProxyHeader, parseProxyHeader } from '../core/proxy-protocol.ts';
+import { mayBeProxyHeader, looksLikeProxyHeader, parseProxyHeader } from './proxy-protocol.ts';
 import type { ComponentLog } from '../core/telemetry.ts';
 import { senderAddress } from './frame-builder.ts';
 

@@ -9,7 +9,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { TlsFiles } from '../core/component.ts';
 import type { ProxyProtocolSettings } from '../core/config-values.ts';
-import { listen } from '../core/net.ts';
+import { listen } from '../platform/net.ts';
 import type { SyslogInputTelemetry } from '../core/telemetry.ts';
 import { senderAddress } from './frame-builder.ts';
 import { ProxyAcceptor } from './proxied.ts';

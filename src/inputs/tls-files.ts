@@ -2,7 +2,7 @@
 // that serve TLS.
 
 import type { ResolveContext, TlsFiles } from '../core/component.ts';
-import { checkCertAndKey } from '../core/tls-material.ts';
+import { checkCertAndKey } from '../platform/tls-material.ts';
 
 interface TlsServerConfig {
   readonly cert_file: string;

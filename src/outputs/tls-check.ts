@@ -1,8 +1,8 @@
-// The TLS files of an output checked at load (core/tls-material.ts): the CA bundle it verifies the
+// The TLS files of an output checked at load (platform/tls-material.ts): the CA bundle it verifies the
 // intake with, and a client certificate with its key; problems at their keys, warnings for expiry.
 
 import type { ResolveContext } from '../core/component.ts';
-import { checkCa, checkCertAndKey } from '../core/tls-material.ts';
+import { checkCa, checkCertAndKey } from '../platform/tls-material.ts';
 
 export function checkTlsFiles(
   ctx: ResolveContext,

@@ -1,7 +1,9 @@
-// What pipelines and sources are built with: the metrics registry, the logger, and the local
-// intake emulator when intakes without a key forward to it.
+// What pipelines and sources are built with: the metrics registry, the logger, the tables of
+// senders and the tap of this thread, the local intake emulator when intakes without a key forward
+// to it, and where its outputs' activity goes.
 
 import type { Logger } from 'pino';
+import type { Activity } from '../core/runner.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { SenderTables } from './senders.ts';
 import type { Taps } from './tap.ts';
@@ -18,4 +20,6 @@ export interface PipelineEnv {
   readonly taps: Taps;
   /** The local intake emulator, when intakes without a key forward to it. */
   emulator(): { readonly port: number; readonly caPem: string } | undefined;
+  /** What an output's runner tells of its activity (the process's housekeeping counts them). */
+  activity(): Activity;
 }

@@ -19,6 +19,8 @@ import { readRecord, recordSize, writeRecord } from '../core/event-codec.ts';
 import type { Batch, LogEvent } from '../core/event.ts';
 import type { AdmitResult, BatchLimits, EventQueue, Offered, WhenFull } from '../core/queue.ts';
 import type { ResolvedIntake } from '../config/resolve.ts';
+import type { Target } from '../core/component.ts';
+import { FilterSet } from '../routing/filters.ts';
 
 /** What a worker knows of an intake the main thread runs alone: enough to route, filter and refuse. */
 export interface ForwardedIntake {
@@ -345,4 +347,69 @@ function decode(buf: Buffer, count: number): LogEvent[] | undefined {
     at = r.next;
   }
   return events;
+}
+
+/**
+ * In a worker: the intakes the main thread runs alone, as its listeners route to them (a target
+ * each, over a ForwardQueue), kept as the main thread's reloads say, and every stream by number
+ * (a removed one's answers may still come).
+ */
+export class ForwardTargets {
+  readonly #post: (m: ForwardOut, transfer: ArrayBuffer) => void;
+  readonly #targets = new Map<string, { readonly queue: ForwardQueue; readonly target: Target }>();
+  readonly #streams = new Map<number, ForwardQueue>();
+
+  constructor(post: (m: ForwardOut, transfer: ArrayBuffer) => void) {
+    this.#post = post;
+  }
+
+  /** The routes' slots: each intake's name and target. */
+  slots(): { readonly name: string; readonly target: Target }[] {
+    return [...this.#targets.values()].map((f) => ({ name: f.target.intake, target: f.target }));
+  }
+
+  /**
+   * The intakes as the main thread runs them now: new ones get a queue, kept ones their new name
+   * (case), key and filters in place. Returns the queues of those gone, for the caller to close
+   * once no listener routes to them.
+   */
+  set(list: readonly ForwardedIntake[]): ForwardQueue[] {
+    const keep = new Set<string>();
+    for (const f of list) {
+      const key = f.name.toLowerCase();
+      keep.add(key);
+      const had = this.#targets.get(key);
+      if (had) {
+        had.queue.update(f);
+        had.target.intake = f.name;
+        had.target.intakeKey = f.intakeKey;
+        had.target.filters = new FilterSet(f.filters);
+        continue;
+      }
+      const queue = new ForwardQueue(f, this.#post);
+      this.#streams.set(queue.stream, queue);
+      this.#targets.set(key, { queue, target: { intake: f.name, intakeKey: f.intakeKey, queue, filters: new FilterSet(f.filters) } });
+    }
+    const gone: ForwardQueue[] = [];
+    for (const [key, f] of this.#targets) {
+      if (keep.has(key)) continue;
+      this.#targets.delete(key);
+      gone.push(f.queue);
+    }
+    return gone;
+  }
+
+  /** The main thread's answer about one of the streams. */
+  reply(m: ForwardIn): void {
+    this.#streams.get(m.stream)?.reply(m);
+  }
+
+  /** Resolves once the main thread has taken every chunk of every stream. */
+  async flushed(): Promise<void> {
+    await Promise.all([...this.#streams.values()].map((q) => q.flushed()));
+  }
+
+  close(): void {
+    for (const q of this.#streams.values()) q.close();
+  }
 }

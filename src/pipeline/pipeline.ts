@@ -18,6 +18,7 @@ import { intakeInstruments, outputTelemetry } from './instruments.ts';
 import { openQueue } from './queues.ts';
 import type { PipelineEnv } from './env.ts';
 import { createSource } from './sources.ts';
+import type { IntakeHealth } from '../telemetry/ops-server.ts';
 
 export class Pipeline {
   intake: ResolvedIntake;
@@ -93,6 +94,7 @@ export class Pipeline {
       backoff: def.backoff(o),
       maxRetries: def.maxRetries(o),
       telemetry: outputTelemetry(metrics, log, intake.name, sink.type),
+      activity: this.#env.activity(),
     });
   }
 
@@ -174,6 +176,24 @@ export class Pipeline {
     }
     if (pending > 0) this.#env.metrics.eventsDropped.inc({ intake: this.name, stage: 'output', reason: 'shutdown' }, pending);
     return { kept: 0, lost: pending };
+  }
+
+  /** Its health: the output's state, what waits, whether it is stalled (`stallMs` without a delivery while events wait) or refuses events. */
+  health(now: number, stallMs: number, startedAt: number): IntakeHealth {
+    const queued = this.queue.pendingEvents;
+    const backlog = queued + this.sink.unacknowledged;
+    const since = this.runner.lastAckAt || startedAt;
+    return {
+      name: this.name,
+      output: this.sink.type,
+      state: this.runner.state,
+      queuedEvents: queued,
+      unackedEvents: this.sink.unacknowledged,
+      lastDeliveryAt: this.runner.lastAckAt,
+      lastError: this.runner.lastError?.message,
+      stalled: this.runner.state === 'key_rejected' || (backlog > 0 && now - since > stallMs),
+      accepting: !(this.queue.full && this.intake.queue.when_full === 'block') && !this.queue.closed,
+    };
   }
 
   /** Stops reporting (the intake is gone). */

@@ -38,6 +38,23 @@ export interface ReloadPlan {
   readonly notApplied: readonly string[];
 }
 
+export interface ReloadReport {
+  readonly added: string[];
+  readonly removed: string[];
+  readonly changed: string[];
+  /** Inputs and listeners closed and opened again (their configuration changed). */
+  readonly restarted: string[];
+  /** Settings a reload cannot change (a restart applies them). */
+  readonly notApplied: string[];
+  /** Inputs or listeners that could not start. */
+  readonly failed: string[];
+}
+
+/** A report of nothing changed (a reload that could not begin, or a thread that could not answer), to add to. */
+export function emptyReport(): ReloadReport {
+  return { added: [], removed: [], changed: [], restarted: [], notApplied: [], failed: [] };
+}
+
 const json = (v: unknown): string => JSON.stringify(v);
 /** What a new output (runner + sink) is needed for. */
 const outputKey = (i: ResolvedIntake): string => json([i.intakeKey, i.output, i.batch, i.toEmulator]);

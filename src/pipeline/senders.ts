@@ -348,6 +348,12 @@ export class SenderTables {
     for (const [intake, input, sender, events, bytes, first, last] of sightings) this.#tables.get(SenderTables.#key(intake, input))?.seen(sender, events, bytes, last, first);
   }
 
+  /** The tables follow the inputs that run now (after a reload): new settings, new tables, those of inputs gone dropped. */
+  follow(inputs: readonly { readonly intake: string; readonly label: string; readonly senders: SendersConfig }[]): void {
+    for (const i of inputs) this.table(i.intake, i.label, i.senders);
+    this.retain(inputs.map((i) => [i.intake, i.label] as const));
+  }
+
   /** Drops the tables of inputs not in `live` (["intake", "input"] pairs; a reload removed the rest). */
   retain(live: readonly (readonly [string, string])[]): void {
     const keep = new Set(live.map(([i, n]) => SenderTables.#key(i, n)));

@@ -1,5 +1,5 @@
 // The directories a configuration keeps state in, each locked by the daemon that runs it
-// (core/state-lock.ts): data_dir when file inputs keep checkpoints there or a disk queue lives
+// (platform/state-lock.ts): data_dir when file inputs keep checkpoints there or a disk queue lives
 // under it, and each disk queue's own directory (queue.path may be anywhere).
 
 import { sep } from 'node:path';

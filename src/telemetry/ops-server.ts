@@ -5,10 +5,10 @@
 // one JSON object per line, for intake-relay tap; local clients only unless metrics.tap says any).
 
 import type * as Http from 'node:http';
-import { http } from '../core/builtins.ts';
+import { http } from '../platform/builtins.ts';
 import { isIPv4, type AddressInfo } from 'node:net';
 import type { Writable } from 'node:stream';
-import { listen } from '../core/net.ts';
+import { listen } from '../platform/net.ts';
 import { secretMask } from './secret-mask.ts';
 import { isoUtc } from '../core/iso-time.ts';
 

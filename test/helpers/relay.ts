@@ -1,11 +1,11 @@
-// Runs a Daemon in-process from YAML text, captures its logs, reads its metrics.
+// Runs a relay (runtime/relay.ts) in-process from YAML text, captures its logs, reads its metrics.
 
 import { Writable } from 'node:stream';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/config/load.ts';
-import { Daemon } from '../../src/pipeline/daemon.ts';
+import { Relay } from '../../src/runtime/relay.ts';
 import { createLogger } from '../../src/telemetry/log.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
 import type { Registry } from 'prom-client';
@@ -16,7 +16,7 @@ export const TLS = `${FIXTURES}tls/`;
 export const TEST_KEY = 'AbCdEfGh0123456789IjKlMnOpQrStUv';
 
 export interface RunningRelay {
-  readonly daemon: Daemon;
+  readonly daemon: Relay;
   readonly logs: Record<string, unknown>[];
   readonly logText: () => string;
   port(intake: string, input: string): number;
@@ -39,19 +39,19 @@ export async function startRelay(yaml: string, env: NodeJS.ProcessEnv = {}): Pro
       cb();
     },
   });
-  const daemon = new Daemon(config, createLogger(config.log_level, sink), new Metrics(false));
+  const daemon = new Relay(config, createLogger(config.log_level, sink), new Metrics(false));
   await daemon.start();
   return {
     daemon,
     logs,
     logText: () => raw.join(''),
     port(intake, input) {
-      const p = daemon.inputPort(intake, input);
+      const p = daemon.topology.inputPort(intake, input);
       if (p === undefined) throw new Error(`no input ${intake}/${input}`);
       return p;
     },
     // With workers, every thread's metrics added up, as /metrics shows them.
-    metric: async (name, labels) => registryValue(await daemon.gather(), name, labels),
+    metric: async (name, labels) => registryValue(await daemon.view.gather(), name, labels),
     stop: () => daemon.stop(),
   };
 }

@@ -50,12 +50,12 @@ describe('configuration loaded by a child process', () => {
     expect(await exitCode).toBe(0);
     const modules = readFileSync(record, 'utf8').split('\n').filter(Boolean);
     // The recorder works: the daemon's own modules are there.
-    expect(modules.some((m) => m.endsWith('/src/pipeline/daemon.ts'))).toBe(true);
+    expect(modules.some((m) => m.endsWith('/src/runtime/relay.ts'))).toBe(true);
     expect(modules.filter((f) => /\/node_modules\/zod\/|\/src\/config\/(load|schema)\.ts$|\/schema\.ts$/.test(f))).toEqual([]);
     // Nor the YAML library (the loader child parses the file; validate prints YAML).
     expect(modules.filter((f) => f.includes('/node_modules/yaml/'))).toEqual([]);
     // Nor Node's bundled undici (14 MB), which an ES module import of node:http loads through its
-    // WebSocket getters (src/core/builtins.ts); the metrics endpoint served HTTP meanwhile.
+    // WebSocket getters (src/platform/builtins.ts); the metrics endpoint served HTTP meanwhile.
     expect(modules).toContain('builtin:_http_server');
     expect(modules.filter((f) => f.includes('undici'))).toEqual([]);
     expect(output()).not.toContain(TEST_KEY);

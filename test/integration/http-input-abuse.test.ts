@@ -65,7 +65,7 @@ describe('HTTP input: JSON nested deep', () => {
   it('a body nested past max_depth (128 by default) gets 400 too_deep, counted, on every JSON path; one at the limit goes through', async () => {
     intake = await startTestIntake();
     relay = await startRelay(yaml(intake.port));
-    const base = `http://127.0.0.1:${relay.daemon.listenerPort('api')}`;
+    const base = `http://127.0.0.1:${relay.daemon.topology.listenerPort('api')}`;
     const deep = nested(50_000);
     const refusals = [
       await post(`${base}/jsons`, deep),
@@ -93,7 +93,7 @@ describe('HTTP input: JSON nested deep', () => {
   it('max_depth is the user\'s to set, up to 1000, where events are still written back as text without overflowing', async () => {
     intake = await startTestIntake();
     relay = await startRelay(yaml(intake.port, '    max_depth: 1000'));
-    const base = `http://127.0.0.1:${relay.daemon.listenerPort('api')}`;
+    const base = `http://127.0.0.1:${relay.daemon.topology.listenerPort('api')}`;
     expect((await post(`${base}/jsons`, nested(1000))).status).toBe(200);
     expect((await post(`${base}/array`, `[{"intake_key":"${KEY}","json":${nested(998)}}]`)).status).toBe(200); // list, object, 998
     const r = await post(`${base}/jsons`, nested(1001));
@@ -107,7 +107,7 @@ describe('HTTP input: clients that go away mid-body', () => {
   it('each is counted as client_closed and logged at info, rate-limited, without a stack trace', async () => {
     intake = await startTestIntake();
     relay = await startRelay(yaml(intake.port));
-    const port = relay.daemon.listenerPort('api')!;
+    const port = relay.daemon.topology.listenerPort('api')!;
     const clients = 200;
     const abort = (gzip: boolean): Promise<void> =>
       new Promise((resolve) => {
@@ -141,7 +141,7 @@ describe('HTTP input: request targets that are no URL', () => {
   it('get 400 bad_request, counted, and the relay keeps serving', async () => {
     intake = await startTestIntake();
     relay = await startRelay(yaml(intake.port));
-    const port = relay.daemon.listenerPort('api')!;
+    const port = relay.daemon.topology.listenerPort('api')!;
     const raw = (target: string): Promise<string> =>
       new Promise((resolve) => {
         let got = '';
@@ -162,7 +162,7 @@ describe('HTTP input: a malformed request that carries credentials', () => {
   it('gets 400, and neither its key nor its Authorization reaches the log (Node hands the raw bytes with the error)', async () => {
     intake = await startTestIntake();
     relay = await startRelay(yaml(intake.port));
-    const port = relay.daemon.listenerPort('api')!;
+    const port = relay.daemon.topology.listenerPort('api')!;
     const key = 'LeakedKey0123456789abcdefLEAKED01';
     const basic = Buffer.from(`user:${key}`).toString('base64');
     const got = await new Promise<string>((resolve) => {
@@ -190,7 +190,7 @@ describe('HTTP input: the memory budget shared by concurrent requests', () => {
     intake = await startTestIntake();
     const top = 'metrics: { enabled: true, address: 127.0.0.1, port: 0 }';
     relay = await startRelay(yaml(intake.port, '    max_inflight_bytes: 1048576', top), {});
-    const port = relay.daemon.listenerPort('api')!;
+    const port = relay.daemon.topology.listenerPort('api')!;
     const base = `http://127.0.0.1:${port}`;
     const ops = `http://127.0.0.1:${relay.daemon.opsPort}`;
     const readyz = async () => {

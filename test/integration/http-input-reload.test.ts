@@ -64,7 +64,7 @@ describe('HTTP input: a reload that restarts the listener', () => {
       for (let n = 0; running; n++) {
         const body = JSON.stringify({ events: Array.from({ length: 20 }, (_, k) => `client ${c} request ${n} event ${k}`) });
         for (;;) {
-          const port = r.daemon.listenerPort('api');
+          const port = r.daemon.topology.listenerPort('api');
           if (port === undefined) {
             await new Promise((res) => setTimeout(res, 5)); // between the old listener and the new
             continue;
@@ -119,7 +119,7 @@ describe('HTTP input: a reload that restarts the listener', () => {
 
     // Another port.
     expect((await reload(yaml(intake.port, p2, 4000))).restarted).toEqual(['api']);
-    expect(relay.daemon.listenerPort('api')).toBe(p2);
+    expect(relay.daemon.topology.listenerPort('api')).toBe(p2);
     const after = accepted;
     await vi.waitFor(() => expect(accepted).toBeGreaterThan(after + 1000), { timeout: 20_000 });
     } finally {

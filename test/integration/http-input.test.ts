@@ -59,7 +59,7 @@ ${listener}`;
 async function setup(listener = '', queue = '') {
   intake = await startTestIntake();
   relay = await startRelay(yaml(intake.port, listener, queue));
-  const base = `http://127.0.0.1:${relay.daemon.listenerPort('api')}`;
+  const base = `http://127.0.0.1:${relay.daemon.topology.listenerPort('api')}`;
   return { base, intake, relay };
 }
 
@@ -184,7 +184,7 @@ describe('HTTP input: backpressure', () => {
   it('a flood that fills the queue gets 429 + Retry-After; after retrying, nothing is lost or doubled', async () => {
     const port = await freePort(); // the intake is down at first
     relay = await startRelay(yaml(port, '', '    queue: { max_events: 1000 }'));
-    const base = `http://127.0.0.1:${relay.daemon.listenerPort('api')}`;
+    const base = `http://127.0.0.1:${relay.daemon.topology.listenerPort('api')}`;
     let throttled = 0;
     let retryAfter = '';
     const send = async (i: number): Promise<void> => {
@@ -231,7 +231,7 @@ describe('HTTP input: when the answer comes (respond_when)', () => {
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'http-respond-'));
     relay = await startRelay(yaml(port, '    respond_when: queued', `    queue: { type: disk, path: ${dir}/a }`).replace('intakes:', `data_dir: ${dir}\nintakes:`));
-    const base = `http://127.0.0.1:${relay.daemon.listenerPort('api')}`;
+    const base = `http://127.0.0.1:${relay.daemon.topology.listenerPort('api')}`;
     // Intake a has a disk queue: safe once written there.
     expect((await post(`${base}/jsons`, JSON.stringify(['to disk']), { authorization: basic(KEY_A) })).status).toBe(200);
     // Intake b has a memory queue, and the listener says queued.

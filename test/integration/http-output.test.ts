@@ -123,7 +123,7 @@ describe('HTTP output', () => {
     let refuse = true;
     const { intake, relay } = await run(300, () => (refuse ? { status: 401 } : { status: 200 }), '      key_retry_ms: 200');
     await vi.waitFor(async () => expect(await relay.metric('intake_relay_output_key_rejected')).toBe(1));
-    expect(relay.daemon.health()[0]).toMatchObject({ state: 'key_rejected', stalled: true });
+    expect(relay.daemon.view.health()[0]).toMatchObject({ state: 'key_rejected', stalled: true });
     expect(await books(relay, 'h')).toMatchObject({ received: 300, dropped: 0, balanced: true });
     const errors = relay.logs.filter((l) => String(l.msg).includes('refuses the key'));
     expect(errors).toHaveLength(1);
@@ -132,7 +132,7 @@ describe('HTTP output', () => {
     await vi.waitFor(() => expect(intake.accepted).toHaveLength(300), { timeout: 10_000 });
     once(intake.accepted);
     await vi.waitFor(async () => expect(await relay.metric('intake_relay_output_key_rejected')).toBe(0));
-    expect(relay.daemon.health()[0]!.stalled).toBe(false);
+    expect(relay.daemon.view.health()[0]!.stalled).toBe(false);
     expect(relay.logText()).not.toContain(TEST_KEY);
   });
 

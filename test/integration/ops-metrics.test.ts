@@ -60,12 +60,12 @@ ${extra}`;
 `), 'v3.yaml', {}));
     expect(partial.failed).toEqual(['taken']);
     expect(await relay.metric('intake_relay_config_last_reload_successful')).toBe(0);
-    expect(relay.daemon.ready()).toBe(false);
+    expect(relay.daemon.view.ready()).toBe(false);
 
     // Fixed: whole again.
     const fixed = await relay.daemon.reload(parseConfig(yaml(), 'v4.yaml', {}));
     expect(fixed.failed).toEqual([]);
     expect(await relay.metric('intake_relay_config_last_reload_successful')).toBe(1);
-    expect(relay.daemon.ready()).toBe(true);
+    expect(relay.daemon.view.ready()).toBe(true);
   });
 });

@@ -45,7 +45,7 @@ describe('HTTP listener with proxy_protocol', () => {
   it('a slow client behind the trusted proxy is cut off after headers_timeout_ms, as without the PROXY protocol', async () => {
     const intake = track(await startTestIntake());
     const relay = track(await startRelay(httpYaml(intake.port)));
-    const c = await connect(relay.daemon.listenerPort('api')!);
+    const c = await connect(relay.daemon.topology.listenerPort('api')!);
     c.s.write('PROXY TCP4 192.0.2.7 127.0.0.1 40000 80\r\nPOST /plain HTTP/1.1\r\nHost: x\r\n'); // headers never finished
     await vi.waitFor(() => expect(c.closed()).toBe(true), { timeout: 10_000 });
     expect(c.answer()).toMatch(/^HTTP\/1\.1 408 /);
@@ -54,7 +54,7 @@ describe('HTTP listener with proxy_protocol', () => {
   it('a stop finishes while a connection from the trusted proxy has sent its header and nothing more', async () => {
     const intake = track(await startTestIntake());
     const relay = await startRelay(httpYaml(intake.port));
-    const c = await connect(relay.daemon.listenerPort('api')!);
+    const c = await connect(relay.daemon.topology.listenerPort('api')!);
     c.s.write('PROXY TCP4 192.0.2.7 127.0.0.1 40000 80\r\n');
     await new Promise((r) => setTimeout(r, 200)); // the header is read and the connection handed to the HTTP server
     const stopping = relay.stop().then(() => 'stopped' as const);

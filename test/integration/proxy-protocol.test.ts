@@ -162,7 +162,7 @@ describe('PROXY protocol behind haproxy', () => {
   ] as const)('TCP, proxy_protocol: %s, haproxy %s: routes and HOSTNAME by the original sender', async (mode, sendProxy) => {
     const intake = track(await startTestIntake());
     const relay = track(await startRelay(relayYaml(intake.port, syslogListener('tcp', mode))));
-    const front = await startBalancer(relay.daemon.listenerPort('lb-in')!, sendProxy);
+    const front = await startBalancer(relay.daemon.topology.listenerPort('lb-in')!, sendProxy);
     const n = 20;
     await Promise.all([
       sendFrom('127.0.0.2', front, lines('two', n).map((l) => `${l}\n`).join('')),
@@ -181,7 +181,7 @@ describe('PROXY protocol behind haproxy', () => {
     const intake = track(await startTestIntake());
     const tlsFiles = `    tls: { cert_file: ${TLS}server.crt, key_file: ${TLS}server.key }\n`;
     const relay = track(await startRelay(relayYaml(intake.port, syslogListener('tcp', 'v2', tlsFiles))));
-    const front = await startBalancer(relay.daemon.listenerPort('lb-in')!, 'send-proxy-v2');
+    const front = await startBalancer(relay.daemon.topology.listenerPort('lb-in')!, 'send-proxy-v2');
     const n = 20;
     await Promise.all([
       sendFrom('127.0.0.2', front, lines('two', n).map((l) => `${l}\n`).join(''), true),
@@ -198,7 +198,7 @@ describe('PROXY protocol behind haproxy', () => {
   it('RELP: rsyslog omrelp from 127.0.0.2 through haproxy (send-proxy-v2): every message once, routed by its original address', async () => {
     const intake = track(await startTestIntake());
     const relay = track(await startRelay(relayYaml(intake.port, syslogListener('relp', 'v2'))));
-    const front = await startBalancer(relay.daemon.listenerPort('lb-in')!, 'send-proxy-v2');
+    const front = await startBalancer(relay.daemon.topology.listenerPort('lb-in')!, 'send-proxy-v2');
     const inPort = await freePort();
     // imtcp in, omrelp out from 127.0.0.2 (localClientIp) to the balancer.
     const rsyslog = track(startRsyslog(() => `module(load="imtcp")
@@ -233,7 +233,7 @@ ruleset(name="fwd") {
     proxy_protocol: ${mode}
     trusted_proxies: [127.0.0.1/32]
 ${tlsFiles}`)));
-    const front = await startBalancer(relay.daemon.listenerPort('api')!, sendProxy);
+    const front = await startBalancer(relay.daemon.topology.listenerPort('api')!, sendProxy);
     const clients = [['127.0.0.2', 'a'], ['127.0.0.3', 'b']] as const;
     // One kept-alive connection per client, both open at once (the second request normally reuses it).
     const agents = clients.map(([source]) => {
@@ -279,7 +279,7 @@ describe('PROXY protocol: refused headers', () => {
   it('a forged header from an untrusted sender, a malformed one or none from the trusted proxy: refused and counted; a direct sender gets in as itself', async () => {
     const intake = track(await startTestIntake());
     const relay = track(await startRelay(relayYaml(intake.port, syslogListener('tcp', 'auto'))));
-    const port = relay.daemon.listenerPort('lb-in')!;
+    const port = relay.daemon.topology.listenerPort('lb-in')!;
     const forged = rfc5424('forged', 0);
     // 127.0.0.2 is no proxy: it may not claim to be 10.9.9.9 (whose events would go to the default).
     await refusedFrom('127.0.0.2', port, `PROXY TCP4 10.9.9.9 127.0.0.1 5555 514\r\n${forged}\n`);
@@ -304,7 +304,7 @@ describe('PROXY protocol: refused headers', () => {
   it('haproxy sending v2 to a listener that expects v1: refused as malformed, nothing delivered', async () => {
     const intake = track(await startTestIntake());
     const relay = track(await startRelay(relayYaml(intake.port, syslogListener('tcp', 'v1'))));
-    const front = await startBalancer(relay.daemon.listenerPort('lb-in')!, 'send-proxy-v2');
+    const front = await startBalancer(relay.daemon.topology.listenerPort('lb-in')!, 'send-proxy-v2');
     await refusedFrom('127.0.0.2', front, lines('mismatch', 3).map((l) => `${l}\n`).join(''));
     await vi.waitFor(async () => expect(await rejected(relay, 'proxy_malformed')).toBe(1), { timeout: 15_000 });
     expect(await relay.metric('intake_relay_events_received_total')).toBe(0);
@@ -329,7 +329,7 @@ describe('PROXY protocol: haproxy\'s health checks', () => {
 `;
     const relay = track(await startRelay(relayYaml(intake.port, listener, 'debug')));
     // A check every 200 ms: the header (v1, or LOCAL for v2), then a reset as soon as it is sent.
-    await startBalancer(relay.daemon.listenerPort('lb-in')!, sendProxy, 'check check-send-proxy inter 200');
+    await startBalancer(relay.daemon.topology.listenerPort('lb-in')!, sendProxy, 'check check-send-proxy inter 200');
     const checks = 10;
     await vi.waitFor(async () => {
       // Counters only grow: a check refused once fails here until the timeout, with its reason.

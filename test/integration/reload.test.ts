@@ -69,7 +69,7 @@ describe('reload', () => {
     );
     const report = await relay.daemon.reload(parseConfig(v2, 'v2.yaml', {}));
     expect(report).toMatchObject({ added: ['c'], removed: ['b'], changed: ['a'], restarted: [], failed: [], notApplied: [] });
-    expect(relay.daemon.inputPort('a', 'in-a')).toBe(p.a);
+    expect(relay.daemon.topology.inputPort('a', 'in-a')).toBe(p.a);
     await vi.waitFor(() => expect(onA.sent).toBeGreaterThan(4_000));
     await sendTcp(p.c, '<14>Nov 23 10:00:00 host app: c 0\n<14>Nov 23 10:00:00 host noise: filtered\n');
     await sendTcp(p.a, '<14>Nov 23 10:00:00 host noise: filtered on a\n');
@@ -150,15 +150,15 @@ describe('reload', () => {
     for (const v of ['v2', 'v3']) {
       const report = await relay.daemon.reload(parseConfig(v2, `${v}.yaml`, {}));
       expect(report).toMatchObject({ notApplied: ['intakes.a.queue (type or path)'], failed: [] });
-      expect(relay.daemon.pipelines[0]?.intake.queue.type).toBe('memory');
-      expect(relay.daemon.config.intakes[0]?.queue.type).toBe('memory');
+      expect(relay.daemon.topology.intakes()[0]?.intake.queue.type).toBe('memory');
+      expect(relay.daemon.topology.config.intakes[0]?.queue.type).toBe('memory');
     }
     await sendTcp(p.a, syslogLines(0, 100, (i) => `m ${i}`));
     await vi.waitFor(() => expect(byKey(intake, KEYS.a)).toEqual(syslogMessages(0, 100, (i) => `m ${i}`)));
     // Removed: its memory queue holds no directory, so no later queue waits for one.
     const withoutA = configYaml(intakeYaml('b', p.b, p.intake), p).replace('intake: a }', 'intake: b }');
     expect(await relay.daemon.reload(parseConfig(withoutA, 'v4.yaml', {}))).toMatchObject({ removed: ['a'], added: ['b'], notApplied: [] });
-    expect(relay.daemon.drainingDisks.size).toBe(0);
+    expect(relay.daemon.topology.drainingDisks).toBe(0);
   });
 
   it('an intake renamed onto its own disk queue directory: the HTTP listener, kept, takes its events while the old queue drains', async () => {
@@ -178,7 +178,7 @@ describe('reload', () => {
     let done = false;
     void reloading.finally(() => (done = true));
     // The old queue drains: the new intake waits for its directory.
-    await vi.waitFor(() => expect(relay.daemon.drainingDisks.size).toBe(1));
+    await vi.waitFor(() => expect(relay.daemon.topology.drainingDisks).toBe(1));
     const during = Array.from({ length: 5 }, (_, i) => post(`during ${i}`));
     await new Promise((r) => setTimeout(r, 200));
     expect(done).toBe(false);

@@ -41,7 +41,7 @@ describe('reload: an output of another type takes over', () => {
     const input = await freePort();
     const relay = track(await startRelay(yaml(input, `{ type: relp, host: 127.0.0.1, port: ${relpPort}, tls: false, ack_timeout_ms: 600000 }`)));
     await sendTcp(input, syslogLines(0, 50, (i) => `r ${i}`));
-    const queue = relay.daemon.pipelines[0]!.queue;
+    const queue = relay.daemon.topology.intakes()[0]!.queue;
     await vi.waitFor(() => expect(queue.nextSeq).toBe(50));
     await vi.waitFor(async () => expect(await relay.metric('intake_relay_output_unacked_events', { intake: 'a' })).toBe(50));
     expect(queue.settledBelow).toBe(0);

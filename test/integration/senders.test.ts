@@ -63,7 +63,7 @@ listeners:
     const relay = track(await startRelay(yaml('{ silent_after_ms: 0, max_tracked: 2 }')));
     const ops = relay.daemon.opsPort!;
     const udp = relay.port('fw', 'fw-udp');
-    const tcp = relay.daemon.listenerPort('shared-tcp')!;
+    const tcp = relay.daemon.topology.listenerPort('shared-tcp')!;
     let sent = 0;
     const burst = async (from: string, n: number) => {
       await udpFrom(from, udp, Array.from({ length: n }, (_, i) => line(sent + i)));
@@ -122,7 +122,7 @@ listeners:
     }
 
     // An HTTP client, by the events' HOSTNAME (its address when the events carry none).
-    const api = relay.daemon.listenerPort('api')!;
+    const api = relay.daemon.topology.listenerPort('api')!;
     const r = await fetch(`http://127.0.0.1:${api}/plain/batch?status_code=200`, { method: 'POST', headers: { 'x-sekoiaio-intake-key': TEST_KEY }, body: 'one\ntwo\n' });
     expect(r.status).toBe(200);
     sent += 2;
@@ -132,7 +132,7 @@ listeners:
     // A reload that changes a listener's senders settings applies them without reopening it.
     const report = await relay.daemon.reload(parseConfig(yaml('{ silent_after_ms: 0, max_tracked: 2, metrics: true }'), 'relay.yaml', {}));
     expect(report).toMatchObject({ restarted: [], failed: [] });
-    expect(relay.daemon.listenerPort('shared-tcp')).toBe(tcp);
+    expect(relay.daemon.topology.listenerPort('shared-tcp')).toBe(tcp);
     await tcpFrom('127.0.0.8', tcp, [line(sent++)]);
     await vi.waitFor(async () => expect(await relay.metric('intake_relay_sender_events_total', { input: 'shared-tcp', sender: '127.0.0.8' })).toBe(1));
 

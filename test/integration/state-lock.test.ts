@@ -114,7 +114,7 @@ describe('two relays on one data_dir', () => {
     const report = await relay.daemon.reload(parseConfig(v2, join(dir, 'v2.yaml'), {}));
     expect(report.added).toEqual([]);
     expect(report.failed).toEqual([`The disk queue ${held} of intake "d" is in use by another process: two relays must not share a data_dir or a disk queue directory (give each its own data_dir, or queue.path). Stop the other one first.`]);
-    expect(relay.daemon.pipelines.map((p) => p.name)).toEqual(['t']);
+    expect(relay.daemon.topology.intakes().map((p) => p.name)).toEqual(['t']);
     expect(relay.logs.some((l) => l.level === 'error' && String(l.msg).startsWith('Reload refused'))).toBe(true);
     expect(await relay.metric('intake_relay_config_last_reload_successful')).toBe(0);
   });

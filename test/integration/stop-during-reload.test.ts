@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
-import { Daemon } from '../../src/pipeline/daemon.ts';
+import { Relay } from '../../src/runtime/relay.ts';
 import { tempDir } from '../helpers/cleanup.ts';
 import { freePort } from '../helpers/peers.ts';
 
@@ -37,15 +37,15 @@ describe('a stop during a reload', () => {
     const [p1, p2] = [await freePort(), await freePort()];
     const one = `{ type: tcp, name: in1, address: 127.0.0.1, port: ${p1} }`;
     const two = `${one}, { type: tcp, name: in2, address: 127.0.0.1, port: ${p2} }`;
-    const d = new Daemon(parseConfig(yaml(dir, one), 'v1.yaml', {}), pino({ level: 'silent' }));
+    const d = new Relay(parseConfig(yaml(dir, one), 'v1.yaml', {}), pino({ level: 'silent' }));
     await d.start();
-    // The stop begins in the middle of the reload (where it starts the emulator, before its inputs).
+    // The stop begins in the middle of the reload (before the topology opens the new inputs).
     let stopping: Promise<unknown> | undefined;
-    const startEmulator = d.startEmulator.bind(d);
-    d.startEmulator = async (cfg) => {
+    const reload = d.topology.reload.bind(d.topology);
+    d.topology.reload = async (cfg) => {
       stopping = d.stop();
       await new Promise((r) => setImmediate(r));
-      return startEmulator(cfg);
+      return reload(cfg);
     };
     await d.reload(parseConfig(yaml(dir, two), 'v2.yaml', {}));
     await stopping;

@@ -16,7 +16,7 @@ const forThreads = nativeUdpForThreads();
 const NATIVE = 'file' in forThreads ? forThreads.file : undefined;
 
 it('the native receive is built here (npm ci), so the threads below use it', () => {
-  expect(NATIVE).toMatch(/udp-recvmmsg\.node$/);
+  expect(NATIVE).toMatch(/relay\.node$/);
 });
 
 it('a receive thread whose reads keep failing reports it (the first of every 1,000) and retries every 100 ms', () => {

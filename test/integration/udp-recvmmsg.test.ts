@@ -68,7 +68,7 @@ describe('native UDP receive (recvmmsg)', () => {
   it('the addon: a worker thread that ends with a receiver open, or throws in its callback, does not bring the process down', () => {
     // The main thread never loads the addon here: each worker's copy goes with the worker, so the
     // receiver must be closed before Node unloads it (an async cleanup hook), or the process crashes.
-    const addon = new URL('../../native/build/udp-recvmmsg.node', import.meta.url).pathname;
+    const addon = new URL('../../native/build/relay.node', import.meta.url).pathname;
     const child = spawnSync(process.execPath, ['-e', `
       const { Worker } = require('node:worker_threads');
       const body = \`
@@ -97,7 +97,7 @@ describe('native UDP receive (recvmmsg)', () => {
     // recvmmsg made to fail with ENOBUFS (a preloaded shim, built here with the same compiler):
     // the datagram stays readable, so without a pause the poll would call again at once, forever.
     const shim = recvmmsgFailingShim();
-    const addon = new URL('../../native/build/udp-recvmmsg.node', import.meta.url).pathname;
+    const addon = new URL('../../native/build/relay.node', import.meta.url).pathname;
     const child = spawnSync(process.execPath, ['-e', `
       const m = { exports: {} }; process.dlopen(m, ${JSON.stringify(addon)});
       const h = m.exports.open('127.0.0.1', 0, false, false, 0);
@@ -117,7 +117,7 @@ describe('native UDP receive (recvmmsg)', () => {
     // Linux reports twice what it grants. Asked: twice the host's limit and a page.
     const rmemMax = Number(readFileSync('/proc/sys/net/core/rmem_max', 'utf8'));
     const asked = 2 * rmemMax + 4096;
-    const addon = new URL('../../native/build/udp-recvmmsg.node', import.meta.url).pathname;
+    const addon = new URL('../../native/build/relay.node', import.meta.url).pathname;
     const script = `
       const m = { exports: {} }; process.dlopen(m, ${JSON.stringify(addon)});
       const h = m.exports.open('127.0.0.1', 0, false, false, ${asked});

@@ -150,7 +150,7 @@ describe('workers: reload and stop under load', () => {
     expect(report.failed).toEqual([]);
     expect(report.changed).toEqual(['t']);
     expect(report.restarted).toEqual(['t/other']);
-    expect(relay.daemon.inputPort('t', 'other')).toBe(other);
+    expect(relay.daemon.topology.inputPort('t', 'other')).toBe(other);
     // Each worker reloaded too (the same changes), and none failed.
     const reloaded = relay.logs.filter((l) => l.msg === 'Configuration reloaded.');
     expect(reloaded.map((l) => l.worker ?? 0).sort()).toEqual([0, 1, 2]);
@@ -238,7 +238,7 @@ describe('workers: what the operator sees', () => {
         cb();
       },
     });
-    expect(relay.daemon.tap({ limit: 0, rate: 100_000 }, out)).toBeUndefined();
+    expect(relay.daemon.view.tap({ limit: 0, rate: 100_000 }, out)).toBeUndefined();
     await Promise.all([sendTcpFrom(port, '127.0.0.2', 'a', 8, 100), sendTcpFrom(port, '127.0.0.3', 'b', 8, 100), sendTcpFrom(port, '127.0.0.4', 'c', 8, 100)]);
     await vi.waitFor(() => expect(intake.received).toHaveLength(2_400), { timeout: 20_000 });
     // The main thread read only some of the 24 connections; the tap shows all 2,400 events.
@@ -255,14 +255,14 @@ describe('workers: what the operator sees', () => {
         },
       });
       o.once('finish', () => resolve());
-      expect(relay.daemon.tap({ limit: 50, rate: 100_000 }, o)).toBeUndefined();
+      expect(relay.daemon.view.tap({ limit: 50, rate: 100_000 }, o)).toBeUndefined();
     });
     await Promise.all([sendTcpFrom(port, '127.0.0.2', 'd', 8, 100), ended]);
     expect(limited.filter((l) => l.includes('"message"'))).toHaveLength(50);
     // Every sender once, in the main thread's table, with all its events (the workers' sightings
     // reach it within a second).
     await vi.waitFor(() => {
-      const table = relay.daemon.senders().find((t) => t.input === 'tcp/0');
+      const table = relay.daemon.view.senders().find((t) => t.input === 'tcp/0');
       const rows = table?.rows(10) as { sender: string; events: number }[];
       expect(Object.fromEntries(rows.map((r) => [r.sender, r.events]))).toEqual({ '127.0.0.2': 1_600, '127.0.0.3': 800, '127.0.0.4': 800 });
     }, { timeout: 5_000 });
@@ -270,7 +270,7 @@ describe('workers: what the operator sees', () => {
     // A view open at the stop ends (the client sees the end of the stream, not a cut connection).
     const last = new Writable({ write: (_c, _e, cb) => cb() });
     const finished = new Promise<void>((resolve) => last.once('finish', () => resolve()));
-    expect(relay.daemon.tap({ limit: 0, rate: 100 }, last)).toBeUndefined();
+    expect(relay.daemon.view.tap({ limit: 0, rate: 100 }, last)).toBeUndefined();
     await relay.stop();
     await finished;
     expect(last.destroyed && !last.writableFinished).toBe(false);
@@ -281,7 +281,7 @@ describe('workers: what the operator sees', () => {
     const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs: twelve, extra: 'shutdown_timeout_ms: 1000\nworkers: 3' })));
     await sendTcpFrom(relay.port('t', 'tcp/0'), '127.0.0.2', 'u', 12, 200);
     await vi.waitFor(async () => {
-      const registry = await relay.daemon.gather();
+      const registry = await relay.daemon.view.gather();
       const values = (await registry.getSingleMetric('intake_relay_thread_utilization')!.get()).values;
       expect(values.map((v) => v.labels.thread).sort()).toEqual(['1', '2', 'main']);
       for (const v of values) expect(v.value >= 0 && v.value <= 1).toBe(true);
@@ -300,17 +300,17 @@ describe('workers: what the operator sees', () => {
     // 24 events over 3 threads with a queue of 10 each (max_events 30 shared).
     const own = await metricValue(relay.daemon.metrics, 'intake_relay_events_received_total', { intake: 't' });
     expect(own).toBeLessThan(24);
-    await vi.waitFor(() => expect(relay.daemon.health()[0]).toMatchObject({ queuedEvents: 24 }), { timeout: 5_000 });
+    await vi.waitFor(() => expect(relay.daemon.view.health()[0]).toMatchObject({ queuedEvents: 24 }), { timeout: 5_000 });
     // Fill every thread's queue: a thread whose queue is full under when_full: block is not
     // accepting, whichever it is.
     await Promise.all(Array.from({ length: 24 }, (_, c) => new Promise<void>((resolve) => {
       const s = net.connect({ port, host: '127.0.0.1' }, () => s.write(Array.from({ length: 20 }, (_, i) => `<14>Nov 26 10:00:00 host app: f${c}-${i}\n`).join(''), () => resolve()));
       track({ stop: () => s.destroy() });
     })));
-    await vi.waitFor(() => expect(relay.daemon.ready()).toBe(false), { timeout: 5_000 });
+    await vi.waitFor(() => expect(relay.daemon.view.ready()).toBe(false), { timeout: 5_000 });
     // Every thread's queue over its share (10; a read that finds room is taken whole, then the
     // sender pauses), as of the workers' next report: all 504 events queued, in every thread.
-    await vi.waitFor(() => expect(relay.daemon.health()[0]).toMatchObject({ accepting: false, queuedEvents: 504, state: 'retrying' }), { timeout: 5_000 });
+    await vi.waitFor(() => expect(relay.daemon.view.health()[0]).toMatchObject({ accepting: false, queuedEvents: 504, state: 'retrying' }), { timeout: 5_000 });
     expect(await metricValue(relay.daemon.metrics, 'intake_relay_queue_events', { intake: 't' })).toBeLessThan(504);
   }, 30_000);
 
@@ -362,7 +362,7 @@ listeners:
   - { type: http, name: api, address: 127.0.0.1, port: 0, max_inflight_bytes: 3000000, paths: [{ path: /ndjson, intake: a, format: ndjson }] }
 `;
     const relay = track(await startRelay(yaml));
-    const port = relay.daemon.listenerPort('api') as number;
+    const port = relay.daemon.topology.listenerPort('api') as number;
     const statuses = await Promise.all(Array.from({ length: 24 }, (_, c) => new Promise<number>((resolve, reject) => {
       const body = Array.from({ length: 50 }, (_, i) => JSON.stringify({ message: `h${c}-${i}` })).join('\n');
       const s = net.connect(port, '127.0.0.1', () =>
@@ -376,8 +376,8 @@ listeners:
     await vi.waitFor(() => expect(intake.received).toHaveLength(1_200), { timeout: 20_000 });
     expect(new Set(intake.received.map((m) => m.message)).size).toBe(1_200);
     // Each thread's listener holds its share of max_inflight_bytes; /status shows the sum.
-    expect(relay.daemon.shared[0]?.source.health?.()).toMatchObject({ budgetBytes: 1_000_000 });
-    await vi.waitFor(() => expect(relay.daemon.listenerHealth()[0]).toMatchObject({ name: 'api', budgetBytes: 3_000_000 }), { timeout: 5_000 });
+    expect(relay.daemon.topology.listener('api')?.health?.()).toMatchObject({ budgetBytes: 1_000_000 });
+    await vi.waitFor(() => expect(relay.daemon.view.listenerHealth()[0]).toMatchObject({ name: 'api', budgetBytes: 3_000_000 }), { timeout: 5_000 });
     await vi.waitFor(async () => expect(await books(relay, 'a')).toMatchObject({ received: 1_200, sent: 1_200, balanced: true }));
   }, 60_000);
 });

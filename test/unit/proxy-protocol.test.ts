@@ -1,6 +1,6 @@
 // The PROXY protocol header parser (v1 text, v2 binary) at every split position, and its refusals.
 import { describe, expect, it } from 'vitest';
-import { compressIPv6, looksLikeProxyHeader, mayBeProxyHeader, parseProxyHeader, V2_SIGNATURE } from '../../src/core/proxy-protocol.ts';
+import { compressIPv6, looksLikeProxyHeader, mayBeProxyHeader, parseProxyHeader, V2_SIGNATURE } from '../../src/inputs/proxy-protocol.ts';
 
 const BOTH = ['v1', 'v2'] as const;
 

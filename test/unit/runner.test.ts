@@ -9,18 +9,8 @@ import { acked, events, FakeSink, FakeTelemetry, permanent, retryable, SENT, typ
 
 const INITIAL_MS = 100;
 
-// What a lull gives back beyond the sink's own (the C library's free memory, the executable's pages): counted.
-const given = vi.hoisted(() => ({ heaps: 0, pages: 0 }));
-vi.mock('../../src/core/native-addon.ts', () => ({
-  releaseFreeMemory: () => {
-    given.heaps++;
-    return true;
-  },
-  releaseExecutablePages: () => {
-    given.pages++;
-    return 0;
-  },
-}));
+// What the runner tells the process's housekeeping: its output busy, then idle at each lull.
+const activity = { busy: 0, idle: 0 };
 
 interface Rig {
   readonly queue: BoundedQueue;
@@ -56,6 +46,7 @@ function rig(script: Script, o: RigOptions = {}): Rig {
     backoff: { initialMs: INITIAL_MS, maxMs: 60_000 },
     maxRetries: o.maxRetries,
     telemetry: t,
+    activity: { busy: () => activity.busy++, idle: () => activity.idle++ },
   });
   runners.push(runner);
   return { queue, sink, t, runner };
@@ -153,17 +144,17 @@ describe('SinkRunner: a lull', () => {
     // Ten seconds, but the intake has not confirmed yet: not a lull.
     await run(1);
     expect(sink.trims).toBe(0);
-    const before = { ...given };
+    const before = { ...activity };
     sink.unacknowledged = 0;
     await run(10_000);
     expect(sink.trims).toBe(1);
-    // So do the C library's heaps and the executable's mapped pages, once.
-    expect(given).toEqual({ heaps: before.heaps + 1, pages: before.pages + 1 });
+    // And the process's housekeeping is told the output is idle, once (busy once, since the first batch).
+    expect(activity).toEqual({ busy: before.busy, idle: before.idle + 1 });
     // At rest: nothing runs, nothing more is trimmed.
     expect(vi.getTimerCount()).toBe(0);
     await run(60_000);
     expect(sink.trims).toBe(1);
-    expect(given).toEqual({ heaps: before.heaps + 1, pages: before.pages + 1 });
+    expect(activity).toEqual({ busy: before.busy, idle: before.idle + 1 });
     // The next burst, then the next lull.
     queue.offer(events(1), 10, true);
     await run();
@@ -176,8 +167,10 @@ describe('SinkRunner: a lull', () => {
     // Counted from the last batch, not the first.
     await run(9_999);
     expect(sink.trims).toBe(1);
+    expect(activity).toEqual({ busy: before.busy + 1, idle: before.idle + 1 });
     await run(1);
     expect(sink.trims).toBe(2);
+    expect(activity).toEqual({ busy: before.busy + 1, idle: before.idle + 2 });
     expect(vi.getTimerCount()).toBe(0);
   });
 });
@@ -201,6 +194,8 @@ describe('SinkRunner: a lull after a stop or a detach', () => {
     await run(20_000);
     expect(sink.trims).toBe(0);
     expect(vi.getTimerCount()).toBe(0);
+    // Its end is a lull for the housekeeping: every busy is matched by an idle.
+    expect(activity.busy).toBe(activity.idle);
   });
 });
 

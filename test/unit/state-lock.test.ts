@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { tempDir, track } from '../helpers/cleanup.ts';
 
-vi.mock('../../src/core/native-addon.ts', () => ({ nativeAddon: () => ({ exports: undefined, reason: 'mocked away' }) }));
-const { LOCK_FILE, lockMethod, StateLockedError, StateLocks, stateHolder } = await import('../../src/core/state-lock.ts');
+vi.mock('../../src/platform/native-addon.ts', () => ({ nativeAddon: () => ({ exports: undefined, reason: 'mocked away' }) }));
+const { LOCK_FILE, lockMethod, StateLockedError, StateLocks, stateHolder } = await import('../../src/platform/state-lock.ts');
 
 /** Whether another process could take the lock now (flock -n, let go at once). */
 function freeFromOutside(dir: string): boolean {

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
 import { summarize } from '../../src/cli/summary.ts';
-import { heldPorts, runsInWorkers, shareBounds, workerConfig, workerCount, workerForwards } from '../../src/pipeline/workers.ts';
+import { heldPorts, runsInWorkers, shareBounds, workerConfig, workerCount, workerForwards } from '../../src/pipeline/worker-plan.ts';
 
 const KEY = 'AbCdEfGh0123456789IjKlMnOpQrStUv';
 const intake = (name: string, inputs: string, queue = '') => `  - name: ${name}

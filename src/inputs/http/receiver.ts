@@ -9,7 +9,7 @@
 
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type * as Http from 'node:http';
-import { http, https } from '../../core/builtins.ts';
+import { http, https } from '../../platform/builtins.ts';
 import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ResolvedHttpListener } from './config.ts';
@@ -18,7 +18,7 @@ import { readBody } from './body.ts';
 import { INTAKE_API, routeDecoder, type ApiFacts, type Built, type Decoded, type DecodeSettings, type Refusal } from './decoders.ts';
 import { HttpError } from './error.ts';
 import type { Sender, Target } from '../../core/component.ts';
-import { listen } from '../../core/net.ts';
+import { listen } from '../../platform/net.ts';
 import type { HttpInputTelemetry } from '../../core/telemetry.ts';
 import { senderAddress } from '../frame-builder.ts';
 import { ProxyAcceptor } from '../proxied.ts';

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { isIP, isIPv6 } from 'node:net';
 import type { Sender } from '../../core/component.ts';
 import type { Source } from '../../core/contracts.ts';
-import { inRelayWorker, listenError, portsShared, udpPortFree } from '../../core/net.ts';
+import { inRelayWorker, listenError, portsShared, udpPortFree } from '../../platform/net.ts';
 import type { SyslogInputTelemetry } from '../../core/telemetry.ts';
 import type { Oversize } from '../../syslog/framing.ts';
 import type { HeaderDefaults } from '../../syslog/parse.ts';

@@ -1,9 +1,9 @@
 // The native batched UDP receive (native/udp-recvmmsg.c, recvmmsg(2) on the thread's own event
 // loop, one JavaScript call per batch of datagrams), when the relay's native addon was built and
-// loads (src/core/native-addon.ts); otherwise the UDP input uses Node's dgram, one call per
+// loads (src/platform/native-addon.ts); otherwise the UDP input uses Node's dgram, one call per
 // datagram. INTAKE_RELAY_UDP_RECVMMSG=0 turns it off (troubleshooting: the dgram path is always there).
 
-import { nativeAddon, nativeAddonFile } from '../../core/native-addon.ts';
+import { nativeAddon, nativeAddonFile } from '../../platform/native-addon.ts';
 
 /** A receiver's handle: only the functions below may use it, and none after close(). */
 export type NativeHandle = { readonly __nativeUdpReceiver: unique symbol };

@@ -13,7 +13,7 @@ import type dgramModule from 'node:dgram';
 import { Worker, type MessagePort } from 'node:worker_threads';
 import { RelayError } from '../../core/errors.ts';
 import type { NativeHandle, NativeUdp } from './native.ts';
-import { listenError, udpPortFree } from '../../core/net.ts';
+import { listenError, udpPortFree } from '../../platform/net.ts';
 
 /** One turn's datagrams of one thread: their bytes back to back, where each ends, who sent it. */
 export interface ReceivedBatch {

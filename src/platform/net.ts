@@ -4,7 +4,7 @@
 
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { RelayError } from './errors.ts';
+import { RelayError } from '../core/errors.ts';
 
 /** ERELAY_LISTEN for `what` on `where` ("127.0.0.1:514", "udp 0.0.0.0:514"), with the likely cause of `code`. */
 export function listenError(what: string, where: string, code: string | undefined, message: string, cause?: unknown): RelayError {

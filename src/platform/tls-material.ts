@@ -5,7 +5,7 @@
 
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import tls from 'node:tls';
-import { isoUtc } from './iso-time.ts';
+import { isoUtc } from '../core/iso-time.ts';
 
 const DAY_MS = 86_400_000;
 /** A certificate that ends sooner than this gets a warning at load. */

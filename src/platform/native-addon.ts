@@ -1,9 +1,9 @@
-// The relay's native addon (native/udp-recvmmsg.c): the UDP input's batched receive
-// (src/inputs/udp/native.ts), trimMemory(), which gives the C library's free memory back to the
-// system, and releasePages(), which lets go of mapped pages of the executable. Built by
-// native/compile.mjs at `npm ci` and `npm run build` (needs a C compiler), and carried inside the
-// single executable as an asset. Where it is missing or does not load, the UDP input uses Node's
-// dgram, memory is given back as the C library sees fit, and the executable's pages stay mapped.
+// The relay's native addon (native/: addon.c registers udp-recvmmsg.c, the UDP input's batched
+// receive, used by src/inputs/udp/native.ts, and process.c: trimMemory(), which gives the C
+// library's free memory back to the system, and lockFile(), the state directories' flock). Built
+// by native/compile.mjs at `npm ci` and `npm run build` (needs a C compiler), and carried inside
+// the single executable as an asset. Where it is missing or does not load, the UDP input uses
+// Node's dgram, memory is given back as the C library sees fit, and locks are taken with flock(1).
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 declare const INTAKE_RELAY_BUILD: unknown;
 
 /** The file name, in native/build/ of a checkout or package, and as the single executable's asset. */
-export const NATIVE_ADDON_FILE = 'udp-recvmmsg.node';
+export const NATIVE_ADDON_FILE = 'relay.node';
 
 let loaded: { readonly exports: Record<string, unknown> | undefined; readonly reason: string } | undefined;
 
@@ -25,31 +25,12 @@ export function nativeAddon(): { readonly exports: Record<string, unknown> | und
 
 /**
  * Gives the C library's free memory back to the system (glibc's malloc_trim): what a burst freed
- * inside its heaps stays resident otherwise. For the start of a lull, not for every turn: it walks
- * every heap. False where the addon or glibc is missing.
+ * inside its heaps stays resident otherwise. Once every output is idle (runtime/housekeeping.ts),
+ * not for every turn: it walks every heap. False where the addon or glibc is missing.
  */
 export function releaseFreeMemory(): boolean {
   const trim = nativeAddon().exports?.trimMemory;
   return typeof trim === 'function' ? (trim as () => boolean)() : false;
-}
-
-/**
- * Lets go of the pages of the executable (Node: about 120 MB of code and data) that the process has
- * mapped: what start-up or a burst touched once and does not use again. The kernel maps a file's
- * pages 64 KiB at a time around each one touched, and keeps them mapped; those used again are
- * mapped again from the page cache at their next use (no disk read while they are cached). The
- * addon reads /proc/self/smaps and keeps to the read-only mappings of the program's own image
- * that hold no private copy (native/udp-recvmmsg.c says why each condition). The pages are the
- * whole process's: a call from any thread (a worker's lull) lets go of them for all, and threads
- * still running code map theirs again (minor faults). A Node that keeps its code in a shared
- * library (a distribution's `nodejs` with libnode.so) has little in its own image: little is let
- * go. `INTAKE_RELAY_RELEASE_PAGES=0` turns it off. Returns the bytes let go; 0 where it is off or
- * the addon is missing.
- */
-export function releaseExecutablePages(): number {
-  if (process.env.INTAKE_RELAY_RELEASE_PAGES === '0') return 0;
-  const release = nativeAddon().exports?.releasePages;
-  return typeof release === 'function' ? (release as () => number)() : 0;
 }
 
 /**

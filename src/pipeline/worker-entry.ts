@@ -1,5 +1,0 @@
-// Where a worker thread starts from dist/ or src/ (workers.ts); the single executable starts its
-// workers from its own bundle, whose main script (main.ts) calls runWorker() instead.
-import { runWorker } from './worker-thread.ts';
-
-await runWorker();
