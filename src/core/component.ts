@@ -4,7 +4,7 @@
 // configuration schema, the loader, `validate`, `check`, `send`, the start-up log and the daemon
 // all go through them, so a new type is its own file(s) plus one registry line.
 
-import type { AdmitResult, EventQueue, OfferResult } from './queue.ts';
+import type { AdmitResult, EventQueue, OfferMode, OfferResult } from './event-queue.ts';
 import type { LogEvent } from './event.ts';
 import type { DropReason, Sink, Source } from './contracts.ts';
 import type { FileTelemetry, HttpInputTelemetry, Instruments, RelpInputTelemetry, SyslogInputTelemetry } from './telemetry.ts';
@@ -63,16 +63,18 @@ export interface InputDefinition<Config, Resolved> {
   impstats(port: number, submitted: number): Record<string, unknown> | undefined;
   /** What names a sender in its table of senders: the peer's address (UDP, TCP), or each event's HOSTNAME (files, HTTP). */
   readonly senderKey: 'address' | 'hostname';
-  /** Whether its source stops reading when a queue is full (TCP, files); one that cannot (UDP) drops, counted. */
-  readonly canPause: boolean;
-  /** Its data keeps (files): it waits for room even under when_full: drop_newest. */
-  readonly alwaysWait: boolean;
+  /**
+   * What its source does when a queue cannot take more (EventQueue.offer): `drop` (it cannot stop
+   * reading: UDP, HTTP answers "later"), `pause` (it stops reading: TCP), `wait` (its data keeps,
+   * whatever when_full says: files, a RELP sender's window).
+   */
+  readonly offerMode: OfferMode;
   create(config: Resolved, ctx: SourceContext): Source;
 }
 
 /** What a source is built with: the sender its events go through, and its telemetry. */
 export interface SourceContext {
-  readonly sender: Sender;
+  readonly inlet: Inlet;
   readonly instruments: InputInstruments;
   /** Where state that must survive a restart goes (data_dir as in force: a reload does not change it). */
   readonly dataDir: string;
@@ -157,11 +159,11 @@ export interface Routing {
 }
 
 /**
- * The one way into intake queues (routing/sender.ts): routes each event to an intake, applies the
+ * The one way into intake queues (routing/inlet.ts): routes each event to an intake, applies the
  * intake's filters, counts what was received and what was dropped (with the reason), and offers
  * the rest to the queue. Whether its source can pause is fixed when it is made.
  */
-export interface Sender {
+export interface Inlet {
   /** The intake of a plain input, for labels; '' for a shared listener. */
   readonly owner: string;
   /** The intakes it feeds now (a reload may change them between two reads). */

@@ -17,7 +17,7 @@ export const DROP_STAGES: Readonly<Record<'input' | 'queue' | 'output', readonly
 
 /**
  * Something that takes events in (an input, a shared listener, the forwarder statistics) and hands
- * them to intakes through its Sender. start/stop are idempotent; stop is safe before start.
+ * them to intakes through its Inlet. start/stop are idempotent; stop is safe before start.
  */
 export interface SourceHealth {
   readonly name: string;

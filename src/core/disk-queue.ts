@@ -21,7 +21,8 @@ import { open, rename } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Batch, LogEvent } from './event.ts';
-import { BoundedQueue, wakeSettled, type AdmitResult, type BatchLimits, type EventQueue, type Offered, type SettledWaiter, type WhenFull } from './queue.ts';
+import { BoundedQueue } from './queue.ts';
+import { wakeSettled, type AdmitResult, type BatchLimits, type EventQueue, type OfferMode, type Offered, type SettledWaiter, type WhenFull } from './event-queue.ts';
 import { SegmentLog, type RecoveryReport } from './segment-log.ts';
 import { SettledTracker } from './settled.ts';
 import { SingleFlight } from './single-flight.ts';
@@ -148,9 +149,9 @@ export class DiskQueue implements EventQueue {
     return at > 0 ? Math.max(0, now - at) : 0;
   }
 
-  offer(events: LogEvent[], bytes: number, canPause: boolean, alwaysWait = false): Offered {
+  offer(events: LogEvent[], bytes: number, mode: OfferMode): Offered {
     if (this.#closed) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
-    const waits = (this.#o.whenFull === 'block' || alwaysWait) && canPause;
+    const waits = mode === 'wait' || (mode === 'pause' && this.#o.whenFull === 'block');
     if (this.full && !waits) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
     if (!this.#append(events, bytes, waits) && !waits) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
     return { result: waits && this.full ? 'slow_down' : 'ok', dropped: 0, droppedBytes: 0 };

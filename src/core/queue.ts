@@ -3,30 +3,8 @@
 // caller, which counts it: nothing leaves this queue silently.
 
 import type { Batch, LogEvent } from './event.ts';
+import { wakeSettled, type AdmitResult, type BatchLimits, type EventQueue, type OfferMode, type Offered, type QueueLimits, type SettledWaiter } from './event-queue.ts';
 import { SettledTracker } from './settled.ts';
-
-export type WhenFull = 'block' | 'drop_newest';
-export type OfferResult = 'ok' | 'slow_down' | 'dropped';
-export type AdmitResult = 'ok' | 'full' | 'closed';
-
-export interface QueueLimits {
-  readonly maxEvents: number;
-  readonly maxBytes: number;
-  readonly whenFull: WhenFull;
-}
-
-export interface BatchLimits {
-  readonly maxEvents: number;
-  readonly maxBytes: number;
-  readonly lingerMs: number;
-}
-
-export interface Offered {
-  readonly result: OfferResult;
-  /** Events refused (queue full); the caller counts them as dropped. */
-  readonly dropped: number;
-  readonly droppedBytes: number;
-}
 
 const RESUME_FRACTION = 0.9;
 /**
@@ -43,67 +21,6 @@ const SOFT_FRACTION = 0.1;
 const SOFT_BATCHES = 4;
 const SOFT_RESUME_FRACTION = 0.5;
 const DRAINING_MS = 2_000;
-
-export interface SettledWaiter {
-  readonly seq: number;
-  readonly resolve: () => void;
-}
-
-/** Resolves the waiters whose events are all settled; returns the others. */
-export function wakeSettled(waiters: SettledWaiter[], watermark: number): SettledWaiter[] {
-  const rest: SettledWaiter[] = [];
-  for (const w of waiters) {
-    if (w.seq <= watermark) w.resolve();
-    else rest.push(w);
-  }
-  return rest;
-}
-
-/**
- * What inputs, the runner and the daemon use of an intake's queue: the memory queue below, or the
- * disk queue (disk-queue.ts), which keeps a BoundedQueue as its memory stage.
- */
-export interface EventQueue {
-  /** Events waiting for delivery: waiting to be taken, or taken and not yet released. */
-  readonly pendingEvents: number;
-  readonly pendingBytes: number;
-  readonly closed: boolean;
-  /** At or above its limits: an input that can answer "later" (HTTP) should. */
-  readonly full: boolean;
-  /** Survives a restart: what is pending at shutdown is kept, not lost. */
-  readonly durable: boolean;
-  /** Every event offered so far is numbered below this. */
-  readonly nextSeq: number;
-  /** Every event numbered below this is delivered, or dropped with a counted reason. */
-  readonly settledBelow: number;
-  /**
-   * Every event numbered below this is safe: settled (memory queue), or written and fsynced (disk
-   * queue). File inputs move their checkpoints up to here.
-   */
-  readonly safeBelow: number;
-  offer(events: LogEvent[], bytes: number, canPause: boolean, alwaysWait?: boolean): Offered;
-  admit(events: LogEvent[], bytes: number): AdmitResult;
-  writable(): Promise<void>;
-  retryAfterSeconds(): number;
-  take(limits: BatchLimits, signal: AbortSignal): Promise<Batch | undefined>;
-  release(batch: Batch): void;
-  requeue(batches: readonly Batch[]): void;
-  settle(seq: number, count: number): void;
-  /** Resolves once every event numbered below `seq` is settled. */
-  untilSettled(seq: number): Promise<void>;
-  /**
-   * Resolves once every event numbered below `seq` is safe (safeBelow): a disk queue fsyncs soon
-   * for it, sharing one fsync among all who wait (RELP answers wait here).
-   */
-  untilSafe(seq: number): Promise<void>;
-  /**
-   * A queue another thread owns (pipeline/forward.ts): resolves once that thread has every event
-   * numbered below `seq` in its queue, as a local queue has them once offered. Its waits reject
-   * when that thread could not take them (counted there as dropped): they are never safe.
-   */
-  untilWritten?(seq: number): Promise<void>;
-  close(): void;
-}
 
 export class BoundedQueue implements EventQueue {
   readonly durable = false;
@@ -227,15 +144,13 @@ export class BoundedQueue implements EventQueue {
   }
 
   /**
-   * Offer a chunk of events. `canPause` says whether the caller can stop reading (TCP) when told
-   * `slow_down`; callers that cannot (UDP) get events refused instead of overfilling the queue.
-   * With `block` and a pausable caller the chunk is always taken: the overshoot is bounded by one
-   * read per connection, and the caller must pause until `writable()` resolves. `alwaysWait`:
-   * the caller's data keeps (a file), so it waits even under drop_newest.
+   * Offer a chunk of events. A reader that waits (`wait`, or `pause` under block) always has its
+   * chunk taken: the overshoot is bounded by one read per connection, and it must pause until
+   * `writable()` resolves when told `slow_down`. The others get what does not fit refused.
    */
-  offer(events: LogEvent[], bytes: number, canPause: boolean, alwaysWait = false): Offered {
+  offer(events: LogEvent[], bytes: number, mode: OfferMode): Offered {
     if (this.#closed) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
-    if ((this.#limits.whenFull === 'block' || alwaysWait) && canPause) {
+    if (mode === 'wait' || (mode === 'pause' && this.#limits.whenFull === 'block')) {
       this.#push(events, bytes);
       return { result: this.#shouldWait(performance.now()) ? 'slow_down' : 'ok', dropped: 0, droppedBytes: 0 };
     }

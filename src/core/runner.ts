@@ -10,14 +10,14 @@ import PQueue from 'p-queue';
 import type { Batch } from './event.ts';
 import { AdaptiveConcurrency } from './adaptive-concurrency.ts';
 import { backoffDelay, sleep, type BackoffOptions } from './backoff.ts';
-import type { BatchLimits, EventQueue } from './queue.ts';
+import type { BatchLimits, QueueOut } from './event-queue.ts';
 import type { RelayError } from './errors.ts';
 import type { DropReason, Sink } from './contracts.ts';
 import type { OutputTelemetry } from './telemetry.ts';
 
 export interface RunnerOptions {
   readonly intake: string;
-  readonly queue: EventQueue;
+  readonly queue: QueueOut;
   readonly sink: Sink;
   readonly batch: BatchLimits;
   readonly backoff: BackoffOptions;

@@ -63,8 +63,8 @@ export interface HttpOutputTelemetry {
   requestSeconds(seconds: number): void;
 }
 
-/** What a source's Sender counts, per intake its events go to (labels: intake, and the source's name). */
-export interface SenderTelemetry {
+/** What a source's Inlet counts, per intake its events go to (labels: intake, and the source's name). */
+export interface InletTelemetry {
   received(intake: string, events: number, bytes: number): void;
   dropped(intake: string, reason: DropReason, events: number): void;
   /** One event an intake's drop rule `rule` matched (also counted as dropped, reason filtered). */

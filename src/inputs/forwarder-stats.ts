@@ -9,9 +9,9 @@
 // Counts are what happened since the previous report.
 
 import { hostname } from 'node:os';
-import type { Sender } from '../core/component.ts';
+import type { Inlet } from '../core/component.ts';
 import type { LogEvent } from '../core/event.ts';
-import type { EventQueue } from '../core/queue.ts';
+import type { EventQueue } from '../core/event-queue.ts';
 import type { CounterReader } from '../core/telemetry.ts';
 import { headerlessEvent } from '../syslog/parse.ts';
 
@@ -32,7 +32,7 @@ export class ForwarderStats {
   readonly #counters: CounterReader;
   readonly #view: StatsView;
   /** Routes to the statistics intake (a reload may replace it). */
-  readonly #sender: Sender;
+  readonly #inlet: Inlet;
   readonly #intervalMs: number;
   /** Counter totals at the previous report, by record and field. */
   readonly #last = new Map<string, number>();
@@ -42,10 +42,10 @@ export class ForwarderStats {
   #sampler: NodeJS.Timeout | undefined;
   readonly #host = hostname();
 
-  constructor(counters: CounterReader, view: StatsView, sender: Sender, intervalMs: number) {
+  constructor(counters: CounterReader, view: StatsView, inlet: Inlet, intervalMs: number) {
     this.#counters = counters;
     this.#view = view;
-    this.#sender = sender;
+    this.#inlet = inlet;
     this.#intervalMs = intervalMs;
   }
 
@@ -124,7 +124,7 @@ export class ForwarderStats {
 
   /** Builds a report and hands it to the statistics intake (counted like any input's events). */
   async report(): Promise<void> {
-    if (this.#sender.targets.length === 0) return;
+    if (this.#inlet.targets.length === 0) return;
     const records = await this.records();
     const now = Date.now();
     const defaults = { pri: PRI_SYSLOG_INFO, hostname: this.#host, appName: APP_NAME, procId: '' };
@@ -135,6 +135,6 @@ export class ForwarderStats {
       events.push(headerlessEvent(buf, 0, buf.length, now, '', defaults));
       bytes += buf.length;
     }
-    this.#sender.send(events, bytes);
+    this.#inlet.send(events, bytes);
   }
 }

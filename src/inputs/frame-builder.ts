@@ -1,21 +1,21 @@
 // Turns the frames of one read (a TCP chunk, a UDP datagram, a file's lines) into events and hands
-// them to the source's Sender in one call: one reception time and one encoding check per read, and
+// them to the source's Inlet in one call: one reception time and one encoding check per read, and
 // counts once per read, not per event (who sent them: once per run of reads from one address).
 // Events keep referring to the read's buffer (Node gives each read its own, exactly sized): no
 // copy. Invalid UTF-8 is repaired (counted), never forwarded.
 
 import { isAscii, isUtf8 } from 'node:buffer';
 import { isIPv4 } from 'node:net';
-import type { Sender } from '../core/component.ts';
+import type { Inlet } from '../core/component.ts';
 import type { LogEvent } from '../core/event.ts';
-import type { OfferResult } from '../core/queue.ts';
+import type { OfferResult } from '../core/event-queue.ts';
 import type { EventTelemetry } from '../core/telemetry.ts';
 import type { FrameSink } from '../syslog/framing.ts';
 import { fieldCache, headerlessEvent, parseSyslog, type HeaderDefaults } from '../syslog/parse.ts';
 import { utf8Boundary } from '../core/utf8.ts';
 
 export class FrameBuilder implements FrameSink {
-  readonly #sender: Sender;
+  readonly #inlet: Inlet;
   readonly #t: EventTelemetry;
   readonly #defaults: HeaderDefaults;
   readonly #parse: boolean;
@@ -35,8 +35,8 @@ export class FrameBuilder implements FrameSink {
   #runBytes = 0;
 
   /** `parse`: read a syslog header where a frame has one; false: every frame is a whole message. */
-  constructor(sender: Sender, telemetry: EventTelemetry, defaults: HeaderDefaults, parse = true) {
-    this.#sender = sender;
+  constructor(inlet: Inlet, telemetry: EventTelemetry, defaults: HeaderDefaults, parse = true) {
+    this.#inlet = inlet;
     this.#t = telemetry;
     this.#defaults = defaults;
     this.#parse = parse;
@@ -125,7 +125,7 @@ export class FrameBuilder implements FrameSink {
     this.#bytes = 0;
     this.#runStart = 0;
     this.#runBytes = 0;
-    return this.#sender.send(events, bytes);
+    return this.#inlet.send(events, bytes);
   }
 
   /** Tells who sent the events built since the run's start. */
@@ -138,7 +138,7 @@ export class FrameBuilder implements FrameSink {
 
   /** Resolves when every queue that asked this source to slow down has room again. */
   writable(): Promise<void> {
-    return this.#sender.writable();
+    return this.#inlet.writable();
   }
 }
 

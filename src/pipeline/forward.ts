@@ -17,7 +17,7 @@
 
 import { readRecord, recordSize, writeRecord } from '../core/event-codec.ts';
 import type { Batch, LogEvent } from '../core/event.ts';
-import type { AdmitResult, BatchLimits, EventQueue, Offered, WhenFull } from '../core/queue.ts';
+import type { AdmitResult, BatchLimits, EventQueue, OfferMode, Offered, WhenFull } from '../core/event-queue.ts';
 import type { ResolvedIntake } from '../config/resolve.ts';
 import type { Target } from '../core/component.ts';
 import { FilterSet } from '../routing/filters.ts';
@@ -135,9 +135,9 @@ export class ForwardQueue implements EventQueue {
     return this.#slow || this.#outBytes >= WINDOW_BYTES;
   }
 
-  offer(events: LogEvent[], bytes: number, canPause: boolean, alwaysWait = false): Offered {
+  offer(events: LogEvent[], bytes: number, mode: OfferMode): Offered {
     if (this.#closed) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
-    const waits = canPause && (this.#whenFull === 'block' || alwaysWait);
+    const waits = mode === 'wait' || (mode === 'pause' && this.#whenFull === 'block');
     // As a local queue: a reader that cannot wait is refused while the queue cannot take more.
     if (!waits && (this.#full || this.#blocked())) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
     this.#send(events, bytes);
@@ -298,7 +298,7 @@ export class ForwardReceiver {
       return;
     }
     // The worker applied the intake's when_full already: whatever it sent, the queue takes.
-    const r = queue.offer(events, m.bytes, true, true);
+    const r = queue.offer(events, m.bytes, 'wait');
     if (r.dropped > 0) {
       this.#dropped(m.intake, r.dropped);
       s.lostFrom ??= m.first;

@@ -2,7 +2,7 @@
 // gauges from the one metrics registry, and rate-limited logs from a child logger.
 
 import type { Logger } from 'pino';
-import type { CounterReader, HttpOutputTelemetry, Instruments, OutputTelemetry, SenderSightings, SenderTelemetry, SyslogInputTelemetry, RelpInputTelemetry } from '../core/telemetry.ts';
+import type { CounterReader, HttpOutputTelemetry, Instruments, OutputTelemetry, SenderSightings, InletTelemetry, SyslogInputTelemetry, RelpInputTelemetry } from '../core/telemetry.ts';
 import type { InputInstruments } from '../core/component.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { componentLog } from './component-log.ts';
@@ -74,8 +74,8 @@ export function intakeInstruments(m: Metrics, intake: string): Instruments {
   };
 }
 
-/** The counting of a source's Sender: per intake its events reach, labelled with the source's name. */
-export function senderTelemetry(m: Metrics, input: string): SenderTelemetry {
+/** The counting of a source's Inlet: per intake its events reach, labelled with the source's name. */
+export function inletTelemetry(m: Metrics, input: string): InletTelemetry {
   const counters = (intake: string) => ({ received: m.eventsReceived.labels({ intake, input }), bytes: m.bytesReceived.labels({ intake, input }) });
   const perIntake = new Map<string, ReturnType<typeof counters>>();
   const of = (intake: string): ReturnType<typeof counters> => {

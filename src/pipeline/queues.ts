@@ -4,7 +4,8 @@
 import type { Logger } from 'pino';
 import type { ResolvedIntake } from '../config/resolve.ts';
 import { DiskQueue, type DiskQueueOp } from '../core/disk-queue.ts';
-import { BoundedQueue, type EventQueue } from '../core/queue.ts';
+import { BoundedQueue } from '../core/queue.ts';
+import { type EventQueue } from '../core/event-queue.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { componentLog } from './component-log.ts';
 

@@ -41,7 +41,7 @@ export async function handOver(s: Staged, to: Pipeline | undefined, metrics: Met
       continue;
     }
     // Its senders were told to wait: the queue takes them all, whatever its when_full.
-    to.queue.offer([...b.events], b.bytes, true, true);
+    to.queue.offer([...b.events], b.bytes, 'wait');
     const end = to.queue.nextSeq;
     void to.queue.untilSafe(end).then(() => from.settle(b.seq, b.events.length));
   }

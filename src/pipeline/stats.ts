@@ -4,19 +4,19 @@
 import type { Config } from '../config/resolve.ts';
 import { ForwarderStats } from '../inputs/forwarder-stats.ts';
 import { inputOf } from '../inputs/registry.ts';
-import { Sender } from '../routing/sender.ts';
+import { Inlet } from '../routing/inlet.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { counterReader, senderTelemetry } from './instruments.ts';
+import { counterReader, inletTelemetry } from './instruments.ts';
 import type { Pipeline } from './pipeline.ts';
 
 export class StatsSource {
   readonly #intake: string;
-  readonly #sender: Sender;
+  readonly #inlet: Inlet;
   readonly #stats: ForwarderStats;
 
   constructor(cfg: NonNullable<Config['stats']>, pipelines: () => readonly Pipeline[], metrics: Metrics) {
     this.#intake = cfg.intake.toLowerCase();
-    this.#sender = new Sender({ targets: [] }, { canPause: false, unfiltered: true }, senderTelemetry(metrics, 'stats'));
+    this.#inlet = new Inlet({ targets: [] }, { mode: 'drop', unfiltered: true }, inletTelemetry(metrics, 'stats'));
     const view = {
       intakes: () => pipelines().map((p) => ({
         name: p.name,
@@ -28,13 +28,13 @@ export class StatsSource {
         }),
       })),
     };
-    this.#stats = new ForwarderStats(counterReader(metrics), view, this.#sender, cfg.interval_ms);
+    this.#stats = new ForwarderStats(counterReader(metrics), view, this.#inlet, cfg.interval_ms);
   }
 
   /** Points the reports at the statistics intake's pipeline among `pipelines` (none: reports wait). */
   retarget(pipelines: readonly Pipeline[]): void {
     const p = pipelines.find((x) => x.name.toLowerCase() === this.#intake);
-    this.#sender.retarget({ targets: p ? [p.target] : [] });
+    this.#inlet.retarget({ targets: p ? [p.target] : [] });
   }
 
   start(): void {

@@ -8,14 +8,14 @@ import type { Logger } from 'pino';
 import type { Config, ResolvedIntake } from '../config/resolve.ts';
 import type { Routing, Target } from '../core/component.ts';
 import type { Source } from '../core/contracts.ts';
-import type { EventQueue } from '../core/queue.ts';
+import type { EventQueue } from '../core/event-queue.ts';
 import { inputOf, type ResolvedListener } from '../inputs/registry.ts';
-import type { Sender } from '../routing/sender.ts';
+import type { Inlet } from '../routing/inlet.ts';
 import type { IntakeHealth, ListenerHealth } from '../telemetry/ops-server.ts';
 import type { PipelineEnv } from './env.ts';
 import { Pipeline } from './pipeline.ts';
 import { changed, emptyReport, planReload, queueInForce, type ReloadPlan, type ReloadReport } from './reload-plan.ts';
-import { createSourceWithSender } from './sources.ts';
+import { createSourceWithInlet } from './sources.ts';
 import { handOver, Staged } from './staged.ts';
 import type { IntakeStop } from './stop-report.ts';
 import { addStops, type StopReport } from './stop-report.ts';
@@ -29,7 +29,7 @@ export interface Slot {
 interface Listener {
   readonly config: ResolvedListener;
   readonly source: Source;
-  readonly sender: Sender;
+  readonly inlet: Inlet;
 }
 
 export interface TopologyOptions {
@@ -122,9 +122,9 @@ export class Topology {
   }
 
   async #openListener(config: ResolvedListener): Promise<void> {
-    const { source, sender } = createSourceWithSender(config, this.routing(config), '', config.senders, this.#env);
+    const { source, inlet } = createSourceWithInlet(config, this.routing(config), '', config.senders, this.#env);
     await source.start();
-    this.#listeners.set(config.label, { config, source, sender });
+    this.#listeners.set(config.label, { config, source, inlet });
   }
 
   #sources(): Source[] {
@@ -320,7 +320,7 @@ export class Topology {
   #retarget(slots: readonly (Pipeline | Staged)[]): void {
     // Those removed or restarted are closed already (step 1): every listener here is kept.
     const external = this.#o.external?.() ?? [];
-    for (const l of this.#listeners.values()) l.sender.retarget(routingOf(l.config, [...slots, ...external]));
+    for (const l of this.#listeners.values()) l.inlet.retarget(routingOf(l.config, [...slots, ...external]));
     this.#intakes.clear();
     for (const s of slots) if (s instanceof Pipeline) this.#intakes.set(s.name.toLowerCase(), s);
   }
@@ -397,7 +397,7 @@ export class Topology {
         await started(l.label, () => this.#openListener(l));
         continue;
       }
-      k.sender.retarget(this.routing(l));
+      k.inlet.retarget(this.routing(l));
       this.#listeners.set(l.label, { ...k, config: l });
     }
   }

@@ -53,7 +53,7 @@ describe('DiskQueue.untilSafe', () => {
     const q = queue(60_000);
     const waits: Promise<void>[] = [];
     for (let i = 0; i < 20; i++) {
-      q.offer([event(`e${i}`)], 10, true, true);
+      q.offer([event(`e${i}`)], 10, 'wait');
       waits.push(q.untilSafe(q.nextSeq));
     }
     await Promise.all(waits);
@@ -65,7 +65,7 @@ describe('DiskQueue.untilSafe', () => {
   it('a failing fsync is not retried in a loop: the waiters wait for the periodic one, and are answered once it works', async () => {
     const q = queue(200);
     fsyncs.failing = true;
-    q.offer([event('a')], 10, true, true);
+    q.offer([event('a')], 10, 'wait');
     let safe = false;
     void q.untilSafe(q.nextSeq).then(() => (safe = true));
     // Many turns of the event loop: a retry at each would be dozens of fsyncs.
@@ -98,7 +98,7 @@ describe('DiskQueue when the disk fails', () => {
     const dir = tempDir('disk-fail-');
     const q = failingQueue(errors, {}, dir);
     // More than a segment (64 KiB) in one write: the writer's segment is full once it is delivered.
-    expect(q.offer(named('e', 0, 70, 1_000), 70_000, true).result).toBe('ok');
+    expect(q.offer(named('e', 0, 70, 1_000), 70_000, 'pause').result).toBe('ok');
     const b = await take(q);
     q.release(b!);
     failing.open = 'EMFILE';
@@ -110,7 +110,7 @@ describe('DiskQueue when the disk fails', () => {
     // No further settle: the tick retries the deletion.
     await vi.waitFor(() => expect(q.diskBytes).toBe(0));
     expect(q.settledBelow).toBe(70);
-    expect(q.offer([event('after')], 10, true).result).toBe('ok');
+    expect(q.offer([event('after')], 10, 'pause').result).toBe('ok');
     const next = await take(q);
     expect(next!.seq).toBe(70);
     expect(names(next)).toEqual(['after']);
@@ -127,7 +127,7 @@ describe('DiskQueue when the disk fails', () => {
   it('release that must read spilled events back, with the open (EMFILE) or the read (EIO) failing: no throw, reported, every event delivered once, in order', async () => {
     const errors: string[] = [];
     const q = failingQueue(errors, { memoryEvents: 10 });
-    for (let i = 0; i < 30; i++) q.offer([event(`e${i}`)], 10, true); // 10 in memory, 20 spilled
+    for (let i = 0; i < 30; i++) q.offer([event(`e${i}`)], 10, 'pause'); // 10 in memory, 20 spilled
     const got: string[] = [];
     for (const fault of ['open', 'read'] as const) {
       const b = await take(q);
@@ -152,14 +152,14 @@ describe('DiskQueue when the disk fails', () => {
     const errors: string[] = [];
     const q = failingQueue(errors, { whenFull: 'drop_newest' });
     failing.open = 'EMFILE';
-    expect(q.offer(named('udp', 0, 3), 30, false)).toEqual({ result: 'dropped', dropped: 3, droppedBytes: 30 });
+    expect(q.offer(named('udp', 0, 3), 30, 'drop')).toEqual({ result: 'dropped', dropped: 3, droppedBytes: 30 });
     expect(q.admit(named('http', 0, 2), 20)).toBe('full');
     expect(errors).toEqual(['write:EMFILE', 'write:EMFILE']);
     expect(q.pendingEvents).toBe(0);
     expect(q.nextSeq).toBe(0);
     expect(q.full).toBe(false);
     failing.open = '';
-    expect(q.offer([event('after')], 10, true, true).result).toBe('ok');
+    expect(q.offer([event('after')], 10, 'wait').result).toBe('ok');
     const b = await take(q);
     expect(b!.seq).toBe(0);
     expect(names(b)).toEqual(['after']);
@@ -169,15 +169,15 @@ describe('DiskQueue when the disk fails', () => {
     const errors: string[] = [];
     const q = failingQueue(errors);
     failing.open = 'EMFILE';
-    expect(q.offer(named('tcp', 0, 2), 20, true).result).toBe('slow_down');
+    expect(q.offer(named('tcp', 0, 2), 20, 'pause').result).toBe('slow_down');
     expect(q.full).toBe(true);
     expect(q.pendingEvents).toBe(2);
     // One that cannot wait, meanwhile: refused (the queue is full), nothing kept.
-    expect(q.offer([event('udp')], 10, false).result).toBe('dropped');
+    expect(q.offer([event('udp')], 10, 'drop').result).toBe('dropped');
     expect(q.pendingEvents).toBe(2);
     failing.open = '';
     await q.writable();
-    expect(q.offer([event('tcp2')], 10, true).result).toBe('ok');
+    expect(q.offer([event('tcp2')], 10, 'pause').result).toBe('ok');
     const b = await take(q);
     expect(names(b)).toEqual(['tcp0', 'tcp1', 'tcp2']);
   });

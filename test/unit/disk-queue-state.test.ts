@@ -29,7 +29,7 @@ describe('disk queue state', () => {
     const q = queue(dir);
     await new Promise((r) => setTimeout(r, 150)); // several ticks with nothing settled
     for (let round = 1; round <= 3; round++) {
-      expect(q.offer(events(10), 100, true).result).toBe('ok');
+      expect(q.offer(events(10), 100, 'pause').result).toBe('ok');
       const b = await q.take({ maxEvents: 100, maxBytes: 1 << 20, lingerMs: 0 }, AbortSignal.timeout(1_000));
       q.release(b!);
       q.settle(b!.seq, b!.events.length);
@@ -48,9 +48,9 @@ describe('disk queue state', () => {
     const dir = mkdtempSync(join(tmpdir(), 'dq-state-'));
     const q = queue(dir);
     await new Promise((r) => setTimeout(r, 150));
-    q.offer(events(10), 100, true);
+    q.offer(events(10), 100, 'pause');
     await vi.waitFor(() => expect(q.safeBelow).toBe(10));
-    q.offer(events(5), 50, true);
+    q.offer(events(5), 50, 'pause');
     await vi.waitFor(() => expect(q.safeBelow).toBe(15));
     q.close();
     await q.finish();
@@ -65,7 +65,7 @@ describe('disk queue reopened on a log that lost its end behind the saved settle
   async function cutBehindSettled(dir: string): Promise<void> {
     const q = queue(dir);
     const old = named('old', 20);
-    q.offer(old, 200, true);
+    q.offer(old, 200, 'pause');
     const b = await take(q);
     q.release(b!);
     q.settle(b!.seq, b!.events.length);
@@ -84,7 +84,7 @@ describe('disk queue reopened on a log that lost its end behind the saved settle
     const first = q.nextSeq;
     expect(first).toBeGreaterThanOrEqual(q.settledBelow);
     // The output is down: nothing is delivered.
-    expect(q.offer(named('new', 15), 150, true).result).toBe('ok');
+    expect(q.offer(named('new', 15), 150, 'pause').result).toBe('ok');
     expect(q.nextSeq).toBe(first + 15);
     expect(q.diskEvents).toBe(15);
     expect(q.pendingEvents).toBe(15);

@@ -4,7 +4,8 @@
 // safety and delivery are answered by the real queue; what the main thread cannot take is counted
 // there and never answered as safe.
 import { describe, expect, it } from 'vitest';
-import { BoundedQueue, type EventQueue } from '../../src/core/queue.ts';
+import { BoundedQueue } from '../../src/core/queue.ts';
+import { type EventQueue } from '../../src/core/event-queue.ts';
 import { ForwardQueue, ForwardReceiver, WINDOW_BYTES, type ForwardIn, type ForwardOut } from '../../src/pipeline/forward.ts';
 import { event, events } from '../helpers/fake-output.ts';
 
@@ -39,8 +40,8 @@ describe('forwarding to the main thread', () => {
   it('events arrive whole and in order, one message per offer; waits for safety and delivery are the real queue\'s', async () => {
     const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
     const { worker, toMain } = pair(q);
-    expect(worker.offer([event('a'), event('b')], 20, true).result).toBe('ok');
-    expect(worker.offer([event('c')], 10, true).result).toBe('ok');
+    expect(worker.offer([event('a'), event('b')], 20, 'pause').result).toBe('ok');
+    expect(worker.offer([event('c')], 10, 'pause').result).toBe('ok');
     expect(worker.nextSeq).toBe(3);
     expect(toMain.filter((m) => m.kind === 'forward')).toHaveLength(2);
     let safe = false;
@@ -62,13 +63,13 @@ describe('forwarding to the main thread', () => {
   it('backpressure crosses: slow_down when the queue slows its readers, writable() once it has room; readers that cannot wait are refused meanwhile', async () => {
     const q = new BoundedQueue({ maxEvents: 10, maxBytes: 1 << 20, whenFull: 'block' });
     const { worker } = pair(q);
-    expect(worker.offer(events(12), 120, true).result).toBe('ok');
+    expect(worker.offer(events(12), 120, 'pause').result).toBe('ok');
     await worker.flushed();
     // The main thread's queue is over its limit: the worker learned it with the answer.
     expect(worker.full).toBe(true);
-    expect(worker.offer(events(1), 10, true).result).toBe('slow_down');
+    expect(worker.offer(events(1), 10, 'pause').result).toBe('slow_down');
     // UDP cannot wait: refused here, counted by its sender as queue_full.
-    expect(worker.offer(events(3), 30, false)).toMatchObject({ result: 'dropped', dropped: 3 });
+    expect(worker.offer(events(3), 30, 'drop')).toMatchObject({ result: 'dropped', dropped: 3 });
     expect(worker.admit(events(1), 10)).toBe('full');
     let writable = false;
     void worker.writable().then(() => (writable = true));
@@ -85,7 +86,7 @@ describe('forwarding to the main thread', () => {
     const q = new BoundedQueue({ maxEvents: 1_000_000, maxBytes: 1 << 30, whenFull: 'block' });
     const { worker } = pair(q);
     const big = Array.from({ length: 64 }, () => event('x', 65_536));
-    expect(worker.offer(big, 64 * 65_536, true).result).toBe('slow_down');
+    expect(worker.offer(big, 64 * 65_536, 'pause').result).toBe('slow_down');
     expect(worker.pendingBytes).toBeGreaterThanOrEqual(WINDOW_BYTES);
     await worker.writable();
     expect(worker.pendingBytes).toBe(0);
@@ -94,21 +95,21 @@ describe('forwarding to the main thread', () => {
   it('drop_newest: a reader that can pause is refused too while the queue is full, as a local queue does', async () => {
     const q = new BoundedQueue({ maxEvents: 2, maxBytes: 1 << 20, whenFull: 'drop_newest' });
     const { worker } = pair(q, 'drop_newest');
-    worker.offer(events(2), 20, true);
+    worker.offer(events(2), 20, 'pause');
     await worker.flushed();
-    expect(worker.offer(events(1), 10, true)).toMatchObject({ result: 'dropped', dropped: 1 });
+    expect(worker.offer(events(1), 10, 'pause')).toMatchObject({ result: 'dropped', dropped: 1 });
     // Files wait whatever when_full says.
-    expect(worker.offer(events(1), 10, true, true).result).toBe('slow_down');
+    expect(worker.offer(events(1), 10, 'wait').result).toBe('slow_down');
   });
 
   it('what the main thread cannot take (the intake removed, its queue closed) is counted there, and no wait covering it is answered as safe', async () => {
     const q = new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
     const { worker, dropped } = pair(q);
-    worker.offer(events(2), 20, true);
+    worker.offer(events(2), 20, 'pause');
     await worker.flushed();
     const early = worker.untilWritten(2);
     q.close();
-    worker.offer(events(3), 30, true);
+    worker.offer(events(3), 30, 'pause');
     const late = worker.untilSafe(5);
     await worker.flushed();
     await expect(early).resolves.toBeUndefined();
@@ -116,7 +117,7 @@ describe('forwarding to the main thread', () => {
     await expect(worker.untilWritten(5)).rejects.toThrow();
     expect(dropped).toEqual([['D', 3]]);
     const gone = pair(undefined);
-    gone.worker.offer(events(1), 10, true);
+    gone.worker.offer(events(1), 10, 'pause');
     await expect(gone.worker.untilSafe(1)).rejects.toThrow();
     expect(gone.dropped).toEqual([['D', 1]]);
   });
@@ -124,7 +125,7 @@ describe('forwarding to the main thread', () => {
   it('closed in the worker (removed there by a reload): offers are refused and counted by the sender', () => {
     const { worker } = pair(new BoundedQueue({ maxEvents: 10, maxBytes: 1 << 20, whenFull: 'block' }));
     worker.close();
-    expect(worker.offer(events(2), 20, true)).toMatchObject({ result: 'dropped', dropped: 2 });
+    expect(worker.offer(events(2), 20, 'pause')).toMatchObject({ result: 'dropped', dropped: 2 });
     expect(worker.admit(events(1), 10)).toBe('closed');
   });
 });

@@ -9,8 +9,8 @@ import { headerlessEvent } from '../../src/syslog/parse.ts';
 import { httpInputTelemetry } from '../../src/pipeline/http-instruments.ts';
 import { REASONS } from '../../src/inputs/http/error.ts';
 import { FilterSet } from '../../src/routing/filters.ts';
-import { Sender } from '../../src/routing/sender.ts';
-import { senderTelemetry } from '../../src/pipeline/instruments.ts';
+import { Inlet } from '../../src/routing/inlet.ts';
+import { inletTelemetry } from '../../src/pipeline/instruments.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
 
 function setup() {
@@ -58,7 +58,7 @@ describe('httpInputTelemetry', () => {
   it('counts events received (through the sender), repaired and dropped per intake, with the listener as the input', async () => {
     const { metrics, t } = setup();
     const target = { intake: 'main', intakeKey: 'k', queue: new BoundedQueue({ maxEvents: 10, maxBytes: 1 << 20, whenFull: 'block' }), filters: new FilterSet([]) };
-    const sender = new Sender({ targets: [target] }, { canPause: false }, senderTelemetry(metrics, 'api'));
+    const sender = new Inlet({ targets: [target] }, { mode: 'drop' }, inletTelemetry(metrics, 'api'));
     const buf = Buffer.from('x'.repeat(40));
     const events = [0, 1].map((k) => headerlessEvent(buf, k * 20, k * 20 + 20, 0, '', { pri: 13, hostname: 'h', appName: 'a', procId: '' }));
     sender.refuse(target, 'too_large', 1);
@@ -90,7 +90,7 @@ describe('httpInputTelemetry', () => {
     const filters = new FilterSet([{ description: 'noisy app', enabled: true, filters: [{ field: 'app_name', operator: '==', value: 'noisy' }] }]);
     const queue = new BoundedQueue({ maxEvents: 10, maxBytes: 1 << 20, whenFull: 'block' });
     const target = { intake: 'main', intakeKey: 'k', queue, filters };
-    const sender = new Sender({ targets: [target] }, { canPause: false }, senderTelemetry(metrics, 'api'));
+    const sender = new Inlet({ targets: [target] }, { mode: 'drop' }, inletTelemetry(metrics, 'api'));
     const buf = Buffer.from('keepdrop');
     const d = { pri: 13, hostname: 'h', procId: '' };
     const keep = headerlessEvent(buf, 0, 4, 0, '', { ...d, appName: 'quiet' });

@@ -47,7 +47,7 @@ const softQueue = (): BoundedQueue => new BoundedQueue({ maxEvents: 1000, maxByt
 /** A soft queue offered `queued` events by a reader that can wait, whose output has taken and released 10 of them. */
 async function drainingQueue(queued: number): Promise<BoundedQueue> {
   const q = softQueue();
-  q.offer(evs(queued), queued * 10, true);
+  q.offer(evs(queued), queued * 10, 'pause');
   await drainOne(q, { ...now, maxEvents: 10 });
   return q;
 }
@@ -69,29 +69,29 @@ async function expectGoneOnAfter(w: ReturnType<typeof waitWritable>, ms: number)
 describe('BoundedQueue', () => {
   it('block: a pausable input is told to slow down at the limit, never refused', () => {
     const q = new BoundedQueue({ maxEvents: 5, maxBytes: 1000, whenFull: 'block' });
-    expect(q.offer(evs(3), 30, true).result).toBe('ok');
-    expect(q.offer(evs(4), 40, true)).toEqual({ result: 'slow_down', dropped: 0, droppedBytes: 0 });
+    expect(q.offer(evs(3), 30, 'pause').result).toBe('ok');
+    expect(q.offer(evs(4), 40, 'pause')).toEqual({ result: 'slow_down', dropped: 0, droppedBytes: 0 });
     expect(q.events).toBe(7);
   });
 
   it('block: an input that cannot pause (UDP) gets what does not fit refused and counted', () => {
     const q = new BoundedQueue({ maxEvents: 5, maxBytes: 1000, whenFull: 'block' });
-    expect(q.offer(evs(4), 40, false).result).toBe('ok');
-    expect(q.offer(evs(3), 30, false)).toEqual({ result: 'dropped', dropped: 2, droppedBytes: 20 });
+    expect(q.offer(evs(4), 40, 'drop').result).toBe('ok');
+    expect(q.offer(evs(3), 30, 'drop')).toEqual({ result: 'dropped', dropped: 2, droppedBytes: 20 });
     expect(q.events).toBe(5);
   });
 
   it('drop_newest: refuses by bytes as well as by count', () => {
     const q = new BoundedQueue({ maxEvents: 100, maxBytes: 25, whenFull: 'drop_newest' });
-    expect(q.offer(evs(3), 30, true)).toEqual({ result: 'dropped', dropped: 1, droppedBytes: 10 });
+    expect(q.offer(evs(3), 30, 'pause')).toEqual({ result: 'dropped', dropped: 1, droppedBytes: 10 });
     expect(q.bytes).toBe(20);
   });
 
   it('cuts batches by count and bytes, in order, and always moves an event larger than max_bytes', async () => {
     const q = new BoundedQueue({ maxEvents: 100, maxBytes: 10_000, whenFull: 'block' });
-    q.offer(evs(5, 'a'), 50, true);
-    q.offer([ev('big', 500)], 500, true);
-    q.offer(evs(2, 'b'), 20, true);
+    q.offer(evs(5, 'a'), 50, 'pause');
+    q.offer([ev('big', 500)], 500, 'pause');
+    q.offer(evs(2, 'b'), 20, 'pause');
     const b1 = await q.take({ maxEvents: 3, maxBytes: 1000, lingerMs: 0 }, signal);
     expect(b1?.events.map((e) => e.hostname)).toEqual(['a0', 'a1', 'a2']);
     const b2 = await q.take({ maxEvents: 10, maxBytes: 100, lingerMs: 0 }, signal);
@@ -105,17 +105,17 @@ describe('BoundedQueue', () => {
 
   it('counts taken batches against the limits until they are released', async () => {
     const q = new BoundedQueue({ maxEvents: 10, maxBytes: 10_000, whenFull: 'drop_newest' });
-    q.offer(evs(10), 100, true);
+    q.offer(evs(10), 100, 'pause');
     const b = await q.take({ ...now, maxEvents: 4 }, signal);
-    expect(q.offer(evs(1), 10, true).dropped).toBe(1);
+    expect(q.offer(evs(1), 10, 'pause').dropped).toBe(1);
     expect([q.events, q.pendingEvents]).toEqual([6, 10]);
     q.release(b!);
-    expect(q.offer(evs(4), 40, true).result).toBe('ok');
+    expect(q.offer(evs(4), 40, 'pause').result).toBe('ok');
   });
 
   it('requeue puts batches back in front, oldest first', async () => {
     const q = new BoundedQueue({ maxEvents: 100, maxBytes: 10_000, whenFull: 'block' });
-    q.offer(evs(4, 'q'), 40, true);
+    q.offer(evs(4, 'q'), 40, 'pause');
     const old = await q.take({ ...now, maxEvents: 1 }, signal);
     const next = await q.take({ ...now, maxEvents: 2 }, signal);
     q.requeue([old!, next!]);
@@ -127,21 +127,21 @@ describe('BoundedQueue', () => {
   it('waits for linger or a full batch, and hands out the rest after close', async () => {
     const q = new BoundedQueue({ maxEvents: 100, maxBytes: 10_000, whenFull: 'block' });
     const pending = q.take({ maxEvents: 3, maxBytes: 10_000, lingerMs: 60_000 }, signal);
-    q.offer(evs(1), 10, true);
-    q.offer(evs(2), 20, true);
+    q.offer(evs(1), 10, 'pause');
+    q.offer(evs(2), 20, 'pause');
     expect((await pending)?.events).toHaveLength(3);
-    q.offer(evs(1), 10, true);
+    q.offer(evs(1), 10, 'pause');
     const lingering = q.take({ maxEvents: 3, maxBytes: 10_000, lingerMs: 60_000 }, signal);
     q.close();
     expect((await lingering)?.events).toHaveLength(1);
     expect(await q.take(now, signal)).toBeUndefined();
-    expect(q.offer(evs(2), 20, true)).toEqual({ result: 'dropped', dropped: 2, droppedBytes: 20 });
+    expect(q.offer(evs(2), 20, 'pause')).toEqual({ result: 'dropped', dropped: 2, droppedBytes: 20 });
   });
 
   it('writable() resolves below 90% of the limits, once the output has stopped draining (else below half the soft mark)', async () => {
     await withFakeClock(async () => {
       const q = new BoundedQueue({ maxEvents: 10, maxBytes: 10_000, whenFull: 'block' });
-      q.offer(evs(10), 100, true);
+      q.offer(evs(10), 100, 'pause');
       const batch = { ...now, maxEvents: 1 };
       const taken = [(await q.take(batch, signal))!, (await q.take(batch, signal))!];
       const w = waitWritable(q);
@@ -162,12 +162,12 @@ describe('BoundedQueue', () => {
     const q = softQueue();
     const batch = { ...now, maxEvents: 10 };
     // Before the output has taken anything, nothing is draining: only the limits hold readers.
-    expect(q.offer(evs(150), 1500, true).result).toBe('ok');
+    expect(q.offer(evs(150), 1500, 'pause').result).toBe('ok');
     await drainOne(q, batch);
     // Draining now: 140 pending is above the soft mark (max(100, 4 x 10) = 100).
-    expect(q.offer(evs(1), 10, true).result).toBe('slow_down');
+    expect(q.offer(evs(1), 10, 'pause').result).toBe('slow_down');
     // A reader that cannot wait (UDP) is not held by it: it is not full.
-    expect(q.offer(evs(1), 10, false).result).toBe('ok');
+    expect(q.offer(evs(1), 10, 'drop').result).toBe('ok');
     expect(q.full).toBe(false);
     const w = waitWritable(q);
     while (q.pendingEvents >= 60) await drainOne(q, batch);
@@ -182,12 +182,12 @@ describe('BoundedQueue', () => {
   it('an output that stops releasing (an outage) lets readers held by the soft mark go on after 2 s and fill the queue to its limits', async () => {
     await withFakeClock(async () => {
       const q = await drainingQueue(20);
-      expect(q.offer(evs(100), 1000, true).result).toBe('slow_down');
+      expect(q.offer(evs(100), 1000, 'pause').result).toBe('slow_down');
       const w = waitWritable(q);
       await expectHeldAfter(w, 1_900);
       await expectGoneOnAfter(w, 200);
-      expect(q.offer(evs(800), 8000, true).result).toBe('ok');
-      expect(q.offer(evs(100), 1000, true).result).toBe('slow_down');
+      expect(q.offer(evs(800), 8000, 'pause').result).toBe('ok');
+      expect(q.offer(evs(100), 1000, 'pause').result).toBe('slow_down');
       expect(q.full).toBe(true);
       expect(vi.getTimerCount()).toBe(0);
     });
@@ -199,7 +199,7 @@ describe('BoundedQueue soft mark (review cases)', () => {
     await withFakeClock(async () => {
       const q = await drainingQueue(10);
       vi.advanceTimersByTime(1_999);
-      expect(q.offer(evs(150), 1500, true).result).toBe('slow_down');
+      expect(q.offer(evs(150), 1500, 'pause').result).toBe('slow_down');
       await expectGoneOnAfter(waitWritable(q), 2);
     });
   });
@@ -207,7 +207,7 @@ describe('BoundedQueue soft mark (review cases)', () => {
   it('a wall clock stepped back does not stretch the wait: it is measured on the monotonic clock', async () => {
     await withFakeClock(async () => {
       const q = await drainingQueue(10);
-      expect(q.offer(evs(150), 1500, true).result).toBe('slow_down');
+      expect(q.offer(evs(150), 1500, 'pause').result).toBe('slow_down');
       vi.setSystemTime(Date.now() - 3_600_000);
       await expectGoneOnAfter(waitWritable(q), 2_100);
     });
@@ -216,16 +216,16 @@ describe('BoundedQueue soft mark (review cases)', () => {
   it('readers that cannot wait (UDP) keeping the queue above the mark do not starve a held reader: it goes on once the backlog it waited behind is released', async () => {
     const q = softQueue();
     const batch = { ...now, maxEvents: 50 };
-    q.offer(evs(300), 3000, false);
+    q.offer(evs(300), 3000, 'drop');
     await drainOne(q, batch);
     // 260 waiting, above the mark (max(100, 4 x 50) = 200): 260 pending to be released first.
-    expect(q.offer(evs(10), 100, true).result).toBe('slow_down');
+    expect(q.offer(evs(10), 100, 'pause').result).toBe('slow_down');
     const w = waitWritable(q);
     // The output takes 50 at a time while UDP brings 50 more each time: the queue stays at 260.
     // The reader goes on once a soft mark's worth (200) has been released since it paused.
     for (let i = 0; i < 3; i++) {
       await drainOne(q, batch);
-      q.offer(evs(50), 500, false);
+      q.offer(evs(50), 500, 'drop');
       await Promise.resolve();
     }
     expect(w.resumed).toBe(false);
@@ -239,8 +239,8 @@ describe('BoundedQueue soft mark (review cases)', () => {
   it('readers held by the mark with the queue above 90% (UDP filled it) go on when the output stops, though the queue is not below 90%', async () => {
     await withFakeClock(async () => {
       const q = await drainingQueue(20);
-      q.offer(evs(910), 9100, false);
-      expect(q.offer(evs(5), 50, true).result).toBe('slow_down');
+      q.offer(evs(910), 9100, 'drop');
+      expect(q.offer(evs(5), 50, 'pause').result).toBe('slow_down');
       expect(q.full).toBe(false);
       await expectGoneOnAfter(waitWritable(q), 2_100);
     });
@@ -249,7 +249,7 @@ describe('BoundedQueue soft mark (review cases)', () => {
   it('an output that takes what waits (an HTTP output opening requests) lets held readers go on before any answer', async () => {
     const q = await drainingQueue(20);
     const batch = { ...now, maxEvents: 10 };
-    expect(q.offer(evs(100), 1000, true).result).toBe('slow_down');
+    expect(q.offer(evs(100), 1000, 'pause').result).toBe('slow_down');
     const w = waitWritable(q);
     for (let i = 0; i < 6; i++) await q.take(batch, signal);
     await Promise.resolve();
@@ -263,22 +263,22 @@ describe('BoundedQueue soft mark (review cases)', () => {
   it('batches in flight do not count toward the mark (an HTTP output keeps many requests open)', async () => {
     const q = softQueue();
     const batch = { ...now, maxEvents: 10 };
-    q.offer(evs(300), 3000, true);
+    q.offer(evs(300), 3000, 'pause');
     await drainOne(q, batch);
     const inFlight = [];
     for (let i = 0; i < 25; i++) inFlight.push((await q.take(batch, signal))!);
     // 250 in flight, 40 waiting: below the mark of 100 waiting.
     expect(q.pendingEvents).toBe(290);
-    expect(q.offer(evs(50), 500, true).result).toBe('ok');
-    expect(q.offer(evs(20), 200, true).result).toBe('slow_down');
+    expect(q.offer(evs(50), 500, 'pause').result).toBe('ok');
+    expect(q.offer(evs(20), 200, 'pause').result).toBe('slow_down');
   });
 });
 
 describe('sequence numbers and the settled watermark', () => {
   it('numbers events in order; batches hold consecutive numbers, also after a requeue', async () => {
     const q = new BoundedQueue({ maxEvents: 100, maxBytes: 10_000, whenFull: 'block' });
-    q.offer(evs(3, 'a'), 30, true);
-    q.offer(evs(4, 'b'), 40, true);
+    q.offer(evs(3, 'a'), 30, 'pause');
+    q.offer(evs(4, 'b'), 40, 'pause');
     expect(q.nextSeq).toBe(7);
     const lim = { ...now, maxEvents: 5 };
     const first = await q.take(lim, signal);
@@ -299,7 +299,7 @@ describe('sequence numbers and the settled watermark', () => {
 
   it('the watermark moves only over a gapless run of settled events, whatever order they settle in', () => {
     const q = new BoundedQueue({ maxEvents: 100, maxBytes: 10_000, whenFull: 'block' });
-    q.offer(evs(30), 300, true);
+    q.offer(evs(30), 300, 'pause');
     q.settle(10, 10);
     q.settle(20, 5);
     expect(q.settledBelow).toBe(0);
@@ -312,7 +312,7 @@ describe('sequence numbers and the settled watermark', () => {
 
   it('events refused at the offer get no number', () => {
     const q = new BoundedQueue({ maxEvents: 5, maxBytes: 10_000, whenFull: 'drop_newest' });
-    expect(q.offer(evs(8), 80, true).dropped).toBe(3);
+    expect(q.offer(evs(8), 80, 'pause').dropped).toBe(3);
     expect(q.nextSeq).toBe(5);
   });
 });

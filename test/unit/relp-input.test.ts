@@ -12,13 +12,14 @@ import type { Routing, Target, TlsFiles } from '../../src/core/component.ts';
 import type { ProxyProtocolSettings } from '../../src/core/config-values.ts';
 import { DiskQueue } from '../../src/core/disk-queue.ts';
 import { messageText, type LogEvent } from '../../src/core/event.ts';
-import { BoundedQueue, type EventQueue } from '../../src/core/queue.ts';
+import { BoundedQueue } from '../../src/core/queue.ts';
+import { type EventQueue } from '../../src/core/event-queue.ts';
 import { FrameBuilder } from '../../src/inputs/frame-builder.ts';
 import { RelpInput } from '../../src/inputs/relp/input.ts';
 import { MAX_REPLY_BYTES, RelpServerSession } from '../../src/inputs/relp/session.ts';
-import { relpInputTelemetry, senderTelemetry } from '../../src/pipeline/instruments.ts';
+import { relpInputTelemetry, inletTelemetry } from '../../src/pipeline/instruments.ts';
 import { FilterSet } from '../../src/routing/filters.ts';
-import { Sender } from '../../src/routing/sender.ts';
+import { Inlet } from '../../src/routing/inlet.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
 import { tempDir, track } from '../helpers/cleanup.ts';
 import { NO_SIGHTINGS } from '../helpers/frame-input.ts';
@@ -137,7 +138,7 @@ async function setup(o: SetupOptions = {}): Promise<Setup> {
   const queue = o.queue ?? new BoundedQueue({ maxEvents: 100_000, maxBytes: 1 << 26, whenFull: 'block' });
   const target = (q: EventQueue, k: number): Target => ({ intake: `i${k}`, intakeKey: '', queue: q, filters: new FilterSet([]) });
   const routing: Routing = o.routes ? { targets: o.routes.queues.map(target), router: o.routes } : { targets: [target(queue, 0)] };
-  const sender = new Sender(routing, { canPause: true, alwaysWait: true }, senderTelemetry(metrics, 'in'));
+  const sender = new Inlet(routing, { mode: 'wait' }, inletTelemetry(metrics, 'in'));
   const telemetry = relpInputTelemetry(metrics, pino({ level: 'silent' }), o.routes ? '' : 'i0', 'in', NO_SIGHTINGS);
   const input = new RelpInput(
     {
@@ -367,7 +368,7 @@ describe('RELP input: the session', () => {
   it('refusals piling up behind a message not yet safe pause the reading (memory bounded); it resumes once they are written', async () => {
     const metrics = new Metrics(false);
     const queue = new BoundedQueue({ maxEvents: 100, maxBytes: 1 << 20, whenFull: 'block' });
-    const sender = new Sender({ targets: [{ intake: 'i0', intakeKey: '', queue, filters: new FilterSet([]) }] }, { canPause: true, alwaysWait: true }, senderTelemetry(metrics, 'in'));
+    const sender = new Inlet({ targets: [{ intake: 'i0', intakeKey: '', queue, filters: new FilterSet([]) }] }, { mode: 'wait' }, inletTelemetry(metrics, 'in'));
     const telemetry = relpInputTelemetry(metrics, pino({ level: 'silent' }), 'i0', 'in', NO_SIGHTINGS);
     const builder = new FrameBuilder(sender, telemetry, { pri: 13, hostname: '', appName: '', procId: '' });
     // The socket as the session sees it; the test reads into the session only while it is not paused, as a real socket does.

@@ -652,7 +652,7 @@ describe('RELP sink: stop and hand-over', () => {
     const fake = await startFakeRelp({ syslog: (c, f) => f.n < 4 && c.answer(f.txnr) });
     const queue = new BoundedQueue({ maxEvents: 1_000, maxBytes: 1 << 20, whenFull: 'block' });
     const b = batch(0, 10);
-    queue.offer([...b.events], b.bytes, true);
+    queue.offer([...b.events], b.bytes, 'pause');
     const sink = relpSink(fake);
     let sinkStopping = false;
     const stopSink = sink.stop.bind(sink);

@@ -34,7 +34,7 @@ const runners: SinkRunner[] = [];
 function rig(script: Script, o: RigOptions = {}): Rig {
   const queue = o.queue ?? new BoundedQueue({ maxEvents: 10_000, maxBytes: 1 << 20, whenFull: 'block' });
   const n = o.events ?? 1;
-  if (n > 0) queue.offer(events(n), n * 10, true);
+  if (n > 0) queue.offer(events(n), n * 10, 'pause');
   const sink = new FakeSink(script, o.concurrency);
   const t = new FakeTelemetry();
   const runner = new SinkRunner({
@@ -156,12 +156,12 @@ describe('SinkRunner: a lull', () => {
     expect(sink.trims).toBe(1);
     expect(activity).toEqual({ busy: before.busy, idle: before.idle + 1 });
     // The next burst, then the next lull.
-    queue.offer(events(1), 10, true);
+    queue.offer(events(1), 10, 'pause');
     await run();
     expect(sink.calls).toHaveLength(3);
     sink.unacknowledged = 0;
     await run(5_000);
-    queue.offer(events(1), 10, true);
+    queue.offer(events(1), 10, 'pause');
     await run();
     sink.unacknowledged = 0;
     // Counted from the last batch, not the first.

@@ -6,9 +6,9 @@ import { describe, expect, it, vi } from 'vitest';
 import { messageText } from '../../src/core/event.ts';
 import { BoundedQueue } from '../../src/core/queue.ts';
 import { TcpSyslogInput } from '../../src/inputs/tcp/input.ts';
-import { senderTelemetry, syslogInputTelemetry } from '../../src/pipeline/instruments.ts';
+import { inletTelemetry, syslogInputTelemetry } from '../../src/pipeline/instruments.ts';
 import { FilterSet } from '../../src/routing/filters.ts';
-import { Sender } from '../../src/routing/sender.ts';
+import { Inlet } from '../../src/routing/inlet.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
 import { track } from '../helpers/cleanup.ts';
 import { NO_SIGHTINGS } from '../helpers/frame-input.ts';
@@ -17,7 +17,7 @@ import { metricValue } from '../helpers/relay.ts';
 async function setup(o: { idleTimeoutMs: number; maxConnections: number; maxEvents?: number }) {
   const metrics = new Metrics(false);
   const queue = new BoundedQueue({ maxEvents: o.maxEvents ?? 1000, maxBytes: 1 << 20, whenFull: 'block' });
-  const sender = new Sender({ targets: [{ intake: 'i', intakeKey: '', queue, filters: new FilterSet([]) }] }, { canPause: true }, senderTelemetry(metrics, 'in'));
+  const sender = new Inlet({ targets: [{ intake: 'i', intakeKey: '', queue, filters: new FilterSet([]) }] }, { mode: 'pause' }, inletTelemetry(metrics, 'in'));
   const telemetry = syslogInputTelemetry(metrics, pino({ level: 'silent' }), 'i', 'in', NO_SIGHTINGS);
   const input = new TcpSyslogInput(
     {

@@ -31,11 +31,10 @@ export const fileInput = {
   router: () => undefined,
   impstats: () => undefined,
   senderKey: 'hostname',
-  canPause: true,
   // Its lines keep in the file: it waits for room even under drop_newest.
-  alwaysWait: true,
+  offerMode: 'wait',
   // Checkpoints: data_dir/files/<intake>--<input>.json, from the data_dir in force (a reload keeps it).
-  create: (c, ctx) => new FileInput(c, ctx.sender, checkpointFileOf(ctx.dataDir, ctx.sender.owner, c.label), hostname(), ctx.instruments.file()),
+  create: (c, ctx) => new FileInput(c, ctx.inlet, checkpointFileOf(ctx.dataDir, ctx.inlet.owner, c.label), hostname(), ctx.instruments.file()),
   describe: (c, where) => [
     `input ${c.label}: lines of ${c.paths.join(', ')}${c.exclude.length > 0 ? ` except ${c.exclude.join(', ')}` : ''}` +
       `, from the ${c.read_from} at first start, max ${c.max_line_bytes} bytes per line (${c.oversize})${c.multiline ? `, multiline from /${c.multiline.start_pattern}/` : ''}`,

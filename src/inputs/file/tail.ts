@@ -16,7 +16,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { ResolvedFileInput } from './config.ts';
 import { SingleFlight } from '../../core/single-flight.ts';
-import type { Sender } from '../../core/component.ts';
+import type { Inlet } from '../../core/component.ts';
 import { FrameBuilder } from '../frame-builder.ts';
 import { CheckpointStore, FINGERPRINT_BYTES, holdLive, markAdopted, oneAtATime, othersCheckpoints, releaseLive } from './checkpoints.ts';
 import { Discovery, type Mark, type Tracked as FollowedFile } from './discovery.ts';
@@ -44,7 +44,7 @@ type Tracked = FollowedFile<Reader>;
 export class FileInput {
   readonly label: string;
   readonly #cfg: ResolvedFileInput;
-  readonly #sender: Sender;
+  readonly #inlet: Inlet;
   readonly #t: FileTelemetry;
   readonly #store: CheckpointStore;
   readonly #intake: string;
@@ -61,16 +61,16 @@ export class FileInput {
   readonly #saving = new SingleFlight();
   readonly #watchers = new Map<string, FSWatcher>();
 
-  constructor(cfg: ResolvedFileInput, sender: Sender, checkpointFile: string, hostname: string, telemetry: FileTelemetry) {
+  constructor(cfg: ResolvedFileInput, inlet: Inlet, checkpointFile: string, hostname: string, telemetry: FileTelemetry) {
     this.label = cfg.label;
     this.#cfg = cfg;
-    this.#sender = sender;
+    this.#inlet = inlet;
     this.#t = telemetry;
-    this.#intake = sender.owner;
+    this.#intake = inlet.owner;
     this.#store = new CheckpointStore(checkpointFile, this.#intake, cfg.label);
     // Running from now on (until its last save): no other input takes its checkpoints over.
     holdLive(checkpointFile);
-    this.#files = new Discovery(cfg, telemetry, this.#reader(cfg, sender, cfg.hostname ?? hostname));
+    this.#files = new Discovery(cfg, telemetry, this.#reader(cfg, inlet, cfg.hostname ?? hostname));
     this.dispose = telemetry.watchFiles(() => {
       let open = 0;
       let unread = 0;
@@ -151,13 +151,13 @@ export class FileInput {
   }
 
   /** Makes the reading parts of a newly followed file: its lines go to its event builder. */
-  #reader(cfg: ResolvedFileInput, sender: Sender, hostname: string): (path: string) => Reader {
+  #reader(cfg: ResolvedFileInput, inlet: Inlet, hostname: string): (path: string) => Reader {
     const telemetry = this.#t;
     const multiline = cfg.multiline ? { startPattern: new RegExp(cfg.multiline.start_pattern), maxLines: cfg.multiline.max_lines, timeoutMs: cfg.multiline.timeout_ms } : undefined;
     const options = { maxLineBytes: cfg.max_line_bytes, oversize: cfg.oversize, latin1: cfg.encoding === 'latin1', partialLineTimeoutMs: cfg.partial_line_timeout_ms, multiline };
     return (path) => {
       const defaults = { pri: cfg.facility * 8 + cfg.severity, hostname, appName: cfg.app_name ?? appNameOf(path), procId: '' };
-      const builder = new FrameBuilder(sender, telemetry, defaults, cfg.syslog_header === 'keep');
+      const builder = new FrameBuilder(inlet, telemetry, defaults, cfg.syslog_header === 'keep');
       const lines = new LineSplitter(options, {
         begin: (chunk) => builder.begin(chunk, ''),
         line: (buf, start, end) => builder.frame(buf, start, end, false),
@@ -286,7 +286,7 @@ export class FileInput {
     const result = t.builder.flush();
     const consumed = this.#files.consumed(t);
     const last = t.marks[t.marks.length - 1];
-    const queue = this.#sender.targets[0]?.queue;
+    const queue = this.#inlet.targets[0]?.queue;
     if (queue && (!last || last.offset !== consumed)) t.marks.push({ seq: queue.nextSeq, offset: consumed });
     if (result === 'slow_down') await Promise.race([t.builder.writable(), this.#stopped]);
   }
@@ -321,7 +321,7 @@ export class FileInput {
   }
 
   #commit(t: Tracked): void {
-    const settled = this.#sender.targets[0]?.queue.safeBelow ?? 0;
+    const settled = this.#inlet.targets[0]?.queue.safeBelow ?? 0;
     let i = 0;
     while (i < t.marks.length && (t.marks[i] as Mark).seq <= settled) {
       t.committed = (t.marks[i] as Mark).offset;

@@ -42,7 +42,6 @@ export const httpInput = {
   ],
   // It answers "later" (429) instead: whole requests are admitted or refused.
   senderKey: 'hostname',
-  canPause: false,
-  alwaysWait: false,
-  create: (l, ctx) => new HttpReceiver(l, ctx.sender, ctx.instruments.http()),
+  offerMode: 'drop',
+  create: (l, ctx) => new HttpReceiver(l, ctx.inlet, ctx.instruments.http()),
 } satisfies InputDefinition<HttpListenerConfig, ResolvedHttpListener>;

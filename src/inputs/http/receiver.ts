@@ -17,7 +17,7 @@ import { BodyBudget, type BudgetLease } from './budget.ts';
 import { readBody } from './body.ts';
 import { INTAKE_API, routeDecoder, type ApiFacts, type Built, type Decoded, type DecodeSettings, type Refusal } from './decoders.ts';
 import { HttpError } from './error.ts';
-import type { Sender, Target } from '../../core/component.ts';
+import type { Inlet, Target } from '../../core/component.ts';
 import { listen } from '../../platform/net.ts';
 import type { HttpInputTelemetry } from '../../core/telemetry.ts';
 import { senderAddress } from '../frame-builder.ts';
@@ -43,8 +43,8 @@ interface Route {
 
 export class HttpReceiver {
   readonly #l: ResolvedHttpListener;
-  readonly #sender: Sender;
-  /** The sender's targets the maps below were made from: a reload replaces them. */
+  readonly #inlet: Inlet;
+  /** The inlet's targets the maps below were made from: a reload replaces them. */
   #mapped: readonly Target[] | undefined;
   readonly #byKey = new Map<string, Target>();
   readonly #byName = new Map<string, Target>();
@@ -66,9 +66,9 @@ export class HttpReceiver {
   #closing: Http.Server | undefined;
   #closed: Promise<void> = Promise.resolve();
 
-  constructor(listener: ResolvedHttpListener, sender: Sender, telemetry: HttpInputTelemetry) {
+  constructor(listener: ResolvedHttpListener, inlet: Inlet, telemetry: HttpInputTelemetry) {
     this.#l = listener;
-    this.#sender = sender;
+    this.#inlet = inlet;
     this.#t = telemetry;
     this.#map();
     const d = listener.defaults;
@@ -91,9 +91,9 @@ export class HttpReceiver {
     return this.#l.label;
   }
 
-  /** Keys and routes of the intakes it serves, made again when a reload changed the sender's targets. */
+  /** Keys and routes of the intakes it serves, made again when a reload changed the inlet's targets. */
   #map(): void {
-    const targets = this.#sender.targets;
+    const targets = this.#inlet.targets;
     if (targets === this.#mapped) return;
     this.#mapped = targets;
     const served = this.#l.intakes?.map((n) => n.toLowerCase());
@@ -271,10 +271,10 @@ export class HttpReceiver {
 
   /** Puts the events in the queue (the caller checked there is room); returns how many. */
   #admit(t: Target, b: Built): number {
-    this.#sender.refuse(t, 'too_large', b.refused.length);
+    this.#inlet.refuse(t, 'too_large', b.refused.length);
     if (b.truncated > 0) this.#t.modified(t.intake, 'truncated', b.truncated);
     if (b.repaired > 0) this.#t.modified(t.intake, 'invalid_utf8', b.repaired);
-    const { result, admitted } = this.#sender.admit(t, b.events, b.bytes);
+    const { result, admitted } = this.#inlet.admit(t, b.events, b.bytes);
     // Room was checked just before, in the same turn of the event loop: a refusal here (counted
     // by the sender) means the queue closed for a stop.
     if (result !== 'ok') throw new HttpError(503, 'shutdown', 'The queue refused the events.', { 'retry-after': '5' });

@@ -24,16 +24,15 @@ export const relpInput = {
   impstats: (port: number, submitted: number) => ({ name: `imrelp(${port})`, origin: 'imrelp', submitted }),
   describe: (c) => describeSyslog(c, kindOf(c)),
   senderKey: 'address',
-  canPause: true,
   // What a sender's window holds is never dropped: a full queue delays the answers instead.
-  alwaysWait: true,
+  offerMode: 'wait',
   create: (c, ctx) =>
     new RelpInput(
       {
         label: c.label, address: c.address, port: c.port, maxConnections: c.max_connections, idleTimeoutMs: c.idle_timeout_ms,
         maxMessageBytes: c.max_message_bytes, respondWhen: c.respond_when, tls: c.tlsFiles, defaults: headerDefaults(c.defaults), proxy: c.proxy,
       },
-      ctx.sender,
+      ctx.inlet,
       ctx.instruments.relp(),
     ),
 } satisfies InputDefinition<RelpConfig, ResolvedRelp>;

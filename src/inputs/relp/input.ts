@@ -4,7 +4,7 @@
 // session gets the "serverclose" hint and is closed.
 
 import net from 'node:net';
-import type { Sender, TlsFiles } from '../../core/component.ts';
+import type { Inlet, TlsFiles } from '../../core/component.ts';
 import type { ProxyProtocolSettings } from '../../core/config-values.ts';
 import type { Source } from '../../core/contracts.ts';
 import type { RelpInputTelemetry } from '../../core/telemetry.ts';
@@ -26,15 +26,15 @@ export interface RelpInputOptions extends RelpSessionOptions {
 
 export class RelpInput implements Source {
   readonly #o: RelpInputOptions;
-  readonly #sender: Sender;
+  readonly #inlet: Inlet;
   readonly #t: RelpInputTelemetry;
   readonly #sessions = new Map<net.Socket, RelpServerSession>();
   #server: StreamServer | undefined;
   #closed: Promise<void> | undefined;
 
-  constructor(options: RelpInputOptions, sender: Sender, telemetry: RelpInputTelemetry) {
+  constructor(options: RelpInputOptions, inlet: Inlet, telemetry: RelpInputTelemetry) {
     this.#o = options;
-    this.#sender = sender;
+    this.#inlet = inlet;
     this.#t = telemetry;
   }
 
@@ -57,14 +57,14 @@ export class RelpInput implements Source {
     const server = new StreamServer({ maxConnections: o.maxConnections, tls: o.tls, allowHalfOpen: true, proxy: o.proxy, idleTimeoutMs: o.idleTimeoutMs }, t, (socket, from) => this.#accept(socket, from));
     this.#server = server;
     t.listening();
-    const owner = this.#sender.owner;
+    const owner = this.#inlet.owner;
     await server.listen(o.address, o.port, owner ? `${owner}/${o.label}` : `listener ${o.label}`);
   }
 
   #accept(socket: net.Socket, from: string): void {
     const t = this.#t;
-    const builder = new FrameBuilder(this.#sender, t, this.#o.defaults);
-    const session = new RelpServerSession(socket, from, this.#o, this.#sender, builder, t);
+    const builder = new FrameBuilder(this.#inlet, t, this.#o.defaults);
+    const session = new RelpServerSession(socket, from, this.#o, this.#inlet, builder, t);
     this.#sessions.set(socket, session);
     t.connection(true);
     socket.setNoDelay(true);

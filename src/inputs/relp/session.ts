@@ -11,8 +11,8 @@
 // do not serve is answered 500; a stream that is not RELP gets the "serverclose" hint and is closed.
 
 import type net from 'node:net';
-import type { Sender } from '../../core/component.ts';
-import type { EventQueue } from '../../core/queue.ts';
+import type { Inlet } from '../../core/component.ts';
+import type { EventQueue } from '../../core/event-queue.ts';
 import type { RelpInputTelemetry } from '../../core/telemetry.ts';
 import { RelpDeframer, RelpFramingError, parseOffers, relpFrame, type RelpFrameSink } from '../../relp/frame.ts';
 import type { FrameBuilder } from '../frame-builder.ts';
@@ -43,7 +43,7 @@ export class RelpServerSession implements RelpFrameSink {
   readonly #socket: net.Socket;
   readonly #from: string;
   readonly #o: RelpSessionOptions;
-  readonly #sender: Sender;
+  readonly #inlet: Inlet;
   readonly #builder: FrameBuilder;
   readonly #t: RelpInputTelemetry;
   readonly #deframer: RelpDeframer;
@@ -64,11 +64,11 @@ export class RelpServerSession implements RelpFrameSink {
   #answersFull = false;
   #backlog = false;
 
-  constructor(socket: net.Socket, from: string, options: RelpSessionOptions, sender: Sender, builder: FrameBuilder, telemetry: RelpInputTelemetry) {
+  constructor(socket: net.Socket, from: string, options: RelpSessionOptions, inlet: Inlet, builder: FrameBuilder, telemetry: RelpInputTelemetry) {
     this.#socket = socket;
     this.#from = from;
     this.#o = options;
-    this.#sender = sender;
+    this.#inlet = inlet;
     this.#builder = builder;
     this.#t = telemetry;
     this.#deframer = new RelpDeframer(options.maxMessageBytes, this);
@@ -153,7 +153,7 @@ export class RelpServerSession implements RelpFrameSink {
 
   /** Offers the read's events, then answers them once they are safe. */
   #flush(): void {
-    const targets = this.#sender.targets;
+    const targets = this.#inlet.targets;
     const before = targets.map((t) => t.queue.nextSeq);
     const result = this.#builder.flush();
     const answers = this.#answers;

@@ -20,15 +20,14 @@ export const tcpInput = {
   impstats: (port: number, submitted: number) => ({ name: `imtcp(${port})`, origin: 'imtcp', submitted }),
   describe: (c) => describeSyslog(c, kindOf(c)),
   senderKey: 'address',
-  canPause: true,
-  alwaysWait: false,
+  offerMode: 'pause',
   create: (c, ctx) =>
     new TcpSyslogInput(
       {
         label: c.label, address: c.address, port: c.port, maxConnections: c.max_connections, idleTimeoutMs: c.idle_timeout_ms,
         maxMessageBytes: c.max_message_bytes, oversize: c.oversize, tls: c.tlsFiles, defaults: headerDefaults(c.defaults), proxy: c.proxy,
       },
-      ctx.sender,
+      ctx.inlet,
       ctx.instruments.syslog(),
     ),
 } satisfies InputDefinition<TcpConfig, ResolvedTcp>;

@@ -5,7 +5,7 @@
 // idle sender never keeps a connection slot.
 
 import net from 'node:net';
-import type { Sender, TlsFiles } from '../../core/component.ts';
+import type { Inlet, TlsFiles } from '../../core/component.ts';
 import type { ProxyProtocolSettings } from '../../core/config-values.ts';
 import type { Source } from '../../core/contracts.ts';
 import type { SyslogInputTelemetry } from '../../core/telemetry.ts';
@@ -29,14 +29,14 @@ export interface TcpInputOptions {
 
 export class TcpSyslogInput implements Source {
   readonly #o: TcpInputOptions;
-  readonly #sender: Sender;
+  readonly #inlet: Inlet;
   readonly #t: SyslogInputTelemetry;
   readonly #sockets = new Set<net.Socket>();
   #server: StreamServer | undefined;
 
-  constructor(options: TcpInputOptions, sender: Sender, telemetry: SyslogInputTelemetry) {
+  constructor(options: TcpInputOptions, inlet: Inlet, telemetry: SyslogInputTelemetry) {
     this.#o = options;
-    this.#sender = sender;
+    this.#inlet = inlet;
     this.#t = telemetry;
   }
 
@@ -59,13 +59,13 @@ export class TcpSyslogInput implements Source {
     const server = new StreamServer({ maxConnections: o.maxConnections, tls: o.tls, allowHalfOpen: false, proxy: o.proxy, idleTimeoutMs: o.idleTimeoutMs }, t, (socket, from) => this.#accept(socket, from));
     this.#server = server;
     t.listening();
-    const owner = this.#sender.owner;
+    const owner = this.#inlet.owner;
     await server.listen(o.address, o.port, owner ? `${owner}/${o.label}` : `listener ${o.label}`);
   }
 
   #accept(socket: net.Socket, from: string): void {
     const t = this.#t;
-    const builder = new FrameBuilder(this.#sender, t, this.#o.defaults);
+    const builder = new FrameBuilder(this.#inlet, t, this.#o.defaults);
     const deframer = new Deframer(this.#o.maxMessageBytes, this.#o.oversize, builder);
     this.#sockets.add(socket);
     t.connection(true);

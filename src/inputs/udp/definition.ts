@@ -14,15 +14,14 @@ export const udpInput = {
   impstats: (port: number, submitted: number) => ({ name: `imudp(*:${port})`, origin: 'imudp', submitted, disallowed: 0 }),
   describe: (c) => describeSyslog(c, c.receive_threads > 0 ? `udp (${c.receive_threads} receive thread${c.receive_threads > 1 ? 's' : ''})` : 'udp'),
   senderKey: 'address',
-  canPause: false,
-  alwaysWait: false,
+  offerMode: 'drop',
   create: (c, ctx) =>
     new UdpSyslogInput(
       {
         label: c.label, address: c.address, port: c.port, receiveBufferBytes: c.receive_buffer_bytes, maxMessageBytes: c.max_message_bytes, oversize: c.oversize,
         defaults: headerDefaults(c.defaults), receiveThreads: c.receive_threads,
       },
-      ctx.sender,
+      ctx.inlet,
       ctx.instruments.syslog(),
     ),
 } satisfies InputDefinition<UdpConfig, ResolvedUdp>;

@@ -4,7 +4,7 @@
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { isIP, isIPv6 } from 'node:net';
-import type { Sender } from '../../core/component.ts';
+import type { Inlet } from '../../core/component.ts';
 import type { Source } from '../../core/contracts.ts';
 import { inRelayWorker, listenError, portsShared, udpPortFree } from '../../platform/net.ts';
 import type { SyslogInputTelemetry } from '../../core/telemetry.ts';
@@ -39,16 +39,16 @@ function notPlainIp(address: string): string | undefined {
 
 export class UdpSyslogInput implements Source {
   readonly #o: UdpInputOptions;
-  readonly #sender: Sender;
+  readonly #inlet: Inlet;
   readonly #t: SyslogInputTelemetry;
   #socket: dgram.Socket | undefined;
   #native: { readonly udp: NativeUdp; readonly h: NativeHandle; readonly port: number } | undefined;
   #threads: UdpReceiveThreads | undefined;
   #flush: (() => void) | undefined;
 
-  constructor(options: UdpInputOptions, sender: Sender, telemetry: SyslogInputTelemetry) {
+  constructor(options: UdpInputOptions, inlet: Inlet, telemetry: SyslogInputTelemetry) {
     this.#o = options;
-    this.#sender = sender;
+    this.#inlet = inlet;
     this.#t = telemetry;
   }
 
@@ -67,8 +67,8 @@ export class UdpSyslogInput implements Source {
   async start(): Promise<void> {
     if (this.#socket || this.#threads || this.#native) return;
     const o = this.#o;
-    const builder = new FrameBuilder(this.#sender, this.#t, o.defaults);
-    const owner = this.#sender.owner;
+    const builder = new FrameBuilder(this.#inlet, this.#t, o.defaults);
+    const owner = this.#inlet.owner;
     const what = owner ? `${owner}/${o.label}` : `listener ${o.label}`;
     if (o.receiveThreads > 0) return this.#startThreads(builder, what);
     // With workers, each thread has a socket on the port (SO_REUSEPORT) and the kernel spreads senders over them.

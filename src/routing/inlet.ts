@@ -1,34 +1,32 @@
-// The one way into intake queues. Every source hands its events to its Sender, which routes them
+// The one way into intake queues. Every source hands its events to its Inlet, which routes them
 // (a shared listener's router, or the one intake of a plain input), applies each intake's drop
 // rules, counts what each intake received and what was dropped with the reason, and offers the rest
 // to the queue. Whether its source can pause is fixed when it is made. Sources that answer "later"
 // (HTTP) take a whole request or nothing with admit(); the same counting applies.
 
-import type { Routing, Sender as SenderContract, Target } from '../core/component.ts';
+import type { Routing, Inlet as InletContract, Target } from '../core/component.ts';
 import type { DropReason } from '../core/contracts.ts';
 import type { LogEvent } from '../core/event.ts';
-import type { AdmitResult, EventQueue, OfferResult } from '../core/queue.ts';
-import type { EventTap, SenderTelemetry } from '../core/telemetry.ts';
+import type { AdmitResult, EventQueue, OfferMode, OfferResult } from '../core/event-queue.ts';
+import type { EventTap, InletTelemetry } from '../core/telemetry.ts';
 import { ROUTE_DROP } from './router.ts';
 
-export interface SenderOptions {
-  /** The source can stop reading when told to slow down (TCP, files); UDP cannot. */
-  readonly canPause: boolean;
-  /** Its data keeps (a file): it waits for room even under drop_newest. */
-  readonly alwaysWait?: boolean;
+export interface InletOptions {
+  /** What its source does when a queue cannot take more (EventQueue.offer). */
+  readonly mode: OfferMode;
   /** The relay's own reports (forwarder statistics): not subject to the intakes' drop rules. */
   readonly unfiltered?: boolean;
 }
 
-export class Sender implements SenderContract {
+export class Inlet implements InletContract {
   #routing: Routing;
-  readonly #o: SenderOptions;
-  readonly #t: SenderTelemetry;
+  readonly #o: InletOptions;
+  readonly #t: InletTelemetry;
   readonly #tap: EventTap | undefined;
   readonly #slow = new Set<EventQueue>();
 
   /** `tap`: the live view of its events, when it has one. */
-  constructor(routing: Routing, options: SenderOptions, telemetry: SenderTelemetry, tap?: EventTap) {
+  constructor(routing: Routing, options: InletOptions, telemetry: InletTelemetry, tap?: EventTap) {
     this.#routing = routing;
     this.#o = options;
     this.#t = telemetry;
@@ -116,7 +114,7 @@ export class Sender implements SenderContract {
     const { events, bytes: kept } = this.#filter(target, all, bytes);
     if (events.length === 0) return 'ok';
     const queue = target.queue;
-    const r = queue.offer(events, kept, this.#o.canPause, this.#o.alwaysWait);
+    const r = queue.offer(events, kept, this.#o.mode);
     if (r.dropped > 0) this.#t.dropped(target.intake, queue.closed ? 'shutdown' : 'queue_full', r.dropped);
     if (r.result === 'slow_down') this.#slow.add(queue);
     return r.result;
