@@ -158,6 +158,13 @@ async function bundle(work: string, version: string, commit: string): Promise<{ 
   return { file, metafile: result.metafile };
 }
 
+/** The UDP receive thread's own small bundle (Node's built-in modules only): it runs in threads with a small heap. */
+async function bundleReceiveThread(work: string): Promise<{ file: string; metafile: Metafile }> {
+  const file = join(work, 'udp-receive-thread.cjs');
+  const result = await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'inputs', 'udp', 'receive-thread-entry.ts')], outfile: file });
+  return { file, metafile: result.metafile };
+}
+
 /** Each lazy library as a CommonJS bundle of its own (ES module exports, as the main bundle imported them): asset name → file. */
 async function bundleLibraries(work: string): Promise<{ files: Record<string, string>; metafiles: Metafile[] }> {
   const files: Record<string, string> = {};
@@ -206,6 +213,7 @@ async function main(): Promise<void> {
   mkdirSync(work, { recursive: true });
   const { file: main, metafile } = await bundle(work, version, commit);
   const libraries = await bundleLibraries(work);
+  const receiveThread = await bundleReceiveThread(work);
   const kib = (file: string): string => `${(readFileSync(file).length / 1024).toFixed(0)} KiB`;
   log(`bundled src/main.ts: ${kib(main)}, and apart ${Object.entries(libraries.files).map(([asset, file]) => `${asset} ${kib(file)}`).join(', ')} (intake-relay ${version}, commit ${commit}, Node.js ${nodeVersion})`);
   let nodeLicense: string | undefined = join(dirname(require.resolve('node/package.json')), 'node_modules', `node-linux-${process.arch}`, 'LICENSE');
@@ -220,11 +228,12 @@ async function main(): Promise<void> {
     // architecture that compiled it, so a foreign architecture's blob goes without it.
     const config = join(work, `sea-config-${arch}.json`);
     const blob = join(work, `sea-${arch}.blob`);
-    // The bundle is also an asset: worker threads (workers: N) run it from its text. So are the lazy
+    // The bundle is also an asset: worker threads (workers: N) run it, written to a temporary file,
+    // and so is the UDP receive thread's own bundle. So are the lazy
     // libraries (LAZY_LIBRARIES), and the native addon, built for this machine's architecture only
     // (no cross compiler): another architecture's executable receives UDP with Node's dgram, and
     // locks its state directories with flock(1).
-    const assets: Record<string, string> = { 'intake-relay.cjs': main, ...libraries.files };
+    const assets: Record<string, string> = { 'intake-relay.cjs': main, 'udp-receive-thread.cjs': receiveThread.file, ...libraries.files };
     if (native) {
       const built = spawnSync(host, [join(ROOT, 'native', 'compile.mjs'), '--strict'], { encoding: 'utf8' });
       if (built.status === 0) assets['relay.node'] = join(ROOT, 'native', 'build', 'relay.node');

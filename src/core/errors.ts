@@ -21,7 +21,9 @@ export type RelayErrorCode =
   | 'ERELAY_RELP_PROTOCOL'
   | 'ERELAY_RELP_REFUSED'
   | 'ERELAY_ACK_TIMEOUT'
-  | 'ERELAY_SHUTDOWN';
+  | 'ERELAY_SHUTDOWN'
+  /** A state directory or file (a disk queue, file checkpoints) cannot be used. */
+  | 'ERELAY_STATE';
 
 export class RelayError extends Error {
   readonly code: RelayErrorCode;

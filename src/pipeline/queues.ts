@@ -2,6 +2,7 @@
 // before anything listens), with the disk queue's errors, damage and recovery logged and counted.
 
 import type { Logger } from 'pino';
+import { RelayError } from '../core/errors.ts';
 import type { ResolvedIntake } from '../config/resolve.ts';
 import { DiskQueue, type DiskQueueOp } from '../core/disk-queue.ts';
 import { BoundedQueue } from '../core/queue.ts';
@@ -44,7 +45,7 @@ export function openQueue(intake: ResolvedIntake, m: Metrics, log: Logger): { qu
     );
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    throw new Error(`Disk queue of intake "${name}": cannot use ${q.path}: ${e.code ?? e.message}. Check queue.path or data_dir and their permissions.`, { cause: err });
+    throw new RelayError('ERELAY_STATE', `Disk queue of intake "${name}": cannot use ${q.path}: ${e.code ?? e.message}. Check queue.path or data_dir and their permissions.`, { cause: err });
   }
   const r = queue.recovery;
   if (r.tornBytes > 0) l.logger.warn({ bytes: r.tornBytes }, 'Disk queue: an incomplete last write (a crash mid-write) was cut off.');

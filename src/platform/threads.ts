@@ -1,28 +1,45 @@
-// Starting the relay's own threads (workers, the configuration loader) from dist/, from src/ and
+// Starting the relay's own threads (workers, UDP receive threads) from dist/, from src/ and
 // from the single executable, and passing them values: structured cloning turns a Buffer into a
 // plain Uint8Array, which revive() turns back.
 
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 
 declare const INTAKE_RELAY_BUILD: unknown;
 
-/** The bundle's text in the single executable (an asset beside its main script); undefined elsewhere. */
-function bundledSource(): string | undefined {
-  if (typeof INTAKE_RELAY_BUILD === 'undefined') return undefined;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const sea = require('node:sea') as typeof import('node:sea');
-  return sea.getAsset('intake-relay.cjs', 'utf8');
-}
-
 /**
  * A thread running `entry` (a module path relative to `from`, the caller's import.meta.url, without
- * its extension: the caller's own, .ts or .js, is used), or, in the single executable, its bundle,
- * whose main script (main.ts) sees `options.workerData` and runs the same entry.
+ * its extension: the caller's own, .ts or .js, is used). In the single executable, the thread runs
+ * the bundle `asset` (the main bundle, whose main script sees `options.workerData` and runs the
+ * worker's side; or a thread's own), written to a private temporary directory and removed once the
+ * thread has loaded it (its first message): a thread runs from a file, never from source text.
  */
-export function startThread(from: string, entry: string, options: WorkerOptions): Worker {
-  const bundle = bundledSource();
-  if (bundle !== undefined) return new Worker(bundle, { ...options, eval: true });
-  return new Worker(new URL(`${entry}${from.endsWith('.ts') ? '.ts' : '.js'}`, from), options);
+export function startThread(from: string, entry: string, options: WorkerOptions, asset = 'intake-relay.cjs'): Worker {
+  if (typeof INTAKE_RELAY_BUILD === 'undefined') return new Worker(new URL(`${entry}${from.endsWith('.ts') ? '.ts' : '.js'}`, from), options);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const sea = require('node:sea') as typeof import('node:sea');
+  let dir: string;
+  try {
+    dir = mkdtempSync(join(tmpdir(), 'intake-relay-'));
+  } catch (err) {
+    throw new Error(`cannot write a thread's code to ${tmpdir()} (${(err as NodeJS.ErrnoException).code}): give the executable a writable temporary directory (TMPDIR, or a tmpfs or emptyDir on /tmp)`, { cause: err });
+  }
+  const remove = (): void => rmSync(dir, { recursive: true, force: true });
+  const file = join(dir, asset);
+  try {
+    writeFileSync(file, sea.getAsset(asset, 'utf8'), { mode: 0o400 });
+    const w = new Worker(file, options);
+    // Its first message comes once its code is loaded ('online' comes before the module is read).
+    w.once('message', remove);
+    w.once('error', remove);
+    w.once('exit', remove);
+    return w;
+  } catch (err) {
+    remove();
+    throw err;
+  }
 }
 
 /** `value` with every Uint8Array that structured cloning made of a Buffer a Buffer again. */

@@ -23,6 +23,32 @@ export const REDACT_PATHS = [
   '*.err.rawPacket',
 ];
 
+/**
+ * Expected failures are a code and a sentence: a coded RelayError (what failed and what to check),
+ * and the system's own routine errors (a reset, a refused or timed-out connection, a TLS alert, a
+ * full disk: an errno code from a system call). A stack trace is for the unexpected only (from the
+ * single executable it would name the build machine's paths, and it says nothing to an operator).
+ */
+const ROUTINE_CODE = /^(E[A-Z0-9]+|ERR_SSL_[A-Z0-9_]+|ERR_TLS_[A-Z0-9_]+|ERR_STREAM_PREMATURE_CLOSE|ERELAY_[A-Z_]+)$/;
+
+function expected(e: Error & { code?: unknown; syscall?: unknown }): boolean {
+  if (e.name === 'RelayError' || e.name === 'StateLockedError') return true;
+  return typeof e.code === 'string' && ROUTINE_CODE.test(e.code) && (typeof e.syscall === 'string' || e.code.startsWith('ERR_'));
+}
+
+/** An error as a log field: code and message for the expected (with its cause's), the whole of it otherwise. */
+export function errField(err: unknown): unknown {
+  if (!(err instanceof Error) || !expected(err)) return pino.stdSerializers.err(err as Error);
+  const e = err as Error & { code?: unknown; cause?: unknown };
+  const cause = e.cause instanceof Error ? (e.cause as Error & { code?: unknown }) : undefined;
+  return {
+    type: e.name,
+    ...(typeof e.code === 'string' ? { code: e.code } : {}),
+    message: e.message,
+    ...(cause ? { cause: typeof cause.code === 'string' ? `${cause.code}: ${cause.message}` : cause.message } : {}),
+  };
+}
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
     {
@@ -32,6 +58,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       timestamp: () => `,"time":"${isoUtc(Date.now())}"`,
       formatters: { level: (label) => ({ level: label }) },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      serializers: { err: errField },
       // A key quoted in an event or an error message, wherever it appears in the line.
       hooks: { streamWrite: (line) => secretMask.mask(line) },
     },

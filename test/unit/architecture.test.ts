@@ -113,4 +113,18 @@ describe('architecture', () => {
     expect(reach('main.ts')).toEqual([]);
     expect(reach('runtime/worker-entry.ts')).toEqual([]);
   });
+
+  it('one topology for every thread: the process and a worker both run pipeline/topology.ts, no worker-mode flag', () => {
+    for (const f of ['runtime/relay.ts', 'runtime/worker-main.ts']) expect(g.get(f)).toContain('pipeline/topology.ts');
+    const all = [...g.keys()].map((f) => readFileSync(join(SRC, f), 'utf8'));
+    expect(all.filter((t) => /options\.worker\b|readonly worker\?:/.test(t))).toEqual([]);
+  });
+
+  it('no thread runs from source text (eval), and the native addon lets no page of the process go', () => {
+    const evals = [...g.keys()].filter((f) => /eval:\s*true/.test(readFileSync(join(SRC, f), 'utf8')));
+    expect(evals).toEqual([]);
+    const NATIVE = new URL('../../native/', import.meta.url).pathname;
+    const c = readdirSync(NATIVE).filter((f) => f.endsWith('.c') || f.endsWith('.h')).map((f) => readFileSync(join(NATIVE, f), 'utf8')).join('\n');
+    expect(c).not.toMatch(/madvise|MADV_DONTNEED|smaps/);
+  });
 });

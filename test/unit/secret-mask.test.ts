@@ -31,3 +31,29 @@ describe('secret mask', () => {
     expect(secretsOf(cfg).sort()).toEqual(['KeyA000000000000', 'TokenTokenToken0']);
   });
 });
+
+describe('errors in the log', () => {
+  const line = (err: unknown): Record<string, unknown> => {
+    let out = '';
+    const log = createLogger('info', new Writable({ write(c: Buffer, _e, cb) { out += c.toString(); cb(); } }));
+    log.warn({ err }, 'x');
+    return JSON.parse(out) as Record<string, unknown>;
+  };
+
+  it('a routine network failure is its code and message, one line, no stack trace', () => {
+    const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET', errno: -104, syscall: 'read' });
+    expect(line(reset).err).toEqual({ type: 'Error', code: 'ECONNRESET', message: 'read ECONNRESET' });
+  });
+
+  it('a coded RelayError says what failed and its cause, no stack trace', async () => {
+    const { RelayError } = await import('../../src/core/errors.ts');
+    const cause = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED', syscall: 'connect' });
+    const err = new RelayError('ERELAY_CONNECT_REFUSED', 'Connection to 127.0.0.1:1 refused: nothing listens there, or a firewall rejects it.', { cause });
+    expect(line(err).err).toEqual({ type: 'RelayError', code: 'ERELAY_CONNECT_REFUSED', message: err.message, cause: 'ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:1' });
+  });
+
+  it('the unexpected keeps its stack', () => {
+    const bug = new TypeError('x is not a function');
+    expect(line(bug).err).toMatchObject({ type: 'TypeError', message: 'x is not a function', stack: expect.stringContaining('TypeError: x is not a function') });
+  });
+});

@@ -11,6 +11,7 @@
 //   bounded by what was in flight.
 // - Backpressure: the reader waits while the intake's queue is full; nothing is skipped.
 
+import { RelayError } from '../../core/errors.ts';
 import { watch, type FSWatcher } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
@@ -115,7 +116,7 @@ export class FileInput {
     try {
       loaded = await this.#store.load();
     } catch (err) {
-      throw new Error(`File input "${this.label}" of intake "${this.#intake}": cannot use the checkpoint file ${this.#store.file}: ${(err as Error).message}. Check data_dir.`, { cause: err });
+      throw new RelayError('ERELAY_STATE', `File input "${this.label}" of intake "${this.#intake}": cannot use the checkpoint file ${this.#store.file}: ${(err as Error).message}. Check data_dir.`, { cause: err });
     }
     if (loaded.problem) this.#t.log.logger.error({ file: this.#store.file, problem: loaded.problem }, 'Checkpoint file damaged: files are read as new ones (duplicates possible, nothing skipped).');
     this.#files.restore(loaded.entries, !loaded.existed, await othersCheckpoints(this.#store.file, this.#cfg.forget_after_ms));
