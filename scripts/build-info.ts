@@ -7,8 +7,13 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = new URL('..', import.meta.url);
 
-/** The checkout's commit (12 hex digits), or "unknown" outside git. */
+/**
+ * The checkout's commit (12 hex digits); outside git, what INTAKE_RELAY_COMMIT says (the container
+ * build passes its REVISION argument: a build context has no .git), else "unknown".
+ */
 export function gitCommit(): string {
+  const given = process.env.INTAKE_RELAY_COMMIT?.trim();
+  if (given && given !== 'unknown') return given.slice(0, 12);
   // Only this checkout's own .git: sources unpacked inside another repository are not that commit.
   if (!existsSync(new URL('.git', ROOT))) return 'unknown';
   try {

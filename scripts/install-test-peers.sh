@@ -37,6 +37,20 @@ $SUDO apt-get install -y -qq --no-install-recommends haproxy >/dev/null
 # logrotate, run by the file input's rotation tests as a local process with its own state file
 # (copytruncate, compress and delaycompress as operators configure them); never the system's.
 $SUDO apt-get install -y -qq --no-install-recommends logrotate >/dev/null
+# A container engine: podman with runc (crun is refused by some hosts' cgroups), podman-compose for
+# and docker-compose (which the compose test runs against podman's Docker API: podman-compose 1.0.3
+# cannot run network_mode "service:..."), debootstrap for the base images (scripts/container-bases.sh: no registry is
+# reachable). The tests build the image with it and run it through testcontainers (podman's Docker
+# API, which test/helpers/engine.ts starts as its own process). containers.conf: runc; the host's
+# network (no netavark/CNI setup needed); ulimits within the machine's hard limits (raising one is
+# refused).
+$SUDO apt-get install -y -qq --no-install-recommends podman runc podman-compose docker-compose debootstrap fuse-overlayfs >/dev/null
+nofile=$(ulimit -Hn); nproc=$(ulimit -Hu)
+[ "$nofile" = unlimited ] && nofile=16384; [ "$nproc" = unlimited ] && nproc=16384
+[ "$nofile" -gt 16384 ] && nofile=16384; [ "$nproc" -gt 16384 ] && nproc=16384
+$SUDO mkdir -p /etc/containers
+printf '[containers]\nnetns = "host"\ndefault_ulimits = ["nofile=%s:%s", "nproc=%s:%s"]\n\n[engine]\nruntime = "runc"\n' \
+  "$nofile" "$nofile" "$nproc" "$nproc" | $SUDO tee /etc/containers/containers.conf >/dev/null
 if [ ! -x "$SYSLOG_NG_ROOT/usr/sbin/syslog-ng" ]; then
   tmp=$(mktemp -d)
   (cd "$tmp" && apt-get download syslog-ng-core >/dev/null)
@@ -49,3 +63,4 @@ rsyslogd -v | head -1
 logger --version
 haproxy -v | head -1
 logrotate --version 2>&1 | head -1
+podman --version

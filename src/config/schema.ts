@@ -102,7 +102,7 @@ export const configSchema = z.strictObject({
     .describe('The operations endpoint: /metrics, /healthz, /readyz, /status, /senders, /tap.'),
   data_dir: z.string().min(1).optional()
     .describe('Directory for state that must survive restarts (file input checkpoints). Default: $STATE_DIRECTORY (set by systemd), else /var/lib/intake-relay.'),
-  shutdown_timeout_ms: positive.default(30_000).describe('On SIGTERM/SIGINT, time allowed to deliver what is queued before exiting.'),
+  shutdown_timeout_ms: positive.default(8_000).describe('On SIGTERM/SIGINT, time allowed to deliver what memory queues hold before exiting (within the 10 s container engines wait by default; give the engine more to raise it). A disk queue does not wait for its intake: what it holds is fsynced and delivered after the next start.'),
   workers: z.union([z.int().min(1).max(64), z.literal('auto')]).default(1)
     .describe('Threads that run the network inputs (UDP, TCP, TLS, RELP, HTTP), each on its own socket on every port (SO_REUSEPORT: the kernel spreads connections and datagrams), each parsing, queueing and delivering what it received over its own connection per intake. auto: the cores the process may use, at most 8. 1: one thread does everything. File inputs and intakes with a disk queue run in the main thread only. A restart applies a change. See "Workers".'),
   emulator: z

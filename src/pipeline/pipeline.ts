@@ -21,6 +21,9 @@ import type { PipelineEnv } from './env.ts';
 import { createSource } from './sources.ts';
 import type { IntakeHealth } from '../telemetry/ops-server.ts';
 
+/** At a stop, how long the output of a disk queue may go on delivering (what it holds is on disk). */
+const DISK_STOP_MS = 1_500;
+
 export class Pipeline {
   intake: ResolvedIntake;
   readonly queue: EventQueue;
@@ -166,11 +169,15 @@ export class Pipeline {
   /**
    * Delivers what the queue holds (its inputs are stopped) until `deadline`, then closes the
    * output. What was left: `kept` in a disk queue for the next start, or `lost` from a memory queue
-   * (counted as dropped, reason shutdown).
+   * (counted as dropped, reason shutdown). A disk queue's output has DISK_STOP_MS at most: what it
+   * could not deliver is fsynced and delivered after the next start.
    */
   async drain(deadline: AbortSignal): Promise<{ readonly kept: number; readonly lost: number }> {
     this.queue.close();
-    const pending = await this.runner.stop(deadline);
+    // What a disk queue holds is safe where it is: its output gets DISK_STOP_MS to finish what it
+    // has in flight, not the whole timeout (an intake that is down does not hold the stop).
+    const durable = this.queue instanceof DiskQueue;
+    const pending = await this.runner.stop(durable ? AbortSignal.any([deadline, AbortSignal.timeout(DISK_STOP_MS)]) : deadline);
     if (this.queue instanceof DiskQueue) {
       await this.queue.finish();
       return { kept: pending, lost: 0 };

@@ -12,7 +12,9 @@ export interface Instruction {
 }
 
 export interface Stage {
+  /** As written (`${BUILD_IMAGE}`), and with the global ARGs' defaults in place. */
   readonly image: string;
+  readonly imageDefault: string;
   readonly name: string | undefined;
   readonly platform: string | undefined;
   readonly instructions: readonly Instruction[];
@@ -28,7 +30,9 @@ export interface Copy {
 
 /** Instructions by stage: continuation lines joined, comments and parser directives left out. */
 export function parseDockerfile(text: string = readFileSync(DOCKERFILE, 'utf8')): Stage[] {
-  const stages: { image: string; name: string | undefined; platform: string | undefined; instructions: Instruction[] }[] = [];
+  const stages: { image: string; imageDefault: string; name: string | undefined; platform: string | undefined; instructions: Instruction[] }[] = [];
+  /** ARGs before the first FROM: what FROM lines may use. */
+  const globals: Record<string, string> = {};
   const lines = text.split('\n');
   for (let i = 0; i < lines.length; i++) {
     const start = i;
@@ -47,10 +51,15 @@ export function parseDockerfile(text: string = readFileSync(DOCKERFILE, 'utf8'))
     if (keyword === 'FROM') {
       const from = /^(?:--platform=(\S+)\s+)?(\S+)(?:\s+AS\s+(\S+))?$/i.exec(args);
       if (!from) throw new Error(`Dockerfile:${start + 1}: FROM ${args}: not understood`);
-      stages.push({ platform: from[1], image: from[2]!, name: from[3], instructions: [] });
+      const imageDefault = from[2]!.replace(/\$\{?([A-Za-z_]\w*)\}?/g, (_m, n: string) => globals[n] ?? '');
+      stages.push({ platform: from[1], image: from[2]!, imageDefault, name: from[3], instructions: [] });
       continue;
     }
     const stage = stages.at(-1);
+    if (!stage && keyword === 'ARG') {
+      Object.assign(globals, keyValues(args));
+      continue;
+    }
     if (!stage) throw new Error(`Dockerfile:${start + 1}: ${keyword} before FROM`);
     stage.instructions.push({ keyword, args, line: start + 1 });
   }
@@ -82,6 +91,7 @@ export function parseCopy(args: string): Copy {
     const [flag, value] = words.shift()!.slice(2).split('=', 2);
     if (flag === 'from') from = value;
     else if (flag === 'chown') chown = value;
+    else if (flag === 'mount') continue;
     else throw new Error(`COPY --${flag}: not used by this project's Dockerfile`);
   }
   const dest = words.pop();

@@ -1,7 +1,8 @@
-// The Dockerfile's rules, read from the file (no container engine runs here; the image's layout is
-// run by test/integration/image.test.ts): two stages, the executable of `npm run package` and no
-// npm in the image, a numeric non-root user, tini before the executable, a HEALTHCHECK the
-// executable answers, OCI labels, the shipped configuration's ports exposed and its key required.
+// The Dockerfile's rules, read from the file (test/integration/container.test.ts builds and runs
+// it with podman): two stages on base images given as build arguments and pinned by digest, the
+// executable of `npm run package` and no npm in the image, a numeric non-root user, tini before the
+// executable, a HEALTHCHECK the executable answers, OCI labels, a root-owned configuration, the
+// shipped configuration's ports exposed and its key required.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
@@ -20,10 +21,15 @@ const runs = (stage: typeof build): string => all(stage, 'RUN').map((i) => i.arg
 describe('Dockerfile', () => {
   it('builds the executable in a Node 24 stage and ships it alone on a glibc base without Node or npm', () => {
     expect(stages).toHaveLength(2);
-    expect(build).toMatchObject({ image: 'node:24-bookworm-slim', name: 'build', platform: '$BUILDPLATFORM' });
+    expect(build).toMatchObject({ image: '${BUILD_IMAGE}', name: 'build', platform: '$BUILDPLATFORM' });
+    // A mirror or an internal registry is one build argument away; by default, pinned digests.
+    expect(build.imageDefault).toMatch(/^node:24-bookworm-slim@sha256:[0-9a-f]{64}$/);
+    expect(final.image).toBe('${RUNTIME_IMAGE}');
+    expect(final.imageDefault).toMatch(/^gcr\.io\/distroless\/cc-debian12@sha256:[0-9a-f]{64}$/);
+    // No frontend pulled from a registry at build time.
+    expect(readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8')).not.toMatch(/^#\s*syntax=/m);
     expect(runs(build)).toMatch(/\bnpm ci\b/);
     expect(runs(build)).toMatch(/\bnpm run package -- --arch\b/);
-    expect(final.image).toMatch(/^(gcr\.io\/distroless\/cc-debian12|debian:12-slim)(:|@|$)/);
     // No install at run time, nor at build time in the final stage: distroless has no shell to RUN.
     expect(all(final, 'RUN')).toEqual([]);
     expect(final.instructions.map((i) => i.args).join('\n')).not.toMatch(/\bnpm\b|node_modules|\bnode\b(?!-)/);
@@ -75,8 +81,18 @@ describe('Dockerfile', () => {
     expect(destOf('/src/build/intake-relay-THIRD-PARTY-LICENSES.txt')).toBe('/usr/share/doc/intake-relay/THIRD-PARTY-LICENSES.txt');
   });
 
-  it('declares its configuration and state as volumes', () => {
-    expect(image.volumes).toEqual(['/etc/intake-relay', '/var/lib/intake-relay']);
+  it('declares its state as a volume, not its configuration; the configuration is root\'s, the state the daemon\'s', () => {
+    expect(image.volumes).toEqual(['/var/lib/intake-relay']);
+    const config = copies.find((c) => c.dest === '/etc/intake-relay/intake-relay.yaml');
+    expect(config).toMatchObject({ chown: undefined });
+    expect(copies.find((c) => c.dest === '/var/lib/')).toMatchObject({ chown: '10001:10001' });
+  });
+
+  it('takes a CA for the build as a secret, never a layer, and gives the revision to the executable', () => {
+    const buildRuns = all(build, 'RUN').map((i) => i.args);
+    for (const r of buildRuns.filter((x) => /\bnpm (ci|run)\b/.test(x))) expect(r).toMatch(/^--mount=type=secret,id=build_ca /);
+    expect(all(build, 'COPY').map((i) => i.args).join('\n')).not.toMatch(/\.pem|\.crt|ca/i);
+    expect(buildRuns.join('\n')).toMatch(/INTAKE_RELAY_COMMIT="\$REVISION" npm run package/);
   });
 
   it('runs the shipped configuration: its ports exposed, every address inside, and a key required', () => {
