@@ -39,12 +39,13 @@ $SUDO apt-get install -y -qq --no-install-recommends haproxy >/dev/null
 $SUDO apt-get install -y -qq --no-install-recommends logrotate >/dev/null
 # A container engine: podman with runc (crun is refused by some hosts' cgroups), podman-compose for
 # and docker-compose (which the compose test runs against podman's Docker API: podman-compose 1.0.3
-# cannot run network_mode "service:..."), debootstrap for the base images (scripts/container-bases.sh: no registry is
+# cannot run network_mode "service:..."), catatonit (the pause process of `podman kube play`),
+# debootstrap for the base images (scripts/container-bases.sh: no registry is
 # reachable). The tests build the image with it and run it through testcontainers (podman's Docker
 # API, which test/helpers/engine.ts starts as its own process). containers.conf: runc; the host's
 # network (no netavark/CNI setup needed); ulimits within the machine's hard limits (raising one is
 # refused).
-$SUDO apt-get install -y -qq --no-install-recommends podman runc podman-compose docker-compose debootstrap fuse-overlayfs >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends podman runc catatonit podman-compose docker-compose debootstrap fuse-overlayfs >/dev/null
 nofile=$(ulimit -Hn); nproc=$(ulimit -Hu)
 [ "$nofile" = unlimited ] && nofile=16384; [ "$nproc" = unlimited ] && nproc=16384
 [ "$nofile" -gt 16384 ] && nofile=16384; [ "$nproc" -gt 16384 ] && nproc=16384

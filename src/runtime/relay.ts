@@ -309,6 +309,13 @@ export class Relay {
     const wasRunning = this.#phase === 'running';
     this.#phase = 'draining';
     const timeoutMs = this.topology.config.shutdown_timeout_ms;
+    // Still taking events for shutdown_delay_ms (not ready meanwhile): the last lines of an
+    // application stopped at the same time, a load balancer that has not seen this one go yet.
+    const delayMs = this.topology.config.shutdown_delay_ms;
+    if (wasRunning && delayMs > 0) {
+      this.#log.info({ delay_ms: delayMs }, 'Stopping soon: inputs still take events until shutdown_delay_ms has passed.');
+      await new Promise((r) => setTimeout(r, delayMs));
+    }
     this.#stats?.stop();
     this.#env.senders.stop();
     this.#env.taps.close();

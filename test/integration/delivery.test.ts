@@ -214,6 +214,20 @@ describe('shutdown', () => {
     expect(await books(relay, 't')).toMatchObject({ sent: 1_000, dropped: 0, balanced: true });
   });
 
+  it('shutdown_delay_ms: after the signal the inputs take events that long (not ready meanwhile), then the stop drains them', async () => {
+    const intake = track(await startTestIntake());
+    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, extra: 'shutdown_timeout_ms: 2000\nshutdown_delay_ms: 1500' })));
+    const stopping = relay.stop();
+    expect(relay.daemon.phase).toBe('draining');
+    expect(relay.daemon.view.ready()).toBe(false);
+    // The application's last lines, sent after the signal.
+    await sendTcp(relay.port('t', 'tcp/0'), lines(50));
+    const report = await stopping;
+    expect(report).toMatchObject({ lost: 0, kept: 0 });
+    expect(intake.received).toHaveLength(50);
+    expect(relay.logs.some((l) => l.msg === 'Stopping soon: inputs still take events until shutdown_delay_ms has passed.')).toBe(true);
+  });
+
   it('reports and counts what could not be delivered before the timeout', async () => {
     const port = await freePort();
     const relay = track(await startRelay(relayYaml({ intakePort: port, extra: 'shutdown_timeout_ms: 300' })));

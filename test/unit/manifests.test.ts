@@ -27,7 +27,7 @@ interface Container {
   ports?: Port[]; volumeMounts?: Mount[]; readinessProbe?: Probe; livenessProbe?: Probe; securityContext?: Security;
 }
 interface Volume { name: string; configMap?: { name: string; items?: unknown }; emptyDir?: object; persistentVolumeClaim?: object }
-interface PodSpec { containers: Container[]; volumes?: Volume[]; securityContext?: Security; terminationGracePeriodSeconds?: number }
+interface PodSpec { containers: Container[]; initContainers?: (Container & { restartPolicy?: string })[]; volumes?: Volume[]; securityContext?: Security; terminationGracePeriodSeconds?: number }
 interface K8sObject {
   kind: string; metadata: { name: string };
   data?: Record<string, string>;
@@ -41,7 +41,7 @@ interface K8sObject {
 
 interface Workload { file: string; text: string; objects: K8sObject[]; owner: K8sObject; pod: PodSpec; relay: Container }
 
-const manifests = readdirSync(K8S).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
+const manifests = readdirSync(K8S).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml' && f !== 'servicemonitor.yaml');
 
 function load(file: string): { text: string; objects: K8sObject[] } {
   const text = readFileSync(`${K8S}${file}`, 'utf8');
@@ -54,7 +54,8 @@ const workloads: Workload[] = manifests.flatMap((file) => {
   const { text, objects } = load(file);
   return objects.flatMap((owner) => {
     const pod = owner.spec?.template?.spec;
-    const relay = pod?.containers.find((c) => c.image.split(':')[0] === 'intake-relay');
+    // A native sidecar (an init container that restarts always) or a plain container.
+    const relay = [...(pod?.initContainers ?? []).filter((c) => c.restartPolicy === 'Always'), ...(pod?.containers ?? [])].find((c) => c.image.split(':')[0] === 'intake-relay');
     return pod && relay ? [{ file, text, objects, owner, pod, relay }] : [];
   });
 });
@@ -241,5 +242,41 @@ describe('deploy/docker-compose.yml', () => {
 
   it('gives SIGTERM more time than the drain', () => {
     expect(Number.parseInt(relay.stop_grace_period ?? '10', 10) * 1000).toBeGreaterThan(config.shutdown_timeout_ms);
+  });
+
+  it('every object is valid against the Kubernetes schemas (the ServiceMonitor against the Prometheus Operator\'s)', async () => {
+    const apps = await import('kubernetes-models/apps/v1');
+    const core = await import('kubernetes-models/v1');
+    const policy = await import('kubernetes-models/policy/v1');
+    const monitoring = await import('@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1');
+    const kinds: Record<string, new (o: never) => { validate(): void }> = {
+      StatefulSet: apps.StatefulSet, Deployment: apps.Deployment, Service: core.Service, ConfigMap: core.ConfigMap,
+      PodDisruptionBudget: policy.PodDisruptionBudget, ServiceMonitor: monitoring.ServiceMonitor,
+    };
+    const files = readdirSync(K8S).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
+    const seen: string[] = [];
+    for (const f of files) {
+      for (const o of load(f).objects) {
+        const Kind = kinds[o.kind];
+        expect(Kind, `${f}: ${o.kind} has a schema here`).toBeDefined();
+        expect(() => new Kind!(o as never).validate(), `${f}: ${o.kind} ${o.metadata.name}`).not.toThrow();
+        seen.push(`${f} ${o.kind}`);
+      }
+    }
+    expect(seen).toEqual(expect.arrayContaining(['collector.yaml PodDisruptionBudget', 'servicemonitor.yaml ServiceMonitor', 'sidecar.yaml Deployment']));
+  });
+
+  it('the sidecar is a native sidecar (started first, stopped last); the budget and the monitor select the collector', () => {
+    const side = workloads.find((w) => w.file === 'sidecar.yaml')!;
+    expect(side.pod.initContainers?.find((c) => c.name === 'intake-relay')?.restartPolicy).toBe('Always');
+    const { objects } = load('collector.yaml');
+    const set = objects.find((o) => o.kind === 'StatefulSet')!;
+    const podLabels = set.spec!.template!.metadata.labels;
+    const pdb = objects.find((o) => o.kind === 'PodDisruptionBudget') as unknown as { spec: { selector: { matchLabels: Record<string, string> }; maxUnavailable: number } };
+    expect(Object.entries(pdb.spec.selector.matchLabels).every(([k, v]) => podLabels[k] === v)).toBe(true);
+    expect(pdb.spec.maxUnavailable).toBe(1);
+    const monitor = load('servicemonitor.yaml').objects[0] as unknown as { spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string }[] } };
+    const svc = objects.find((o) => o.kind === 'Service' && Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => (o.metadata as { labels?: Record<string, string> }).labels?.[k] === v));
+    expect(svc?.spec?.ports?.map((p) => p.name)).toContain(monitor.spec.endpoints[0]!.port);
   });
 });
