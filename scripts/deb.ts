@@ -1,7 +1,8 @@
 // `npm run deb`: builds build/intake-relay_<version>_<arch>.deb from the self-contained binary
 // (`npm run package`) with dpkg-deb, no network: the binary, the hardened unit, a sample
 // configuration and environment file (conffiles), a man page and bash completion generated from the
-// binary's --help and the configuration schema, the copyright file and changelog, maintainer scripts.
+// binary's --help, the configuration schema and the table of environment variables, the copyright
+// file and changelog, maintainer scripts.
 //   node scripts/deb.ts [--binary build/intake-relay-linux-x64] [--out build] [--compression xz|gzip]
 // Needs dpkg-deb and dpkg-shlibdeps (dpkg-dev), on a Debian or Ubuntu machine of the binary's
 // architecture.
@@ -23,6 +24,7 @@ import { control, debianVersion } from './deb/control.ts';
 import { copyright } from './deb/copyright.ts';
 import { manPage } from './deb/man-page.ts';
 import { packagedUnit } from './deb/unit.ts';
+import { ENVIRONMENT } from './docs/environment.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** xz is Debian's default and the smallest; gzip -6 builds several times faster (tests). */
@@ -102,7 +104,7 @@ function main(): void {
     put('etc/intake-relay/intake-relay.env', source('deploy/debian/intake-relay.env'), 0o600);
     const reference = configReference(JSON.parse(configJsonSchema()));
     const date = new Date(epoch * 1000).toISOString().slice(0, 10);
-    const man = manPage({ help: binary.help, reference, version: pkg.version, date, description: pkg.description });
+    const man = manPage({ help: binary.help, reference, environment: ENVIRONMENT, version: pkg.version, date, description: pkg.description });
     // zlib writes no name or time in the header (gzip -9n): the same input gives the same bytes.
     put('usr/share/man/man1/intake-relay.1.gz', gzipSync(man, { level: 9 }), 0o644);
     put('usr/share/bash-completion/completions/intake-relay', bashCompletion(binary.help, pkg.version), 0o644);

@@ -37,16 +37,16 @@ Usage:
                                          effective configuration as YAML (keys redacted)
   intake-relay emulate  [--port N] [--host ADDR] [--cert-file F --key-file F] [--quiet]
                                          run a local intake emulator that checks what it receives
-  intake-relay check    [-c FILE] [--api-key KEY]
+  intake-relay check    [-c FILE] [--api-key KEY] [--api-url URL]
                                          for every intake: name resolution, TCP connect and TLS handshake
                                          (certificate and host name verified) to its endpoint, and
                                          for RELP the session's open on each host name it may use,
                                          each reported; with an API key (or $INTAKE_RELAY_API_KEY),
-                                         GET /v1/me
+                                         GET /v1/me (--api-url: another API base than the region's)
   intake-relay send     [-c FILE] --intake NAME MESSAGE...
                                          send test events through the intake's real output, and wait
                                          until they are acknowledged
-  intake-relay rules push [-c FILE] [--intake NAME] [--api-key KEY] [--dry-run]
+  intake-relay rules push [-c FILE] [--intake NAME] [--api-key KEY] [--api-url URL] [--dry-run]
                                          create the intakes' filters on the platform as optimization
                                          rules (the API key needs SIC_WRITE_CONF_INTAKES; it may also
                                          come from $INTAKE_RELAY_API_KEY)
@@ -67,7 +67,7 @@ Examples:
   INTAKE_KEY=... intake-relay run -c config/intake-relay.yaml
   intake-relay emulate --port 10514
 
-Exit status: 0 ok, 1 runtime failure, 64 usage error, 73 state in use by another relay, 78 configuration error.`;
+Exit status: 0 ok, 1 runtime failure, 64 usage error, 70 internal error, 73 state in use by another relay, 78 configuration error.`;
 
 
 async function main(argv: string[]): Promise<number> {

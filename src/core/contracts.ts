@@ -11,7 +11,7 @@ export type DropReason = 'queue_full' | 'too_large' | 'shutdown' | 'rejected' | 
 /** Where in a pipeline each reason can happen (`events_dropped_total{stage, reason}`): pre-created at 0, so rate() alerts have a series. */
 export const DROP_STAGES: Readonly<Record<'input' | 'queue' | 'output', readonly DropReason[]>> = {
   input: ['queue_full', 'too_large', 'shutdown', 'filtered'],
-  queue: ['corrupt'],
+  queue: ['corrupt', 'shutdown'],
   output: ['rejected', 'too_large', 'retries_exhausted', 'shutdown'],
 };
 

@@ -174,6 +174,7 @@ intakes:
     const stop = await podmanAsync(['stop', first.getId()]);
     expect(stop.status).toBe(0);
     expect(stop.ms).toBeLessThan(3_000);
+    console.info(`container, disk queue, intake down: 2000 events in, podman stop (default timeout) ${stop.ms} ms`);
     expect(podman(['inspect', first.getId(), '--format', '{{.State.ExitCode}}']).stdout.trim()).toBe('0');
     expect(logsOf(first)).toContain('"msg":"Stopped: 2000 events kept in disk queues for the next start');
     const intake = track(await startTestIntake(intakePort));
@@ -202,6 +203,7 @@ intakes:
     const stop = await podmanAsync(['stop', c.getId()]);
     expect(stop.status).toBe(0);
     expect(stop.ms).toBeLessThan(10_000);
+    console.info(`container, memory queue, intake up: 5000 events in, podman stop (default timeout) ${stop.ms} ms`);
     expect(podman(['inspect', c.getId(), '--format', '{{.State.ExitCode}}']).stdout.trim()).toBe('0');
     await vi.waitFor(() => expect(new Set(intake.received.map((m) => m.message)).size).toBeGreaterThanOrEqual(5_000), { timeout: 5_000 });
     const seen = counts(intake);

@@ -205,9 +205,15 @@ describe('Debian package', () => {
     expect(valid.status).toBe(0);
     // The key is in the environment file, commented out until the user sets it.
     expect(readFileSync(join(root, ENV_FILE), 'utf8')).toMatch(/^#INTAKE_KEY=/m);
-    const refused = run(binary, ['validate', '-c', config], { PATH: '/nonexistent' });
-    expect(refused.stderr).toContain('INTAKE_KEY');
+    // The service's environment (the unit sets INTAKE_RELAY_EMULATOR=never): refused, saying both ways out.
+    const refused = run(binary, ['validate', '-c', config], { PATH: '/nonexistent', INTAKE_RELAY_EMULATOR: 'never' });
+    expect(refused.stderr).toContain('INTAKE_KEY is not set or empty): set it, or INTAKE_RELAY_EMULATOR=no_intake_key');
     expect(refused.status).toBe(78);
+    // The switch the env file offers sends the intake to the local emulator instead.
+    expect(readFileSync(join(root, ENV_FILE), 'utf8')).toMatch(/^#INTAKE_RELAY_EMULATOR=no_intake_key$/m);
+    const trial = run(binary, ['validate', '-c', config], { PATH: '/nonexistent', INTAKE_RELAY_EMULATOR: 'no_intake_key' });
+    expect(trial.stdout).toMatch(/emulator/i);
+    expect(trial.status).toBe(0);
   });
 
   it('installs a man page that man renders without a warning', () => {

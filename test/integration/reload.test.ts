@@ -214,16 +214,16 @@ describe('reload', () => {
     await vi.waitFor(() => expect(r.output()).toContain('intake-relay started'), { timeout: 15_000 });
     writeFileSync(file, `${configYaml(intakeYaml('a', p.a, p.intake), p)}bogus_key: 1\n`);
     r.proc.kill('SIGHUP');
-    await vi.waitFor(() => expect(r.output()).toContain('Reload refused: the new configuration is invalid'));
+    await vi.waitFor(() => expect(r.output()).toContain('Reload refused: the new configuration is invalid'), { timeout: 10_000 });
     expect(r.output()).toMatch(/relay\.yaml:\d+:\d+: bogus_key: unknown key/);
     await sendTcp(p.a, '<14>Nov 23 10:00:00 host app: still running\n');
-    await vi.waitFor(() => expect(byKey(intake, KEYS.a)).toEqual(['still running']));
+    await vi.waitFor(() => expect(byKey(intake, KEYS.a)).toEqual(['still running']), { timeout: 10_000 });
 
     writeFileSync(file, configYaml(intakeYaml('a', p.a, p.intake) + intakeYaml('b', p.b, p.intake), p));
     r.proc.kill('SIGHUP');
-    await vi.waitFor(() => expect(r.output()).toContain('Configuration reloaded'));
+    await vi.waitFor(() => expect(r.output()).toContain('Configuration reloaded'), { timeout: 10_000 });
     await sendTcp(p.b, '<14>Nov 23 10:00:00 host app: b after reload\n');
-    await vi.waitFor(() => expect(byKey(intake, KEYS.b)).toEqual(['b after reload']));
+    await vi.waitFor(() => expect(byKey(intake, KEYS.b)).toEqual(['b after reload']), { timeout: 10_000 });
     r.proc.kill('SIGTERM');
     await exited(r.proc);
 
@@ -233,7 +233,7 @@ describe('reload', () => {
     await vi.waitFor(() => expect(watched.output()).toContain('"trigger":"file changed"'), { timeout: 10_000 });
     await vi.waitFor(() => expect(watched.output()).toContain('Configuration reloaded'), { timeout: 10_000 });
     await sendTcp(p.c, '<14>Nov 23 10:00:00 host app: c after watch\n');
-    await vi.waitFor(() => expect(byKey(intake, KEYS.c)).toEqual(['c after watch']));
+    await vi.waitFor(() => expect(byKey(intake, KEYS.c)).toEqual(['c after watch']), { timeout: 10_000 });
     watched.proc.kill('SIGTERM');
     await exited(watched.proc);
     expect(watched.output() + r.output()).not.toContain(KEYS.a);

@@ -8,7 +8,8 @@ import { effectiveYaml, summarize } from '../../src/cli/summary.ts';
 import { TLS } from '../helpers/relay.ts';
 import { unreadCapacityBytes } from '../../src/outputs/syslog/tcp-buffers.ts';
 import { configJsonSchema } from '../../src/config/json-schema.ts';
-import { configReference, withReference } from '../../src/config/reference.ts';
+import { configReference } from '../../src/config/reference.ts';
+import { configurationPage } from '../../scripts/docs/configuration-page.ts';
 import { runCliSync } from '../helpers/process.ts';
 
 const KEY = 'AbCdEfGh0123456789IjKlMnOpQrStUv';
@@ -332,16 +333,17 @@ listeners:
 });
 
 describe('JSON Schema', () => {
-  it('is generated from the zod schema and committed up to date (npm run schema)', () => {
+  it('is generated from the zod schema and committed up to date (npm run docs)', () => {
     const committed = readFileSync(new URL('../../config/intake-relay.schema.json', import.meta.url), 'utf8');
     expect(committed).toBe(configJsonSchema());
     expect(JSON.parse(committed).properties.intakes.items.additionalProperties).toBe(false);
   });
 
-  it('gives the README its configuration reference, committed up to date (npm run schema)', () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  it('gives docs/reference/configuration.md its configuration reference, committed up to date (npm run docs)', () => {
+    const page = readFileSync(new URL('../../docs/reference/configuration.md', import.meta.url), 'utf8');
     const reference = configReference(JSON.parse(configJsonSchema()));
-    expect(readme).toBe(withReference(readme, reference));
+    expect(page, 'stale: run npm run docs').toBe(configurationPage(configJsonSchema()));
+    expect(page).toContain(reference);
     expect(reference).toContain('| `intakes[].queue.when_full` |');
     expect(reference).toContain('**`intakes[].inputs[]` with `type: tcp`**');
   });

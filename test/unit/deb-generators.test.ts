@@ -6,7 +6,10 @@ import { changelog, changelogDate } from '../../scripts/deb/changelog.ts';
 import { pointToCommonLicenses } from '../../scripts/deb/copyright.ts';
 import { debianVersion } from '../../scripts/deb/control.ts';
 import { parseHelp } from '../../scripts/deb/help-model.ts';
-import { referenceRoff, roffText } from '../../scripts/deb/man-page.ts';
+import { environmentRoff, manPage, referenceRoff, roffText } from '../../scripts/deb/man-page.ts';
+import { ENVIRONMENT } from '../../scripts/docs/environment.ts';
+import { configJsonSchema } from '../../src/config/json-schema.ts';
+import { configReference } from '../../src/config/reference.ts';
 import { packagedUnit } from '../../scripts/deb/unit.ts';
 import { runCliSync } from '../helpers/process.ts';
 
@@ -120,5 +123,25 @@ describe('roff', () => {
       '.SS Keys\n.TP\n\\fBa.b\\fR (\\fBx\\fR | \\fBy\\fR; default \\fBx\\fR)\nThe a-b.',
     );
     expect(() => referenceRoff('# heading')).toThrow(/does not read/);
+  });
+
+  it('renders an environment variable: its names, what it does, who reads it, its default', () => {
+    const v = { names: ['no_proxy', 'NO_PROXY'], readBy: 'HTTP outputs', does: 'Hosts reached directly: `*` for all.', default: '' };
+    expect(environmentRoff([v, { ...v, names: ['X'], default: '`/tmp`' }])).toBe(
+      '.TP\n\\fBno_proxy\\fR, \\fBNO_PROXY\\fR\nHosts reached directly: \\fB*\\fR for all. Read by HTTP outputs.\n' +
+        '.TP\n\\fBX\\fR\nHosts reached directly: \\fB*\\fR for all. Read by HTTP outputs. Default: \\fB/tmp\\fR\\&.',
+    );
+  });
+});
+
+describe('the man page', () => {
+  it('lists every environment variable of docs/reference/environment.md, from the same table', () => {
+    const help = parseHelp(runCliSync(['--help'], { INTAKE_RELAY_CONFIG: '' }).stdout);
+    const reference = configReference(JSON.parse(configJsonSchema()));
+    const page = manPage({ help, reference, environment: ENVIRONMENT, version: '0.1.0', date: '2026-01-01', description: 'd' });
+    const section = page.slice(page.indexOf('\n.SH ENVIRONMENT\n'), page.indexOf('\n.SH FILES\n'));
+    const names = ENVIRONMENT.flatMap((v) => v.names);
+    expect(names.length).toBeGreaterThan(20);
+    expect(names.filter((n) => !section.includes(`\\fB${n}\\fR`))).toEqual([]);
   });
 });
