@@ -16,6 +16,8 @@ const legacyIntake = z.strictObject({
   stats: z.boolean().optional(),
   tls_key_name: z.string().min(1).optional(),
   tls_cert_name: z.string().min(1).optional(),
+  // Accepted and unused, as by the forwarder: its TLS inputs run with AuthMode "anon", so the CA it
+  // names verifies no sender's certificate (client_ca_file in the native format does).
   tls_ca_name: z.string().min(1).optional(),
 });
 

@@ -288,9 +288,21 @@ function substituteEnv(
       });
       if (names.length > 0) used(path, names);
       const whole = /^\$\{[^}]+\}$/.test(source) && node.type === 'PLAIN';
-      node.value = whole && /^(-?\d+(\.\d+)?|true|false)$/.test(replaced) ? JSON.parse(replaced) : replaced;
+      node.value = whole ? typed(replaced) : replaced;
     },
   });
+}
+
+/**
+ * A whole-scalar reference keeps the type its value would have in YAML (`port: ${PORT}` is a
+ * number), but only where the number writes back as the same text: 0123, 1e3 or a 32-digit key
+ * stay text, so nothing is lost or misread.
+ */
+function typed(value: string): string | number | boolean {
+  if (value === 'true' || value === 'false') return value === 'true';
+  if (!/^-?\d+(\.\d+)?$/.test(value)) return value;
+  const n = Number(value);
+  return String(n) === value ? n : value;
 }
 
 function pathOf(ancestors: readonly unknown[], leaf: unknown): PropertyKey[] {

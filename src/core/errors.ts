@@ -1,7 +1,6 @@
 // Coded errors: callers match on `code`, never on message text. Messages never contain intake keys.
 
 export type RelayErrorCode =
-  | 'ERELAY_CONFIG'
   | 'ERELAY_DNS'
   | 'ERELAY_CONNECT_REFUSED'
   | 'ERELAY_CONNECT_TIMEOUT'

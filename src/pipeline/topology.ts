@@ -246,7 +246,12 @@ export class Topology {
         p.sources.delete(label);
       }
       report.restarted.push(...k.inputs.restart.map((l) => `${k.name}/${l}`));
+      // Inputs added to or removed from an intake that stays: named as intake/input.
+      report.added.push(...k.inputs.add.map((l) => `${k.name}/${l}`));
+      report.removed.push(...k.inputs.remove.map((l) => `${k.name}/${l}`));
     }
+    report.added.push(...plan.listeners.add);
+    report.removed.push(...plan.listeners.remove);
     for (const label of [...plan.listeners.restart, ...plan.listeners.remove]) {
       const l = this.#listeners.get(label);
       if (l) await this.#close(l.source);

@@ -23,6 +23,7 @@ import { heldPorts, shareBounds, threadsFor, workerConfig, workerCount, workerFo
 import { sharePorts, workersHold } from '../platform/net.ts';
 import { StateLockedError, StateLocks } from '../platform/state-lock.ts';
 import { Metrics } from '../telemetry/metrics.ts';
+import { setLogLevel } from '../telemetry/log.ts';
 import { OpsServer } from '../telemetry/ops-server.ts';
 import { secretMask, secretsOf } from '../telemetry/secret-mask.ts';
 import { loopUtilization } from '../telemetry/utilization.ts';
@@ -266,6 +267,8 @@ export class Relay {
       // The new configuration's file inputs keep their checkpoints (one rebuilt by this reload
       // too); those of inputs it removes may be taken over by an input moved or renamed.
       holdConfiguredCheckpoints(this.topology.config.dataDir, next.intakes);
+      // Before the reload's own lines, so that they are written at the new level.
+      if (next.log_level !== this.topology.config.log_level) setLogLevel(this.#log, next.log_level);
       for (const w of next.warnings) this.#log.warn(w);
       await this.#startEmulator(next);
       const report = await this.topology.reload(shareBounds(next, this.#threads));

@@ -15,7 +15,7 @@ import { Taps } from '../pipeline/tap.ts';
 import { Topology } from '../pipeline/topology.ts';
 import { sharePorts } from '../platform/net.ts';
 import { revive } from '../platform/threads.ts';
-import { createLogger } from '../telemetry/log.ts';
+import { createLogger, setLogLevel } from '../telemetry/log.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import { secretMask } from '../telemetry/secret-mask.ts';
 import { loopUtilization } from '../telemetry/utilization.ts';
@@ -96,7 +96,9 @@ export async function runWorker(): Promise<void> {
         secretMask.add(m.secrets);
         emulator = m.emulator;
         const gone = forwards.set(m.forwarded);
-        void topology.reload(revive(m.config) as Config).then(reply, (err: unknown) => {
+        const next = revive(m.config) as Config;
+        setLogLevel(log, next.log_level);
+        void topology.reload(next).then(reply, (err: unknown) => {
           log.error({ err }, 'Reload failed in a worker.');
           reply({ ...emptyReport(), failed: [`worker ${data.intakeRelayWorker}: ${(err as Error).message}`] });
         }).finally(() => {

@@ -49,10 +49,23 @@ export function errField(err: unknown): unknown {
   };
 }
 
+/** Every logger made from a root (its component loggers), so that a reload's log_level reaches them all. */
+const families = new WeakMap<Logger, Set<WeakRef<Logger>>>();
+
+function prune(members: Set<WeakRef<Logger>>): void {
+  for (const ref of members) if (ref.deref() === undefined) members.delete(ref);
+}
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  return pino(
+  const members = new Set<WeakRef<Logger>>();
+  const root = pino(
     {
       level,
+      // Children of children come here too (pino passes the option down).
+      onChild: (child) => {
+        if (members.size >= 256) prune(members);
+        members.add(new WeakRef(child));
+      },
       base: { service: 'intake-relay' },
       // pino's isoTime calls toISOString (see core/iso-time.ts).
       timestamp: () => `,"time":"${isoUtc(Date.now())}"`,
@@ -65,4 +78,18 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     // Synchronous: logs are lifecycle and rate-limited errors only, and none may be lost at exit.
     destination ?? pino.destination({ dest: 1, sync: true }),
   );
+  families.set(root, members);
+  return root;
+}
+
+/** A new log_level (a reload): the root logger and every logger made from it since. */
+export function setLogLevel(root: Logger, level: string): void {
+  root.level = level;
+  const members = families.get(root);
+  if (!members) return;
+  prune(members);
+  for (const ref of members) {
+    const l = ref.deref();
+    if (l) l.level = level;
+  }
 }

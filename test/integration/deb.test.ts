@@ -178,7 +178,7 @@ describe('Debian package', () => {
       'StateDirectory=intake-relay',
       'ConfigurationDirectory=intake-relay',
       `EnvironmentFile=-${ENV_FILE}`,
-      'RestartPreventExitStatus=78',
+      'RestartPreventExitStatus=78 73',
       // Without a key the service refuses, whatever the configuration's emulator default.
       'Environment=INTAKE_RELAY_EMULATOR=never',
       'ProtectSystem=strict',

@@ -204,6 +204,19 @@ describe('reload', () => {
     expect(report).toMatchObject({ restarted: [], notApplied: ['data_dir'] });
   });
 
+  it('names the inputs and listeners it adds to or removes from what stays, as intake/input', async () => {
+    const intake = track(await startTestIntake());
+    const p: Ports = { intake: intake.port, a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };
+    const v1 = configYaml(intakeYaml('a', p.a, p.intake), p);
+    const relay = track(await startRelay(v1));
+    const extra = await freePort();
+    const v2 = v1.replace(`port: ${p.a} }]`, `port: ${p.a} }, { type: udp, name: extra, address: 127.0.0.1, port: ${extra} }]`);
+    expect(v2).not.toBe(v1);
+    expect(await relay.daemon.reload(parseConfig(v2, 'v2.yaml', {}))).toMatchObject({ added: ['a/extra'], removed: [], changed: [], restarted: [], failed: [] });
+    const v3 = v1.replace(/listeners:[\s\S]*$/, '');
+    expect(await relay.daemon.reload(parseConfig(v3, 'v3.yaml', {}))).toMatchObject({ added: [], removed: ['a/extra', 'shared'], failed: [] });
+  });
+
   it('the process: SIGHUP with an invalid file keeps the running configuration; a valid one applies; --watch-config follows the file', async () => {
     const intake = track(await startTestIntake());
     const p: Ports = { intake: intake.port, a: await freePort(), b: await freePort(), c: await freePort(), shared: await freePort() };

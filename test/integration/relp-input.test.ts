@@ -1,8 +1,9 @@
 // rsyslog's omrelp (librelp) as the sender into the relay's RELP input, plain and over TLS (mutual
 // TLS too). rsyslog keeps in its window and action queue whatever the relay has not answered: with
-// a memory queue the relay answers only what it delivered, so an intake outage loses nothing; with
-// a disk queue it answers once fsynced, so a kill -9 between acceptance and delivery loses nothing
-// either (rsyslog resends what was not answered, the disk queue what it held).
+// a memory queue the relay answers once a message is queued (respond_when: auto, as imrelp does) or
+// delivered (respond_when: delivered); with a disk queue once fsynced, so a kill -9 between
+// acceptance and delivery loses nothing (rsyslog resends what was not answered, the disk queue
+// what it held).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
@@ -33,6 +34,8 @@ interface Omrelp {
   readonly relpPort: number;
   /** `tls`: tls="on" with the test CA, checking the relay's name; `clientCert`: also presents client.crt. */
   readonly tls?: { readonly clientCert: boolean };
+  /** omrelp's template (its default when not given). */
+  readonly template?: string;
 }
 
 /**
@@ -48,7 +51,7 @@ function rsyslogRelp(inPort: number, o: Omrelp): (dir: string) => string {
 module(load="omrelp"${o.tls ? ' tls.tlslib="openssl"' : ''})
 input(type="imtcp" address="127.0.0.1" port="${inPort}" ruleset="fwd")
 ruleset(name="fwd") {
-  action(type="omrelp" target="127.0.0.1" port="${o.relpPort}"${tls}
+  action(type="omrelp" target="127.0.0.1" port="${o.relpPort}"${tls}${o.template ? ` template="${o.template}"` : ''}
     queue.type="LinkedList" queue.size="200000" action.resumeRetryCount="-1" action.resumeInterval="1")
 }`;
 }
@@ -74,7 +77,8 @@ describe('rsyslog omrelp -> relay RELP input', () => {
   it('at the defaults (memory queue, respond_when: auto) each message is answered once queued, as imrelp does: with the intake down, all of them are answered and queued; once it is back, every one arrives once', async () => {
     const intakePort = await freePort();
     const relay = track(await startRelay(relayYaml({ intakePort, inputs: RELP_INPUT })));
-    const sender = await startSender({ relpPort: relay.port('t', 'relp') });
+    // RFC 5424 as rsyslog writes it, a newline at the end of each message's data.
+    const sender = await startSender({ relpPort: relay.port('t', 'relp'), template: 'RSYSLOG_SyslogProtocol23Format' });
     const n = 3_000;
     await sender.feed('def', 0, n);
     // Nothing delivered, and yet every message answered: rsyslog's window of 128 never holds it up.
@@ -86,6 +90,8 @@ describe('rsyslog omrelp -> relay RELP input', () => {
     const intake = track(await startTestIntake(intakePort));
     await vi.waitFor(() => expectAll(intake, 'def', n), { timeout: 30_000, interval: 200 });
     expect(intake.received).toHaveLength(n);
+    // rsyslog's template ends each message with a newline inside the RELP data: not part of the message.
+    expect(intake.frames.filter((f) => f.at(-1) === 0x0a || f.at(-1) === 0x0d)).toHaveLength(0);
     await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: n, sent: n, dropped: 0, queued: 0, unacked: 0, balanced: true }), { timeout: 15_000 });
   });
 

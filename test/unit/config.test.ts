@@ -125,6 +125,15 @@ intakes:
     expect(c.warnings).toEqual(['intake "b" has no inputs.']);
   });
 
+
+  it('keeps a substituted value as text where a number would not write back the same: leading zeros, long digit keys', () => {
+    const yaml = 'intakes:\n  - name: a\n    intake_key: ${A_KEY}\n    inputs:\n      - type: udp\n        port: ${PORT}\n';
+    const digits = '01234567890123456789012345678901';
+    expect(parseConfig(yaml, 'x.yaml', { A_KEY: digits, PORT: '1514' }).intakes[0]!.intakeKey).toBe(digits);
+    expect(parseConfig(yaml, 'x.yaml', { A_KEY: digits.replace('0', '9'), PORT: '1514' }).intakes[0]!.intakeKey).toBe(digits.replace('0', '9'));
+    // A port written 01514 is text, refused at its place as such rather than a crash of the loader.
+    expect(() => parseConfig(yaml, 'x.yaml', { A_KEY: KEY, PORT: '01514' })).toThrow(/x\.yaml:6:15: intakes\[0\]\.inputs\[0\]\.port: /);
+  });
   it('reads only metrics: for the commands that ask the running daemon (no keys, no TLS files needed)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'metrics-only-'));
     const file = join(dir, 'relay.yaml');

@@ -278,5 +278,10 @@ describe('deploy/docker-compose.yml', () => {
     const monitor = load('servicemonitor.yaml').objects[0] as unknown as { spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string }[] } };
     const svc = objects.find((o) => o.kind === 'Service' && Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => (o.metadata as { labels?: Record<string, string> }).labels?.[k] === v));
     expect(svc?.spec?.ports?.map((p) => p.name)).toContain(monitor.spec.endpoints[0]!.port);
+    // The targets' job is the one the shipped alert rules name (the operator's own would be the Service's name).
+    const alerts = readFileSync(new URL('../../deploy/monitoring/intake-relay-alerts.yaml', import.meta.url), 'utf8');
+    const jobs = new Set([...alerts.matchAll(/\bjob="([^"]+)"/g)].map((m) => m[1]));
+    const relabel = (monitor.spec.endpoints[0] as { relabelings?: { targetLabel?: string; replacement?: string }[] }).relabelings?.find((r) => r.targetLabel === 'job');
+    expect([...jobs]).toEqual([relabel?.replacement]);
   });
 });

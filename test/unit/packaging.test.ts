@@ -25,7 +25,7 @@ describe('deploy/intake-relay.service', () => {
   it('gives SIGTERM longer than the default drain timeout, and keeps config errors from looping', () => {
     const unit = readFileSync(new URL('../../deploy/intake-relay.service', import.meta.url), 'utf8');
     expect(Number(/TimeoutStopSec=(\d+)s/.exec(unit)?.[1])).toBeGreaterThan(30);
-    expect(unit).toContain('RestartPreventExitStatus=78');
+    expect(unit).toContain('RestartPreventExitStatus=78 73');
     expect(unit).toMatch(/CapabilityBoundingSet=CAP_NET_BIND_SERVICE\n/);
   });
 });

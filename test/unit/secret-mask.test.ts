@@ -2,7 +2,7 @@
 // the secrets found wherever a resolved configuration holds them.
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/telemetry/log.ts';
+import { createLogger, setLogLevel } from '../../src/telemetry/log.ts';
 import { SecretMask, secretMask, secretsOf } from '../../src/telemetry/secret-mask.ts';
 
 describe('secret mask', () => {
@@ -55,5 +55,22 @@ describe('errors in the log', () => {
   it('the unexpected keeps its stack', () => {
     const bug = new TypeError('x is not a function');
     expect(line(bug).err).toMatchObject({ type: 'TypeError', message: 'x is not a function', stack: expect.stringContaining('TypeError: x is not a function') });
+  });
+});
+
+describe('log level', () => {
+  it('a new level (a reload) reaches the root logger and every logger made from it, children of children too', () => {
+    const lines: string[] = [];
+    const root = createLogger('info', new Writable({ write(c: Buffer, _e, cb) { lines.push(c.toString()); cb(); } }));
+    const child = root.child({ intake: 'a' });
+    const grandchild = child.child({ input: 'udp' });
+    grandchild.debug('hidden');
+    setLogLevel(root, 'debug');
+    grandchild.debug('shown');
+    child.debug('shown too');
+    setLogLevel(root, 'warn');
+    root.info('hidden again');
+    grandchild.info('hidden again');
+    expect(lines.map((l) => JSON.parse(l).msg)).toEqual(['shown', 'shown too']);
   });
 });

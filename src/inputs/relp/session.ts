@@ -25,6 +25,8 @@ export interface RelpSessionOptions {
   readonly respondWhen: 'auto' | 'queued' | 'delivered';
 }
 
+const LF = 0x0a;
+const CR = 0x0d;
 const OK = Buffer.from(' rsp 6 200 OK\n', 'latin1');
 const SERVER_OFFERS = `relp_version=0\nrelp_software=intake-relay,${VERSION}\ncommands=syslog`;
 export const SERVERCLOSE = relpFrame(0, 'serverclose');
@@ -111,7 +113,11 @@ export class RelpServerSession implements RelpFrameSink {
   frame(txnr: number, command: string, buf: Buffer, start: number, end: number): void {
     if (command === 'syslog') {
       if (!this.#open) return this.#reply(txnr, '500 session not open');
-      this.#builder.frame(buf, start, end, false);
+      // rsyslog's templates end the message with a newline inside the data, as over octet-counted
+      // TCP: it is not part of the message (framing.ts trims it the same way).
+      let e = end;
+      while (e > start && (buf[e - 1] === LF || buf[e - 1] === CR)) e--;
+      this.#builder.frame(buf, start, e, false);
       this.#answers.push({ txnr });
       this.#unanswered++;
       return;
