@@ -80,7 +80,7 @@ USER 10001:10001
 VOLUME ["/var/lib/intake-relay"]
 # Syslog in (the shipped configuration's ports), and /metrics, /healthz, /readyz.
 EXPOSE 1514/udp 1514/tcp 9750/tcp
-# Ready means taking events (README, "Metrics and health"); the executable asks /readyz itself.
+# Ready means taking events (docs/guides/monitoring.md); the executable asks /readyz itself.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
   CMD ["/usr/bin/intake-relay", "healthcheck"]
 # tini as PID 1 forwards SIGTERM to the daemon, which stops within the engines' default 10 s: a

@@ -1,6 +1,6 @@
 // The configuration schema (zod). Strict everywhere: an unknown key is an error. Units are in the
-// names (_ms, _bytes). Every field has a description: the JSON Schema for editors and the README's
-// reference are generated from here.
+// names (_ms, _bytes). Every field has a description: the JSON Schema for editors and the reference
+// (docs/reference/configuration.md, the man page) are generated from here.
 
 import { z } from 'zod';
 import { REGION_NAMES } from './regions.ts';

@@ -17,7 +17,7 @@
 //
 // Own outputs rather than one shared output in the main thread: a shared output would copy every
 // event's bytes between threads and put every event through one thread's queue, formatter and TLS
-// connection, which is where one core ran out before (README, "Sizing a collector"). The cost is a
+// connection, which is where one core ran out before (docs/guides/collectors.md, "Sizing a collector"). The cost is a
 // connection to the intake per thread and per intake, and a memory queue per thread, so each
 // thread's memory queue gets its share of the intake's bounds (the bounds stay the intake's).
 

@@ -42,7 +42,7 @@ export const filterRule = z
       .array(
         z
           .strictObject({
-            field: z.string().min(1).describe('hostname, app_name, procid, msgid, facility, severity or sender; or a dotted path into a JSON message (process.name).'),
+            field: z.string().min(1).describe('hostname, app_name, procid, msgid, pri, facility, severity or sender; or a dotted path into a JSON message (process.name).'),
             operator: z.enum(['==', 'in']),
             value: z.union([filterValue, z.array(filterValue).min(1)]),
           })

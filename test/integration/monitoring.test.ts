@@ -24,7 +24,7 @@ const RULES = `${DIR}intake-relay-alerts.yaml`;
 const RULE_TESTS = `${DIR}intake-relay-alerts.test.yaml`;
 const DASHBOARD = `${DIR}intake-relay-dashboard.json`;
 
-// Strict: every rule is an alert with a severity and the three annotations the README promises.
+// Strict: every rule is an alert with a severity and the three annotations docs/guides/monitoring.md promises.
 const rulesSchema = z.object({
   groups: z.array(z.object({
     name: z.string(),
