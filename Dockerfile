@@ -66,15 +66,24 @@ COPY --from=build /src/build/intake-relay-THIRD-PARTY-LICENSES.txt /usr/share/do
 # configuration stays root's, so the daemon cannot rewrite it.
 COPY --from=build --chown=10001:10001 /skel/ /var/lib/
 COPY config/intake-relay.yaml /etc/intake-relay/intake-relay.yaml
-# INTAKE_RELAY_CONFIG: `run` and `healthcheck` read the same file (mount yours there, or set this).
+# `run` and `healthcheck` read /etc/intake-relay/intake-relay.yaml (mount yours there, or set
+# INTAKE_RELAY_CONFIG), unless the official forwarder's /intakes.yaml is mounted and no
+# configuration was given (INTAKE_RELAY_FORWARDER_LAYOUT=auto: its queues in /var/spool/rsyslog,
+# its certificates in /certs), so that its compose file runs this image with only the image line
+# changed.
 # INTAKE_RELAY_EMULATOR=never: without INTAKE_KEY the shipped configuration exits 78 with one line
 # (=no_intake_key forwards to a local emulator instead, to try the image out).
 # In a container the inputs and /metrics listen on every address: -p and Kubernetes probes reach them.
-ENV INTAKE_RELAY_CONFIG=/etc/intake-relay/intake-relay.yaml \
+ENV INTAKE_RELAY_FORWARDER_LAYOUT=auto \
+    INTAKE_RELAY_USER=10001:10001 \
     INTAKE_RELAY_EMULATOR=never \
     LISTEN_ADDRESS=0.0.0.0 \
     METRICS_ADDRESS=0.0.0.0
-USER 10001:10001
+# Started as root only to prepare (a host directory mounted for the state belongs to root; a TLS key
+# made by root is root's): the daemon gives user 10001 its state directories, copies the TLS files
+# that user cannot read into a private directory, and becomes 10001:10001 (INTAKE_RELAY_USER)
+# before it opens anything. `--user 10001:10001` or Kubernetes' runAsUser start it as that user.
+USER 0:0
 # The state (disk queues, file checkpoints) outlives the container; the configuration is mounted
 # (a file or a ConfigMap), not a volume of its own.
 VOLUME ["/var/lib/intake-relay"]

@@ -22,6 +22,12 @@ import { isRelayWorker, runWorker } from './runtime/worker-main.ts';
 import { probeReadyz, readyzUrl } from './cli/healthcheck.ts';
 import { opsBase } from './cli/ops-url.ts';
 import { createLogger } from './telemetry/log.ts';
+import { forwarderLayout, type ForwarderLayout } from './config/forwarder-layout.ts';
+import { translateExtendedConf } from './config/extended-conf.ts';
+import { dropTo, isRoot, parseRunAs, privateCopy, takeOwnership, type RunAs } from './platform/privileges.ts';
+import { ownedStateDirs } from './pipeline/state-dirs.ts';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
 
 const EX_USAGE = 64;
 const DEFAULT_CONFIG = process.env.INTAKE_RELAY_CONFIG ?? '/etc/intake-relay/intake-relay.yaml';
@@ -113,12 +119,15 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return command || values.help ? 0 : EX_USAGE;
   }
-  const file = values.config ?? DEFAULT_CONFIG;
+  // In the container image: the official forwarder's mounts, when no configuration was given.
+  const layout = forwarderLayout(process.env, values.config !== undefined);
+  for (const [k, v] of Object.entries(layout?.env ?? {})) process.env[k] = v;
+  const file = values.config ?? layout?.config ?? DEFAULT_CONFIG;
   switch (command) {
     case 'validate':
-      return validate(file, values.print === true);
+      return validate(file, values.print === true, layout);
     case 'run':
-      return run(file, values['watch-config'] === true);
+      return run(file, values['watch-config'] === true, layout);
     case 'healthcheck':
       return healthcheck(file);
     case 'emulate':
@@ -213,14 +222,14 @@ async function loadOrReport(file: string, inChild = false): Promise<Config | und
   }
 }
 
-async function validate(file: string, print: boolean): Promise<number> {
+async function validate(file: string, print: boolean, layout: ForwarderLayout | undefined): Promise<number> {
   const config = await loadOrReport(file);
   if (!config) return EX_CONFIG;
   // Imported here: it loads the YAML library, which the daemon does not need.
   const { effectiveYaml, stateInUse, summarize } = await import('./cli/summary.ts');
   const state = stateInUse(config);
   if (print) process.stdout.write(effectiveYaml(config));
-  else process.stdout.write(`${[summarize(config), ...state.lines].join('\n')}\n`);
+  else process.stdout.write(`${[...(layout ? layoutLines(layout) : []), summarize(config), ...state.lines, ...(layout?.extendedConf ? extendedConfReport(layout.extendedConf) : [])].join('\n')}\n`);
   if (state.conflict) {
     if (print) process.stderr.write(`${state.lines.filter((l) => l.startsWith('error:')).join('\n')}\n`);
     return EX_STATE_LOCKED;
@@ -228,7 +237,47 @@ async function validate(file: string, print: boolean): Promise<number> {
   return 0;
 }
 
-async function run(file: string, watchConfig: boolean): Promise<number> {
+/** What the image found of the official forwarder's layout, for validate. */
+function layoutLines(layout: ForwarderLayout): string[] {
+  return ['The official forwarder\'s layout (no configuration given):', ...layout.found.map((f) => `  ${f}`)];
+}
+
+/**
+ * extended_conf: its files are rsyslog configuration, which intake-relay does not read; for the
+ * documented recipe, the native equivalent (keys left in the file: each from a variable).
+ */
+function extendedConfReport(dir: string): string[] {
+  const files = translateExtendedConf(dir);
+  if (files.length === 0) return [];
+  const out = [`warning: ${dir} holds rsyslog configuration, which intake-relay does not read: ${files.map((f) => f.file).join(', ')}.`];
+  for (const f of files) {
+    if (f.equivalent) {
+      out.push(
+        `${dir}/${f.file}, as intake-relay configuration (add it to a configuration of your own, converted from intakes.yaml by \`intake-relay validate --print\`; set ${f.keys.map((k) => k.variable).join(', ')} to the keys of ${f.keys.map((k) => k.template).join(', ')}):`,
+        '',
+        ...f.equivalent.trimEnd().split('\n').map((l) => `  ${l}`),
+        '',
+      );
+    }
+    for (const u of f.untranslated) out.push(`  ${f.file}: not translated: ${u}`);
+  }
+  return out;
+}
+
+/**
+ * Started as root with INTAKE_RELAY_USER (the container image): the TLS files that user could not
+ * read are copied where it can (before the configuration is loaded, so that it names the copies).
+ */
+function prepareTls(layout: ForwarderLayout | undefined, who: RunAs | undefined): string | undefined {
+  const certs = process.env.CERTS_DIR;
+  if (!layout || !who || !certs || !isRoot()) return undefined;
+  const copy = privateCopy(certs, join(tmpdir(), 'intake-relay-certs'), who);
+  if (!copy) return undefined;
+  process.env.CERTS_DIR = copy.dir;
+  return `copied ${copy.copied.join(', ')} from ${certs}, which user ${who.uid} could not read, into ${copy.dir}`;
+}
+
+async function run(file: string, watchConfig: boolean, layout: ForwarderLayout | undefined): Promise<number> {
   // A SIGHUP before the daemon runs (systemctl reload right after start) must not end the process
   // (its default action): it is remembered and applied once the daemon runs.
   let hupBeforeStart = false;
@@ -238,9 +287,42 @@ async function run(file: string, watchConfig: boolean): Promise<number> {
   process.on('SIGHUP', early);
   // Taken before the file is read: a change made while the daemon starts is seen by the watch.
   const mark = watchConfig ? markFile(file) : undefined;
+  let who: RunAs | undefined;
+  try {
+    who = parseRunAs(process.env.INTAKE_RELAY_USER);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`);
+    return EX_CONFIG;
+  }
+  const tlsCopy = prepareTls(layout, who);
   const config = await loadOrReport(file, true);
   if (!config) return EX_CONFIG;
   const log = createLogger(config.log_level);
+  if (layout) log.info({ found: layout.found }, 'The official forwarder\'s layout: no configuration was given, so its files are used.');
+  if (layout?.extendedConf) {
+    for (const f of translateExtendedConf(layout.extendedConf)) {
+      log.warn(
+        { file: join(layout.extendedConf, f.file), equivalent: f.equivalent !== undefined },
+        `${join(layout.extendedConf, f.file)} is rsyslog configuration, which intake-relay does not read: ${f.equivalent ? 'its native equivalent (a shared listener with routes) is printed by `intake-relay validate`' : 'write its native equivalent with shared listeners and routes (docs/guides/routing-and-filters.md)'}.`,
+      );
+    }
+  }
+  if (who && isRoot()) {
+    // Root only to prepare: its state becomes the user's, then the process becomes that user.
+    try {
+      const changed = takeOwnership(ownedStateDirs(config), who);
+      dropTo(who);
+      log.info({ user: who.uid, group: who.gid, owned: changed.length, ...(tlsCopy ? { tls: tlsCopy } : {}) }, `Started as root: ${changed.length > 0 ? `gave user ${who.uid} its state (${changed.slice(0, 3).join(', ')}${changed.length > 3 ? ', ...' : ''}); ` : ''}running as user ${who.uid} from now on.`);
+    } catch (err) {
+      // Root without CAP_CHOWN, CAP_SETUID or CAP_SETGID (cap_drop: [ALL]): it must not go on as root.
+      const perm = (err as NodeJS.ErrnoException).code === 'EPERM';
+      log.error({ err }, perm
+        ? `Started as root without the capabilities to give user ${who.uid} its state and become it (INTAKE_RELAY_USER): start it as that user (docker run --user ${who.uid}:${who.gid}, compose's user:), or keep CAP_CHOWN, CAP_SETUID and CAP_SETGID.`
+        : `Could not become user ${who.uid} (INTAKE_RELAY_USER).`);
+      log.flush();
+      return EX_CONFIG;
+    }
+  }
   const daemon = new Relay(config, log);
   process.on('uncaughtException', (err) => {
     log.fatal({ err }, 'Unexpected error: exiting so that the service manager restarts intake-relay.');

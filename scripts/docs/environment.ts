@@ -29,8 +29,20 @@ export const ENVIRONMENT: readonly EnvironmentVariable[] = [
   {
     names: ['INTAKE_RELAY_CONFIG'],
     readBy: 'every command',
-    does: 'The configuration file when `-c` is not given. The container image sets it.',
-    default: '`/etc/intake-relay/intake-relay.yaml`',
+    does: 'The configuration file when `-c` is not given.',
+    default: '`/etc/intake-relay/intake-relay.yaml`, or in the container image the official forwarder\'s `/intakes.yaml` when it is mounted (`INTAKE_RELAY_FORWARDER_LAYOUT`)',
+  },
+  {
+    names: ['INTAKE_RELAY_FORWARDER_LAYOUT'],
+    readBy: 'every command',
+    does: '`auto` (the container image sets it): when neither `-c` nor `INTAKE_RELAY_CONFIG` names a configuration and `/intakes.yaml` exists, the official forwarder\'s layout is used: `/intakes.yaml` as the configuration, `/var/spool/rsyslog` (when mounted) for the disk queues (`STATE_DIRECTORY`), `/certs` for the TLS inputs (`CERTS_DIR`); the files of `/extended_conf` are named at start and translated by `validate` where they follow the documented recipe.',
+    default: 'off',
+  },
+  {
+    names: ['INTAKE_RELAY_USER'],
+    readBy: '`run`',
+    does: 'A numeric `uid:gid` (the container image sets `10001:10001`). Started as root, `run` gives that user its state directories (and only what it keeps in them), copies the TLS files of the forwarder\'s `/certs` it could not read into a private directory, then becomes that user before it opens anything. Started as any other user, it does nothing. Empty: stay root.',
+    default: 'unset: the process keeps the user it was started as',
   },
   {
     names: ['INTAKE_RELAY_API_KEY'],

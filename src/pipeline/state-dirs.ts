@@ -12,3 +12,13 @@ export function stateDirs(cfg: Pick<Config, 'dataDir' | 'intakes'>): { readonly 
   const dataDir = checkpoints || queues.some((q) => under(q.dir)) ? [{ dir: cfg.dataDir, what: `data_dir ${cfg.dataDir}` }] : [];
   return [...dataDir, ...queues];
 }
+
+/**
+ * What a relay started as root gives its user (platform/privileges.ts): data_dir, and in it only
+ * what the relay keeps there (checkpoints, the queues' directory, the lock), never other files; each
+ * disk queue's directory whole.
+ */
+export function ownedStateDirs(cfg: Pick<Config, 'dataDir' | 'intakes'>): { readonly dir: string; readonly ours?: readonly string[] }[] {
+  const queues = cfg.intakes.flatMap((i) => (i.queue.type === 'disk' ? [{ dir: i.queue.path }] : []));
+  return [{ dir: cfg.dataDir, ours: ['files', 'queues', 'intake-relay.lock'] }, ...queues];
+}

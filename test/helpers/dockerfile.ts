@@ -118,7 +118,10 @@ export function last(stage: Stage, keyword: string): Instruction | undefined {
 /** The image: its final stage's user, entrypoint, command, environment and labels. */
 export function imageConfig(stages: readonly Stage[] = parseDockerfile()): {
   readonly final: Stage;
+  /** The USER the container starts as. */
   readonly user: { readonly uid: number; readonly gid: number } | undefined;
+  /** The user the daemon runs as: INTAKE_RELAY_USER (it drops to it when started as root), else USER. */
+  readonly daemonUser: { readonly uid: number; readonly gid: number } | undefined;
   readonly entrypoint: readonly string[];
   readonly cmd: readonly string[];
   readonly env: Readonly<Record<string, string>>;
@@ -133,9 +136,11 @@ export function imageConfig(stages: readonly Stage[] = parseDockerfile()): {
   for (const i of all(final, 'LABEL')) for (const [k, v] of Object.entries(keyValues(i.args))) labels[k] = substitute(v, final);
   const entry = last(final, 'ENTRYPOINT');
   const cmd = last(final, 'CMD');
+  const asUser = (m: RegExpExecArray | null): { uid: number; gid: number } | undefined => (m ? { uid: Number(m[1]), gid: Number(m[2] ?? m[1]) } : undefined);
   return {
     final,
-    user: user ? { uid: Number(user[1]), gid: Number(user[2] ?? user[1]) } : undefined,
+    user: asUser(user),
+    daemonUser: asUser(/^(\d+)(?::(\d+))?$/.exec(env.INTAKE_RELAY_USER ?? '')) ?? asUser(user),
     entrypoint: entry ? execForm(entry.args) : [],
     cmd: cmd ? execForm(cmd.args) : [],
     env,

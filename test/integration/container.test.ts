@@ -82,7 +82,8 @@ describe('the image, built and run by podman', () => {
     expect(lines[0]).toMatch(/INTAKE_KEY is not set or empty\): set it, or INTAKE_RELAY_EMULATOR=no_intake_key/);
     // The configuration is root's, the state directory the daemon's, and no volume for the configuration.
     const cfg = JSON.parse(podman(['image', 'inspect', IMAGE, '--format', '{{json .Config}}']).stdout) as { User: string; Volumes: Record<string, unknown> };
-    expect(cfg.User).toBe('10001:10001');
+    // Root to start (a state directory mounted from the host belongs to root), the daemon then 10001.
+    expect(cfg.User).toBe('0:0');
     expect(Object.keys(cfg.Volumes)).toEqual(['/var/lib/intake-relay']);
     // Kept by --format docker (an OCI image has no HEALTHCHECK).
     expect((JSON.parse(podman(['image', 'inspect', IMAGE, '--format', '{{json .HealthCheck}}']).stdout) as { Test: string[] }).Test).toEqual(['CMD', '/usr/bin/intake-relay', 'healthcheck']);
@@ -100,7 +101,12 @@ describe('the image, built and run by podman', () => {
     expect(podman(['inspect', c.getId(), '--format', '{{.State.Health.Status}}']).stdout.trim()).toBe('healthy');
     const pid = Number(podman(['inspect', c.getId(), '--format', '{{.State.Pid}}']).stdout.trim());
     const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/);
-    expect(readFileSync(`/proc/${children[0]}/status`, 'utf8')).toMatch(/^Uid:\s+10001\s+10001\s+10001\s+10001$/m);
+    // Started as root, it became 10001:10001 (INTAKE_RELAY_USER) for good: real, effective, saved, fs; no other group.
+    const status = readFileSync(`/proc/${children[0]}/status`, 'utf8');
+    expect(status).toMatch(/^Uid:\s+10001\s+10001\s+10001\s+10001$/m);
+    expect(status).toMatch(/^Gid:\s+10001\s+10001\s+10001\s+10001$/m);
+    expect(status).toMatch(/^Groups:\s+10001\s*$/m);
+    expect(status).toMatch(/^CapEff:\s+0+$/m);
     const stop = await podmanAsync(['stop', c.getId()]);
     expect(stop.status).toBe(0);
     expect(podman(['inspect', c.getId(), '--format', '{{.State.ExitCode}}']).stdout.trim()).toBe('0');

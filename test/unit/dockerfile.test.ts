@@ -1,6 +1,6 @@
 // The Dockerfile's rules, read from the file (test/integration/container.test.ts builds and runs
 // it with podman): two stages on base images given as build arguments and pinned by digest, the
-// executable of `npm run package` and no npm in the image, a numeric non-root user, tini before the
+// executable of `npm run package` and no npm in the image, root only to drop to a numeric user, tini before the
 // executable, a HEALTHCHECK the executable answers, OCI labels, a root-owned configuration, the
 // shipped configuration's ports exposed and its key required.
 import { readFileSync } from 'node:fs';
@@ -43,10 +43,14 @@ describe('Dockerfile', () => {
     for (const { made } of Object.values(BUILD_OUTPUTS)) expect(runs(build)).toContain(made);
   });
 
-  it('runs as a numeric non-root user and group', () => {
-    expect(last(final, 'USER')?.args).toMatch(/^\d+:\d+$/);
-    expect(image.user!.uid).toBeGreaterThanOrEqual(1000);
-    expect(image.user!.gid).toBeGreaterThanOrEqual(1000);
+  it('starts as root only to drop to a numeric non-root user and group (INTAKE_RELAY_USER)', () => {
+    // Root to take a host directory mounted for the state (the official forwarder's layout), then the user.
+    expect(last(final, 'USER')?.args).toBe('0:0');
+    expect(image.env.INTAKE_RELAY_USER).toMatch(/^\d+:\d+$/);
+    expect(image.daemonUser!.uid).toBeGreaterThanOrEqual(1000);
+    expect(image.daemonUser!.gid).toBeGreaterThanOrEqual(1000);
+    // The state directory it ships is that user's already.
+    expect(copies.find((c) => c.dest === '/var/lib/')?.chown).toBe(image.env.INTAKE_RELAY_USER);
   });
 
   it('starts tini as PID 1, then the packaged executable with `run`', () => {
@@ -96,9 +100,12 @@ describe('Dockerfile', () => {
   });
 
   it('runs the shipped configuration: its ports exposed, every address inside, and a key required', () => {
-    expect(destOf('config/intake-relay.yaml')).toBe(image.env.INTAKE_RELAY_CONFIG);
+    // Where `run` and `healthcheck` look when no configuration is given (src/main.ts).
+    expect(image.env.INTAKE_RELAY_CONFIG).toBeUndefined();
+    expect(destOf('config/intake-relay.yaml')).toBe('/etc/intake-relay/intake-relay.yaml');
+    expect(readFileSync(new URL('../../src/main.ts', import.meta.url), 'utf8')).toContain("?? '/etc/intake-relay/intake-relay.yaml'");
     const text = readFileSync(new URL('../../config/intake-relay.yaml', import.meta.url), 'utf8');
-    const c = parseConfig(text, image.env.INTAKE_RELAY_CONFIG!, { ...image.env, INTAKE_KEY: TEST_KEY });
+    const c = parseConfig(text, '/etc/intake-relay/intake-relay.yaml', { ...image.env, INTAKE_KEY: TEST_KEY });
     const exposed = all(final, 'EXPOSE').flatMap((i) => i.args.split(/\s+/));
     const listening = [...c.intakes[0]!.inputs.map((i) => (i.type === 'file' ? '' : `${i.port}/${i.type}`)), `${c.metrics.port}/tcp`];
     expect(exposed.sort()).toEqual(listening.sort());

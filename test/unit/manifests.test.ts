@@ -67,10 +67,10 @@ function secretKeys(text: string, name: string): string[] {
   return [...line.matchAll(/--from-literal=([A-Z_][A-Z0-9_]*)=/g)].map((m) => m[1]!);
 }
 
-/** The config file the container runs (-c, else the image's INTAKE_RELAY_CONFIG), from its ConfigMap. */
+/** The config file the container runs (-c, else where the image's run looks), from its ConfigMap. */
 function configOf(w: Workload): { path: string; text: string; env: Record<string, string> } {
   const args = w.relay.args ?? [];
-  const path = args.includes('-c') ? args[args.indexOf('-c') + 1]! : image.env.INTAKE_RELAY_CONFIG!;
+  const path = args.includes('-c') ? args[args.indexOf('-c') + 1]! : '/etc/intake-relay/intake-relay.yaml';
   const mount = (w.relay.volumeMounts ?? []).find((m) => path.startsWith(`${m.mountPath}/`));
   const volume = w.pod.volumes?.find((v) => v.name === mount?.name);
   expect(volume?.configMap, `${w.file}: ${path} comes from a ConfigMap`).toBeDefined();
@@ -127,9 +127,9 @@ describe.each(workloads.map((w) => [`${w.file}: ${w.owner.kind} ${w.owner.metada
   it("runs as the image's numeric user, non-root", () => {
     const s = security(w);
     expect(s.runAsNonRoot).toBe(true);
-    expect(s.runAsUser).toBe(image.user!.uid);
-    expect(s.runAsGroup).toBe(image.user!.gid);
-    if (s.fsGroup !== undefined) expect(s.fsGroup).toBe(image.user!.gid);
+    expect(s.runAsUser).toBe(image.daemonUser!.uid);
+    expect(s.runAsGroup).toBe(image.daemonUser!.gid);
+    if (s.fsGroup !== undefined) expect(s.fsGroup).toBe(image.daemonUser!.gid);
     expect(s.capabilities?.drop).toEqual(['ALL']);
   });
 
@@ -218,11 +218,11 @@ describe('deploy/kubernetes', () => {
 
 describe('deploy/docker-compose.yml', () => {
   const compose = parse(readFileSync(`${DEPLOY}docker-compose.yml`, 'utf8')) as {
-    services: Record<string, { volumes?: string[]; environment?: Record<string, string>; command?: string[]; user?: string; read_only?: boolean; stop_grace_period?: string; network_mode?: string }>;
+    services: Record<string, { volumes?: string[]; environment?: Record<string, string>; command?: string[]; user?: string; cap_drop?: string[]; read_only?: boolean; stop_grace_period?: string; network_mode?: string }>;
   };
   const relay = compose.services['intake-relay']!;
   const mounts = (relay.volumes ?? []).map((v) => v.split(':')).map(([source, target, mode]) => ({ source: source!, target: target!, readOnly: mode === 'ro' }));
-  const path = relay.command?.includes('-c') ? relay.command[relay.command.indexOf('-c') + 1]! : image.env.INTAKE_RELAY_CONFIG!;
+  const path = relay.command?.includes('-c') ? relay.command[relay.command.indexOf('-c') + 1]! : '/etc/intake-relay/intake-relay.yaml';
   const file = mounts.find((m) => m.target === path);
   // Compose's own ${VAR:?message} and ${VAR:-default}: the key given, the defaults taken.
   const env = { ...image.env, ...Object.fromEntries(Object.entries(relay.environment ?? {}).map(([k, v]) => [k, v.includes(':?') ? TEST_KEY : v.replace(/\$\{[^:}]+:-([^}]*)\}/, '$1')])) };
@@ -230,7 +230,9 @@ describe('deploy/docker-compose.yml', () => {
 
   it("runs deploy/sidecar.yaml, mounted read-only where the image's `run` reads it, as the image's user", () => {
     expect(file).toMatchObject({ source: './sidecar.yaml', readOnly: true });
-    expect(relay.user).toBeUndefined();
+    // Started as that user: with cap_drop ALL, a start as root could not drop to it.
+    expect(relay.user).toBe(image.env.INTAKE_RELAY_USER);
+    expect(relay.cap_drop).toEqual(['ALL']);
     expect(relay.command?.[0]).toBe('run');
   });
 
