@@ -23,11 +23,8 @@ import { probeReadyz, readyzUrl } from './cli/healthcheck.ts';
 import { opsBase } from './cli/ops-url.ts';
 import { createLogger } from './telemetry/log.ts';
 import { forwarderLayout, type ForwarderLayout } from './config/forwarder-layout.ts';
-import { translateExtendedConf } from './config/extended-conf.ts';
-import { dropTo, isRoot, parseRunAs, privateCopy, takeOwnership, type RunAs } from './platform/privileges.ts';
-import { ownedStateDirs } from './pipeline/state-dirs.ts';
-import { join } from 'node:path';
-import { tmpdir } from 'node:os';
+import { layoutLines, logLayout, rootStart, type RootStart } from './runtime/root-start.ts';
+import { extendedConfReport } from './cli/extended-conf-report.ts';
 
 const EX_USAGE = 64;
 const DEFAULT_CONFIG = process.env.INTAKE_RELAY_CONFIG ?? '/etc/intake-relay/intake-relay.yaml';
@@ -237,46 +234,6 @@ async function validate(file: string, print: boolean, layout: ForwarderLayout | 
   return 0;
 }
 
-/** What the image found of the official forwarder's layout, for validate. */
-function layoutLines(layout: ForwarderLayout): string[] {
-  return ['The official forwarder\'s layout (no configuration given):', ...layout.found.map((f) => `  ${f}`)];
-}
-
-/**
- * extended_conf: its files are rsyslog configuration, which intake-relay does not read; for the
- * documented recipe, the native equivalent (keys left in the file: each from a variable).
- */
-function extendedConfReport(dir: string): string[] {
-  const files = translateExtendedConf(dir);
-  if (files.length === 0) return [];
-  const out = [`warning: ${dir} holds rsyslog configuration, which intake-relay does not read: ${files.map((f) => f.file).join(', ')}.`];
-  for (const f of files) {
-    if (f.equivalent) {
-      out.push(
-        `${dir}/${f.file}, as intake-relay configuration (add it to a configuration of your own, converted from intakes.yaml by \`intake-relay validate --print\`; set ${f.keys.map((k) => k.variable).join(', ')} to the keys of ${f.keys.map((k) => k.template).join(', ')}):`,
-        '',
-        ...f.equivalent.trimEnd().split('\n').map((l) => `  ${l}`),
-        '',
-      );
-    }
-    for (const u of f.untranslated) out.push(`  ${f.file}: not translated: ${u}`);
-  }
-  return out;
-}
-
-/**
- * Started as root with INTAKE_RELAY_USER (the container image): the TLS files that user could not
- * read are copied where it can (before the configuration is loaded, so that it names the copies).
- */
-function prepareTls(layout: ForwarderLayout | undefined, who: RunAs | undefined): string | undefined {
-  const certs = process.env.CERTS_DIR;
-  if (!layout || !who || !certs || !isRoot()) return undefined;
-  const copy = privateCopy(certs, join(tmpdir(), 'intake-relay-certs'), who);
-  if (!copy) return undefined;
-  process.env.CERTS_DIR = copy.dir;
-  return `copied ${copy.copied.join(', ')} from ${certs}, which user ${who.uid} could not read, into ${copy.dir}`;
-}
-
 async function run(file: string, watchConfig: boolean, layout: ForwarderLayout | undefined): Promise<number> {
   // A SIGHUP before the daemon runs (systemctl reload right after start) must not end the process
   // (its default action): it is remembered and applied once the daemon runs.
@@ -287,41 +244,20 @@ async function run(file: string, watchConfig: boolean, layout: ForwarderLayout |
   process.on('SIGHUP', early);
   // Taken before the file is read: a change made while the daemon starts is seen by the watch.
   const mark = watchConfig ? markFile(file) : undefined;
-  let who: RunAs | undefined;
+  let start: RootStart;
   try {
-    who = parseRunAs(process.env.INTAKE_RELAY_USER);
+    start = rootStart(layout);
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);
     return EX_CONFIG;
   }
-  const tlsCopy = prepareTls(layout, who);
   const config = await loadOrReport(file, true);
   if (!config) return EX_CONFIG;
   const log = createLogger(config.log_level);
-  if (layout) log.info({ found: layout.found }, 'The official forwarder\'s layout: no configuration was given, so its files are used.');
-  if (layout?.extendedConf) {
-    for (const f of translateExtendedConf(layout.extendedConf)) {
-      log.warn(
-        { file: join(layout.extendedConf, f.file), equivalent: f.equivalent !== undefined },
-        `${join(layout.extendedConf, f.file)} is rsyslog configuration, which intake-relay does not read: ${f.equivalent ? 'its native equivalent (a shared listener with routes) is printed by `intake-relay validate`' : 'write its native equivalent with shared listeners and routes (docs/guides/routing-and-filters.md)'}.`,
-      );
-    }
-  }
-  if (who && isRoot()) {
-    // Root only to prepare: its state becomes the user's, then the process becomes that user.
-    try {
-      const changed = takeOwnership(ownedStateDirs(config), who);
-      dropTo(who);
-      log.info({ user: who.uid, group: who.gid, owned: changed.length, ...(tlsCopy ? { tls: tlsCopy } : {}) }, `Started as root: ${changed.length > 0 ? `gave user ${who.uid} its state (${changed.slice(0, 3).join(', ')}${changed.length > 3 ? ', ...' : ''}); ` : ''}running as user ${who.uid} from now on.`);
-    } catch (err) {
-      // Root without CAP_CHOWN, CAP_SETUID or CAP_SETGID (cap_drop: [ALL]): it must not go on as root.
-      const perm = (err as NodeJS.ErrnoException).code === 'EPERM';
-      log.error({ err }, perm
-        ? `Started as root without the capabilities to give user ${who.uid} its state and become it (INTAKE_RELAY_USER): start it as that user (docker run --user ${who.uid}:${who.gid}, compose's user:), or keep CAP_CHOWN, CAP_SETUID and CAP_SETGID.`
-        : `Could not become user ${who.uid} (INTAKE_RELAY_USER).`);
-      log.flush();
-      return EX_CONFIG;
-    }
+  if (layout) logLayout(layout, log);
+  if (!start.becomeUser(config, log)) {
+    log.flush();
+    return EX_CONFIG;
   }
   const daemon = new Relay(config, log);
   process.on('uncaughtException', (err) => {
