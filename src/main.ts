@@ -22,6 +22,8 @@ import { isRelayWorker, runWorker } from './runtime/worker-main.ts';
 import { probeReadyz, readyzUrl } from './cli/healthcheck.ts';
 import { opsBase } from './cli/ops-url.ts';
 import { createLogger } from './telemetry/log.ts';
+import { commandHelp, commandOf, helpText, OPTIONS, unknownOption, usageProblem } from './cli/commands.ts';
+import { describeFailure } from './cli/errors.ts';
 import { forwarderLayout, type ForwarderLayout } from './config/forwarder-layout.ts';
 import { layoutLines, logLayout, rootStart, type RootStart } from './runtime/root-start.ts';
 import { extendedConfReport } from './cli/extended-conf-report.ts';
@@ -29,48 +31,7 @@ import { extendedConfReport } from './cli/extended-conf-report.ts';
 const EX_USAGE = 64;
 const DEFAULT_CONFIG = process.env.INTAKE_RELAY_CONFIG ?? '/etc/intake-relay/intake-relay.yaml';
 
-const HELP = `intake-relay: forwards syslog to a security platform's intake over TLS.
-
-Usage:
-  intake-relay run      [-c FILE] [--watch-config]
-                                         run the daemon; SIGHUP (or, with --watch-config, a change of
-                                         the file) reloads the configuration
-  intake-relay validate [-c FILE] [--print]
-                                         check a configuration; print a summary, or with --print the
-                                         effective configuration as YAML (keys redacted)
-  intake-relay emulate  [--port N] [--host ADDR] [--cert-file F --key-file F] [--quiet]
-                                         run a local intake emulator that checks what it receives
-  intake-relay check    [-c FILE] [--api-key KEY] [--api-url URL]
-                                         for every intake: name resolution, TCP connect and TLS handshake
-                                         (certificate and host name verified) to its endpoint, and
-                                         for RELP the session's open on each host name it may use,
-                                         each reported; with an API key (or $INTAKE_RELAY_API_KEY),
-                                         GET /v1/me (--api-url: another API base than the region's)
-  intake-relay send     [-c FILE] --intake NAME MESSAGE...
-                                         send test events through the intake's real output, and wait
-                                         until they are acknowledged
-  intake-relay rules push [-c FILE] [--intake NAME] [--api-key KEY] [--api-url URL] [--dry-run]
-                                         create the intakes' filters on the platform as optimization
-                                         rules (the API key needs SIC_WRITE_CONF_INTAKES; it may also
-                                         come from $INTAKE_RELAY_API_KEY)
-  intake-relay healthcheck [-c FILE]
-                                         exit 0 when the daemon running this configuration answers
-                                         200 on /readyz, else 1 (the container image's HEALTHCHECK)
-  intake-relay tap      [-c FILE] [--intake NAME] [--input NAME] [--limit N] [--rate N] [--format json|text]
-                                         print the events the running daemon receives, live, as they
-                                         leave the parser (at most --rate a second, default 100;
-                                         --limit: stop after N); from its operations port, local only
-  intake-relay --version | --help
-
-  -c, --config FILE   configuration (default: $INTAKE_RELAY_CONFIG or ${DEFAULT_CONFIG}).
-                      Also accepts the official forwarder's intakes.yaml as it is.
-
-Examples:
-  intake-relay validate -c /etc/intake-relay/intake-relay.yaml
-  INTAKE_KEY=... intake-relay run -c config/intake-relay.yaml
-  intake-relay emulate --port 10514
-
-Exit status: 0 ok, 1 runtime failure, 64 usage error, 70 internal error, 73 state in use by another relay, 78 configuration error.`;
+const HELP = helpText(DEFAULT_CONFIG);
 
 
 async function main(argv: string[]): Promise<number> {
@@ -78,32 +39,11 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === LOAD_CONFIG_COMMAND) return answerConfigLoad(argv.slice(1));
   let args;
   try {
-    args = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        config: { type: 'string', short: 'c' },
-        help: { type: 'boolean', short: 'h' },
-        version: { type: 'boolean', short: 'v' },
-        port: { type: 'string' },
-        host: { type: 'string' },
-        'cert-file': { type: 'string' },
-        'key-file': { type: 'string' },
-        quiet: { type: 'boolean', short: 'q' },
-        intake: { type: 'string' },
-        'api-key': { type: 'string' },
-        'api-url': { type: 'string' },
-        'dry-run': { type: 'boolean' },
-        print: { type: 'boolean' },
-        'watch-config': { type: 'boolean' },
-        input: { type: 'string' },
-        limit: { type: 'string' },
-        rate: { type: 'string' },
-        format: { type: 'string' },
-      },
-    });
+    args = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n\n${HELP}\n`);
+    // The command, as far as a lenient reading finds it, for the suggestion.
+    const { positionals } = parseArgs({ args: argv, allowPositionals: true, strict: false, options: OPTIONS });
+    process.stderr.write(`${unknownOption((err as Error).message, positionals)}\n`);
     return EX_USAGE;
   }
   const { values, positionals } = args;
@@ -112,9 +52,25 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const command = positionals[0];
-  if (values.help || !command) {
+  if (!command) {
     process.stdout.write(`${HELP}\n`);
-    return command || values.help ? 0 : EX_USAGE;
+    return values.help ? 0 : EX_USAGE;
+  }
+  // `help CMD` and `CMD --help`: the command's own help.
+  const helpFor = command === 'help' ? (positionals.length > 1 || !values.help ? positionals.slice(1) : ['help']) : values.help ? positionals : undefined;
+  if (helpFor) {
+    const c = helpFor.length > 0 ? commandOf(helpFor) : undefined;
+    if (helpFor.length > 0 && !c) {
+      process.stderr.write(`${usageProblem(helpFor, []) ?? ''}\n`);
+      return EX_USAGE;
+    }
+    process.stdout.write(`${c ? commandHelp(c) : HELP}\n`);
+    return 0;
+  }
+  const problem = usageProblem(positionals, Object.keys(values));
+  if (problem) {
+    process.stderr.write(`${problem}\n`);
+    return EX_USAGE;
   }
   // In the container image: the official forwarder's mounts, when no configuration was given.
   const layout = forwarderLayout(process.env, values.config !== undefined);
@@ -136,14 +92,12 @@ async function main(argv: string[]): Promise<number> {
     case 'tap':
       return runTap(file, values);
     case 'rules':
-      if (positionals[1] !== 'push') {
-        process.stderr.write(`Unknown rules command "${positionals[1] ?? ''}": use "rules push".\n`);
-        return EX_USAGE;
-      }
       return rulesPush(file, values);
+    case 'help':
     default:
-      process.stderr.write(`Unknown command "${command}".\n\n${HELP}\n`);
-      return EX_USAGE;
+      // usageProblem() knows every command: nothing else reaches here.
+      process.stdout.write(`${HELP}\n`);
+      return 0;
   }
 }
 
@@ -151,7 +105,7 @@ async function main(argv: string[]): Promise<number> {
 async function runTap(file: string, values: { intake?: string; input?: string; limit?: string; rate?: string; format?: string }): Promise<number> {
   const limit = Number(values.limit ?? 0);
   const rate = Number(values.rate ?? 100);
-  const format = values.format ?? 'json';
+  const format = values.format ?? (process.stdout.isTTY ? 'text' : 'json');
   if (!Number.isInteger(limit) || limit < 0 || !Number.isInteger(rate) || rate < 1 || (format !== 'json' && format !== 'text')) {
     process.stderr.write('tap: --limit is a whole number >= 0, --rate a whole number >= 1, --format json or text.\n');
     return EX_USAGE;
@@ -418,7 +372,9 @@ if (isRelayWorker()) void runWorker();
 else main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    process.stderr.write(`intake-relay: ${err instanceof Error ? err.stack : String(err)}\n`);
-    process.exit(1);
+    // A routine failure (a port in use, a missing file) is one line; anything else is a bug.
+    const line = describeFailure(err);
+    process.stderr.write(line ? `intake-relay: ${line}\n` : `intake-relay: internal error: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(line ? 1 : 70);
   },
 );

@@ -6,7 +6,8 @@
 
 import { resolve as resolvePath, dirname } from 'node:path';
 import { isMap, isScalar, visit, type Document, type Node, type Scalar } from 'yaml';
-import type { ZodError } from 'zod';
+import type { ZodError, ZodType } from 'zod';
+import { inOurWords, unknownKey, unknownKind } from './issue-words.ts';
 import { configSchema } from './schema.ts';
 import { resolveConfig, type Config } from './resolve.ts';
 import { convertLegacy, legacySchema, looksLegacy } from './legacy.ts';
@@ -97,7 +98,7 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
     format = 'official-intakes-yaml';
     const legacy = legacySchema.safeParse(raw);
     if (!legacy.success) {
-      const more = reportZod(legacy.error, problems, locate, locateKey, (p) => [...p]);
+      const more = reportZod(legacySchema, legacy.error, problems, locate, locateKey, (p) => [...p]);
       if (more > 0) problems.push(`${file}: ${more} more problems after these`);
       throw new ConfigError(file, problems);
     }
@@ -111,7 +112,7 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
 
   const parsed = configSchema.safeParse(native);
   if (!parsed.success) {
-    const more = reportZod(parsed.error, problems, (p) => locate(mapPath(p)), (p) => locateKey(mapPath(p)), mapPath);
+    const more = reportZod(configSchema, parsed.error, problems, (p) => locate(mapPath(p)), (p) => locateKey(mapPath(p)), mapPath);
     if (more > 0) problems.push(`${file}: ${more} more problems after these`);
     throw new ConfigError(file, problems);
   }
@@ -200,7 +201,7 @@ export function loadMetricsSettings(file: string, env: NodeJS.ProcessEnv = proce
   const parsed = configSchema.shape.metrics.safeParse(metrics);
   if (!parsed.success) {
     const { locate, locateKey } = locators(doc, at, file);
-    reportZod(parsed.error, problems, (p) => locate(['metrics', ...p]), (p) => locateKey(['metrics', ...p]), (p) => ['metrics', ...p]);
+    reportZod(configSchema.shape.metrics, parsed.error, problems, (p) => locate(['metrics', ...p]), (p) => locateKey(['metrics', ...p]), (p) => ['metrics', ...p]);
   }
   if (problems.length > 0 || !parsed.success) throw new ConfigError(file, problems);
   return parsed.data;
@@ -224,6 +225,7 @@ function errorCode(err: unknown): string {
 
 
 function reportZod(
+  schema: ZodType,
   error: ZodError,
   problems: string[],
   locate: (p: PropertyKey[]) => string,
@@ -238,18 +240,18 @@ function reportZod(
   };
   for (const issue of error.issues) {
     const path = [...issue.path];
-    let message = issue.message;
+    let message = inOurWords(issue);
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
         const p = [...path, key];
         // A mangled line can make a value (a key, a token) into a key name: only names shaped like ours are echoed.
         add(() => (KEY_NAME_RE.test(key)
-          ? `${locateKey(p)}: ${formatPath(mapPath(p))}: unknown key "${key}"`
+          ? `${locateKey(p)}: ${formatPath(mapPath(p))}: ${unknownKey(schema, path, key)}`
           : `${locateKey(p)}: ${formatPath(mapPath(path)) || '(top level)'}: an unknown key (not shown: it looks like a value, not a key name)`));
       }
       continue;
     }
-    if (issue.code === 'invalid_union' && 'discriminator' in issue) message = `${message} (${String(issue.discriminator)} must be one of the known types)`;
+    if (issue.code === 'invalid_union' && 'discriminator' in issue) message = unknownKind(schema, path, String(issue.discriminator));
     add(() => `${locate(path)}: ${formatPath(mapPath(path)) || '(top level)'}: ${message}`);
   }
   return omitted;

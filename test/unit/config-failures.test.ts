@@ -223,3 +223,48 @@ describe('intake-relay validate and run, as processes', () => {
     }
   });
 });
+
+describe('problems in our words', () => {
+  const intake = (body: string): string => `intakes:\n  - name: a\n    intake_key: ${KEY}\n${body}`;
+  // A misspelt key in each section, and the key it was meant to be.
+  const misspelt: [string, string, string][] = [
+    ['top level', 'shutdown_timout_ms: 5\n' + intake(''), 'shutdown_timeout_ms'],
+    ['metrics', 'metrics: { adress: 127.0.0.1 }\n' + intake(''), 'address'],
+    ['emulator', 'emulator: { wen: never }\n' + intake(''), 'when'],
+    ['endpoints', 'endpoints: { syslog_hots: x }\n' + intake(''), 'syslog_host'],
+    ['stats', intake('') + 'stats: { intake: a, interval: 60000 }\n', 'interval_ms'],
+    ['an intake', intake('    filtres: []\n'), 'filters'],
+    ['a queue', intake('    queue: { max_event: 5 }\n'), 'max_events'],
+    ['a batch', intake('    batch: { max_event: 5 }\n'), 'max_events'],
+    ['a udp input', intake('    inputs: [{ type: udp, port: 1514, recieve_buffer_bytes: 1 }]\n'), 'receive_buffer_bytes'],
+    ['a tcp input', intake('    inputs: [{ type: tcp, port: 1514, max_conections: 1 }]\n'), 'max_connections'],
+    ['a file input', intake('    inputs: [{ type: file, paths: [/x.log], red_from: beginning }]\n'), 'read_from'],
+    ['an http listener', intake('') + 'listeners:\n  - { type: http, port: 8080, respond_wen: queued }\n', 'respond_when'],
+    ['a relp input', intake('    inputs: [{ type: relp, port: 2514, respond_wen: queued }]\n'), 'respond_when'],
+    ['a syslog output', intake('    output: { type: syslog, resend_window_m: 5 }\n'), 'resend_window_ms'],
+    ['an http output', intake('    output: { type: http, gzipp: true }\n'), 'gzip'],
+    ['a relp output', intake('    output: { type: relp, windw: 5 }\n'), 'window'],
+    ['senders', intake('    senders: { silent_after: 5 }\n'), 'silent_after_ms'],
+    ['a listener', intake('') + 'listeners:\n  - { type: tcp, port: 1514, default: a, routes: [{ match: { app_nam: x }, intake: a }] }\n', 'app_name'],
+  ];
+  for (const [where, yaml, meant] of misspelt) {
+    it(`a misspelt key in ${where}: "did you mean ${meant}"`, () => {
+      const p = problems(yaml);
+      expect(p.join('\n')).toMatch(new RegExp(`unknown key "[a-z_]+" \\(did you mean "${meant}"\\?\\)`));
+    });
+  }
+
+  it('a wrong type, an out-of-range value and a bad choice say what is allowed, never in the schema library\'s words', () => {
+    const p = problems(intake('    queue: { max_events: lots, when_full: nope }\n    inputs: [{ type: udp, port: 99999 }]\n    output: { type: syslog, resend_window_ms: -5 }\n') + 'workers: 0\nlog_level: loud\n');
+    expect(p).toEqual(expect.arrayContaining([
+      expect.stringMatching(/intakes\[0\]\.queue\.max_events: must be a (whole )?number$/),
+      expect.stringMatching(/intakes\[0\]\.queue\.when_full: must be one of "block", "drop_newest"$/),
+      expect.stringMatching(/intakes\[0\]\.inputs\[0\]\.port: must be at most 65535$/),
+      expect.stringMatching(/intakes\[0\]\.output\.resend_window_ms: must be (at least|more than) \d+ ms$/),
+      expect.stringMatching(/log_level: must be one of "fatal", "error", "warn", "info", "debug", "trace"$/),
+    ]));
+    expect(p.join('\n')).not.toMatch(/Invalid input|Invalid option|Too (big|small)|expected (number|string)|received/);
+    // A type no input has: the types it may be.
+    expect(problems(intake('    inputs: [{ type: htp, port: 1 }]\n'))).toEqual([expect.stringMatching(/intakes\[0\]\.inputs\[0\].type: must be one of "udp", "tcp", "file", "relp"$/)]);
+  });
+});

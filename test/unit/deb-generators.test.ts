@@ -26,7 +26,7 @@ describe('the --help model', () => {
     const send = help.commands.find((c) => c.words[0] === 'send')!;
     expect(send.options).toEqual([{ flag: '-c', arg: 'FILE' }, { flag: '--intake', arg: 'NAME' }]);
     expect(send.operands).toBe(true);
-    expect(help.commands.filter((c) => c.operands).map((c) => c.words[0])).toEqual(['send']);
+    expect(help.commands.filter((c) => c.operands).map((c) => c.words[0])).toEqual(['send', 'help']);
     expect(help.options.map((o) => [o.short, o.long, o.arg])).toEqual([['-c', '--config', 'FILE']]);
     expect(help.other).toEqual(['--version | --help']);
     expect(help.examples.length).toBeGreaterThan(0);
