@@ -91,6 +91,8 @@ async function main(argv: string[]): Promise<number> {
       return runSend(file, values.intake, positionals.slice(1));
     case 'tap':
       return runTap(file, values);
+    case 'top':
+      return runTop(file, values);
     case 'rules':
       return rulesPush(file, values);
     case 'help':
@@ -124,6 +126,43 @@ async function runTap(file: string, values: { intake?: string; input?: string; l
   try {
     const { tap } = await import('./cli/tap.ts');
     return await tap(base, { intake: values.intake, input: values.input, limit, rate, format }, process.stdout, process.stderr, stop.signal);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+/** `top`: the running daemon, live on a terminal (until q), or one snapshot (--once, or piped). */
+async function runTop(file: string, values: { once?: boolean; json?: boolean }): Promise<number> {
+  if (values.json && !values.once && process.stdout.isTTY) {
+    process.stderr.write('top: --json goes with --once (the live screen is text).\n');
+    return EX_USAGE;
+  }
+  const metrics = await metricsOrReport(file);
+  if (!metrics) return EX_CONFIG;
+  const base = opsBase({ metrics });
+  if (!base) {
+    process.stderr.write('top: metrics.enabled is false: the daemon serves its snapshot on its operations port.\n');
+    return 1;
+  }
+  const { live, once, Unreachable } = await import('./cli/top.ts');
+  if (values.once || !process.stdout.isTTY || !process.stdin.isTTY) {
+    try {
+      await once(base, values.json === true, process.stdout);
+      return 0;
+    } catch (err) {
+      if (!(err instanceof Unreachable)) throw err;
+      process.stderr.write(`intake-relay top: ${err.message}\n`);
+      return 1;
+    }
+  }
+  const stop = new AbortController();
+  const onSignal = (): void => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    await live(base, { stdin: process.stdin, stdout: process.stdout }, stop.signal);
+    return 0;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

@@ -89,7 +89,7 @@ export const ENVIRONMENT: readonly EnvironmentVariable[] = [
   {
     names: ['METRICS_ADDRESS'],
     readBy: `${SHIPPED}; ${FORWARDER}, for \`run\`, \`healthcheck\` and \`tap\` alike`,
-    does: 'The address of the operations server (`/metrics`, `/healthz`, `/readyz`, `/status`, `/senders`, `/tap`). The container image sets `0.0.0.0`, so that probes reach it on the pod\'s address.',
+    does: 'The address of the operations server (`/metrics`, `/healthz`, `/readyz`, `/status`, `/snapshot`, `/senders`, `/tap`). The container image sets `0.0.0.0`, so that probes reach it on the pod\'s address.',
     default: '`127.0.0.1`',
   },
   {

@@ -15,6 +15,18 @@ const intakeRow = table(['field', 'meaning'], [
   ['`last_delivery`, `last_error`', 'The time of the last acknowledged delivery and the last error, or null.'],
 ]);
 
+const progressRow = table(['field', 'meaning'], [
+  ['`events_in_per_s`, `events_out_per_s`', 'Events received and delivered a second over the last minute (since the start, in its first minute); absent until two snapshots were taken.'],
+  ['`backlog`', 'null, or while more than a few seconds of events wait (at least 1,000, and 5 seconds of what arrives): `events`, `since` (when it built up), `trend` (`draining`, `growing` or `holding`), `drain_per_s` (how fast it shrank over the last snapshots; negative: it grew) and `eta_seconds` (the time left at that pace; null while it does not shrink). The log says the same every 30 s, at a change of course, and once when it is delivered.'],
+]);
+
+const snapshotRow = table(['field', 'meaning'], [
+  ['`received`, `sent`, `resent`, `filtered`', 'Totals: events received for it, delivered and acknowledged, written again after a lost connection, dropped by its filters.'],
+  ['`dropped`', 'Events that will never be delivered, by reason (only reasons with any).'],
+  ['`queued_bytes`, `max_events`, `max_bytes`', 'Bytes waiting, and its queue\'s limits (`max_events`: null for a disk queue).'],
+  ['`oldest_age_seconds`', 'Age of the oldest event waiting in its queue.'],
+]);
+
 const senderRow = table(['field', 'meaning'], [
   ['`sender`', 'The address (UDP, TCP, RELP) or the HOSTNAME (file and HTTP inputs).'],
   ['`events`, `bytes`', 'What it sent since it was first seen.'],
@@ -70,6 +82,24 @@ ${intakeRow}
 The body of \`/readyz\`, always with \`200\`, and \`inputs\`: for each input (and shared listener) its
 \`intake\` (absent for a shared listener), \`input\`, \`senders\` (how many it tracks) and \`silent\` (how
 many of them are silent), and when some are, \`silent_senders\`: the first 20, as \`/senders\` gives them.
+Each intake also has its rates and its backlog, from a snapshot the relay takes every 2 seconds:
+
+${progressRow}
+
+## \`/snapshot\`
+
+What \`intake-relay top\` shows, as JSON, taken at one instant: counters are totals since the start
+(a reader makes rates from two snapshots and their \`at\`), gauges are as they are now, every
+thread's added up. \`{"at", "version", "phase", "intakes": [...], "inputs": [...], "threads": [...]}\`;
+\`at\` is the time in milliseconds since the epoch, \`threads\` each thread's \`utilization\` (0 to 1).
+Each of \`intakes\` has the fields of \`/status\` (\`name\`, \`output\`, \`state\`, \`stalled\`,
+\`accepting\`, \`queued_events\`, \`unacked_events\`, \`last_error\`, the rates and \`backlog\`) and:
+
+${snapshotRow}
+
+Each of \`inputs\`: \`intake\` (\`""\` for a shared listener), \`input\`, \`received\` (events, to any
+intake), \`connections\` (open now; 0 for UDP and file inputs), \`kernel_drops\` (UDP; null for the
+others) and \`silent_senders\`.
 
 ## \`/senders\`
 

@@ -28,6 +28,8 @@ export const OPTIONS = {
   limit: { type: 'string' },
   rate: { type: 'string' },
   format: { type: 'string' },
+  once: { type: 'boolean' },
+  json: { type: 'boolean' },
 } as const;
 
 export type OptionName = keyof typeof OPTIONS;
@@ -52,6 +54,8 @@ const OPTION_HELP: Record<OptionName, string> = {
   limit: 'stop after N events (default 0: until interrupted)',
   rate: 'at most N events a second (default 100; what is skipped is counted on stderr)',
   format: 'text (one readable line per event; the default on a terminal) or json (the default when piped)',
+  once: 'print one snapshot and exit (what it does without a terminal)',
+  json: 'with --once: the snapshot as JSON, as /snapshot serves it',
 };
 
 export interface CommandSpec {
@@ -111,6 +115,11 @@ export const COMMANDS: readonly CommandSpec[] = [
     words: ['tap'], usage: '[-c FILE] [--intake NAME] [--input NAME] [--limit N] [--rate N] [--format json|text]', options: ['config', 'intake', 'input', 'limit', 'rate', 'format'],
     what: ['print the events the running daemon receives, live, as they', 'leave the parser (at most --rate a second, default 100;', '--limit: stop after N); from its operations port, local only'],
     example: 'intake-relay tap --intake firewalls --limit 20',
+  },
+  {
+    words: ['top'], usage: '[-c FILE] [--once [--json]]', options: ['config', 'once', 'json'],
+    what: ['a live view of the running daemon, refreshed every second:', 'per intake events/s in and out, queue, backlog and time', 'left, drops, output state; inputs; threads (q quits,', 's sorts, up/down pick an intake); from its operations port'],
+    example: 'intake-relay top --once',
   },
   {
     words: ['help'], usage: '[COMMAND]', options: [],

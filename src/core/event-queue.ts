@@ -110,4 +110,6 @@ export interface QueueMarks {
  */
 export interface EventQueue extends QueueIn, QueueOut, QueueMarks {
   close(): void;
+  /** Age (ms) of the oldest event it holds not delivered yet, as far as it knows; 0 when none. */
+  oldestAgeMs(now?: number): number;
 }

@@ -195,6 +195,12 @@ export class BoundedQueue implements EventQueue {
     this.#markAt = now;
   }
 
+  /** Age (ms) of the oldest event waiting to be taken (a batch being sent is not counted); 0 when none. */
+  oldestAgeMs(now = Date.now()): number {
+    const e = this.#chunks[0]?.[this.#head];
+    return e ? Math.max(0, now - e.receivedAt) : 0;
+  }
+
   /** Events released per second lately (0 when nothing drains). */
   drainRate(now = Date.now()): number {
     this.#measureDrain(now);

@@ -115,6 +115,10 @@ export class ForwardQueue implements EventQueue {
   get pendingBytes(): number {
     return this.#outBytes;
   }
+  /** The main thread's queue reports its own oldest event. */
+  oldestAgeMs(): number {
+    return 0;
+  }
   get closed(): boolean {
     return this.#closed;
   }

@@ -51,12 +51,14 @@ export class Pipeline {
       events: m.queueEvents.labels({ intake: intake.name }),
       bytes: m.queueBytes.labels({ intake: intake.name }),
       unacked: m.unackedEvents.labels({ intake: intake.name }),
+      oldest: m.queueOldestAge.labels({ intake: intake.name }),
     };
     this.#limits(intake);
     this.#disposers.push(m.addProbe(() => {
       gauges.events.set(queue.pendingEvents);
       gauges.bytes.set(queue.pendingBytes);
       gauges.unacked.set(this.sink.unacknowledged);
+      gauges.oldest.set(queue.oldestAgeMs() / 1000);
     }));
   }
 
@@ -213,5 +215,6 @@ export class Pipeline {
     m.outputSinceDelivery.remove({ intake: this.name });
     m.queueMaxBytes.remove({ intake: this.name });
     m.queueMaxEvents.remove({ intake: this.name });
+    m.queueOldestAge.remove({ intake: this.name });
   }
 }

@@ -25,6 +25,7 @@ import { StateLockedError, StateLocks } from '../platform/state-lock.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import { setLogLevel } from '../telemetry/log.ts';
 import { OpsServer } from '../telemetry/ops-server.ts';
+import { BacklogWatch } from './backlog.ts';
 import { secretMask, secretsOf } from '../telemetry/secret-mask.ts';
 import { loopUtilization } from '../telemetry/utilization.ts';
 import { buildCommit, VERSION } from '../version.ts';
@@ -43,6 +44,9 @@ function commit(): string {
 }
 
 type Phase = 'starting' | 'running' | 'draining' | 'stopped';
+
+/** How often the backlog watch takes a snapshot. */
+const SAMPLE_INTERVAL_MS = 2_000;
 
 export class Relay {
   readonly metrics: Metrics;
@@ -72,6 +76,8 @@ export class Relay {
   #emulator: IntakeEmulator | undefined;
   #ops: OpsServer | undefined;
   #stats: StatsSource | undefined;
+  /** Rates and backlogs: a snapshot every SAMPLE_INTERVAL_MS. */
+  #sampler: NodeJS.Timeout | undefined;
   #phase: Phase = 'starting';
   #stopping: Promise<StopReport> | undefined;
   #reloading: Promise<unknown> = Promise.resolve();
@@ -99,7 +105,7 @@ export class Relay {
     this.#local = new LocalThread(this.topology, metrics, this.#env.taps, () => this.#housekeeping.idle, () => last);
     this.view = new OperatorView(() => ({
       phase: this.#phase, threads: [this.#local, ...this.#workers], topology: this.topology, config: this.topology.config, metrics, senders: this.#env.senders,
-    }));
+    }), new BacklogWatch(log));
     // Each thread's utilization (the main thread's since the last scrape, at least half a second;
     // the workers' as they reported it), and the intakes' stall gauges.
     metrics.addProbe(() => {
@@ -153,6 +159,8 @@ export class Relay {
         await this.#ops.start(cfg.metrics.address, cfg.metrics.port);
       }
       this.#startStats(cfg);
+      this.#sampler = setInterval(() => void this.view.sample().catch((err: unknown) => this.#log.warn({ err }, 'Backlog watch: a snapshot failed.')), SAMPLE_INTERVAL_MS);
+      this.#sampler.unref();
     } catch (err) {
       await this.stop();
       throw err;
@@ -320,6 +328,7 @@ export class Relay {
       await new Promise((r) => setTimeout(r, delayMs));
     }
     this.#stats?.stop();
+    clearInterval(this.#sampler);
     this.#env.senders.stop();
     this.#env.taps.close();
     this.view.endTaps();

@@ -10,7 +10,10 @@ import type { SenderTable, SenderTables } from '../pipeline/senders.ts';
 import { joinedTap, MAX_VIEWERS, type TapQuery } from '../pipeline/tap.ts';
 import type { Topology } from '../pipeline/topology.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { HealthSource, IntakeHealth, ListenerHealth } from '../telemetry/ops-server.ts';
+import type { HealthSource, IntakeHealth, IntakeProgress, ListenerHealth } from '../telemetry/ops-server.ts';
+import { snapshotOf, type Snapshot } from '../telemetry/snapshot.ts';
+import { VERSION } from '../version.ts';
+import type { BacklogWatch } from './backlog.ts';
 import type { ThreadHandle } from './thread-handle.ts';
 
 /** Output states from the best to the worst (an intake's state across threads is its worst thread's). */
@@ -30,12 +33,15 @@ export interface ViewSource {
 
 export class OperatorView implements HealthSource {
   readonly #s: () => ViewSource;
+  /** Rates and backlogs, from a snapshot every few seconds (sample()). */
+  readonly #watch: BacklogWatch;
   #nextTap = 0;
   /** Views across threads open now: a stop ends them as a view in one thread ends. */
   readonly #joined = new Set<Writable>();
 
-  constructor(source: () => ViewSource) {
+  constructor(source: () => ViewSource, watch: BacklogWatch) {
     this.#s = source;
+    this.#watch = watch;
   }
 
   get phase(): HealthSource['phase'] {
@@ -106,6 +112,28 @@ export class OperatorView implements HealthSource {
     const s = this.#s();
     if (s.threads.length <= 1) return s.metrics.registry;
     return AggregatorRegistry.aggregate(await Promise.all(s.threads.map((t) => t.metrics())));
+  }
+
+  /** The relay now, for a person watching it (/snapshot, `top`), with each intake's rates and backlog. */
+  async snapshot(): Promise<Snapshot & { readonly intakes: readonly (Snapshot['intakes'][number] & Partial<IntakeProgress>)[] }> {
+    const metrics = await (await this.gather()).getMetricsAsJSON();
+    const s = snapshotOf(metrics, this.health(), { at: Date.now(), version: VERSION, phase: this.phase });
+    return { ...s, intakes: s.intakes.map((i) => ({ ...i, ...this.progress(i.name) })) };
+  }
+
+  /** Takes a snapshot for the rates and backlogs (every few seconds, from the relay). */
+  async sample(): Promise<void> {
+    const metrics = await (await this.gather()).getMetricsAsJSON();
+    this.#watch.sample(snapshotOf(metrics, this.health(), { at: Date.now(), version: VERSION, phase: this.phase }));
+  }
+
+  /** An intake's events/s in and out over the last minute, and its backlog (null when none). */
+  progress(intake: string): IntakeProgress {
+    const r = this.#watch.rates(intake);
+    return {
+      ...(r ? { events_in_per_s: Math.round(r.in_per_s), events_out_per_s: Math.round(r.out_per_s) } : {}),
+      backlog: this.#watch.backlog(intake) ?? null,
+    };
   }
 
   /** A live view of events for `out`; or why not (an unknown intake or input, too many viewers). */

@@ -251,6 +251,14 @@ export class Metrics {
     registers: [this.registry],
     collect: () => this.#runProbes(),
   });
+  readonly queueOldestAge = new Gauge({
+    name: 'intake_relay_queue_oldest_event_age_seconds',
+    aggregator: 'max',
+    help: 'Age of the oldest event waiting for delivery in the intake\'s queue (a memory queue: waiting to be taken, not counting a batch being sent; a disk queue: not delivered yet); 0 when empty.',
+    labelNames: ['intake'] as const,
+    registers: [this.registry],
+    collect: () => this.#runProbes(),
+  });
   readonly queueMaxEvents = new Gauge({
     name: 'intake_relay_queue_max_events',
     help: 'A memory queue\'s max_events: intake_relay_queue_events / this is how full it is.',

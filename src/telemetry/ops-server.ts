@@ -1,7 +1,8 @@
 // The operations endpoint: /metrics (Prometheus), /healthz (the process answers), /readyz (200
 // while the relay takes events: see the daemon's ready() and the readiness setting), /status (the
-// same body, always 200: per intake its output state, backlog and whether it is stalled; per input
-// its senders and the silent ones), /senders (every input's table of senders), /tap (events live,
+// same body, always 200: per intake its output state, queue, rates and backlog and whether it is
+// stalled; per input its senders and the silent ones), /snapshot (counters and gauges per intake,
+// input and thread at one instant, for intake-relay top), /senders (every input's table of senders), /tap (events live,
 // one JSON object per line, for intake-relay tap; local clients only unless metrics.tap says any).
 
 import type * as Http from 'node:http';
@@ -23,6 +24,13 @@ export interface IntakeHealth {
   readonly stalled: boolean;
   /** Its queue takes events (not full under when_full: block). */
   readonly accepting: boolean;
+}
+
+/** What /status adds to an intake: its rates over the last minute and its backlog (runtime/backlog.ts). */
+export interface IntakeProgress {
+  readonly events_in_per_s?: number;
+  readonly events_out_per_s?: number;
+  readonly backlog: object | null;
 }
 
 export interface ListenerHealth {
@@ -55,6 +63,10 @@ export interface HealthSource {
   listenerHealth?(): ListenerHealth[];
   /** Every input's senders. */
   senders?(): readonly SendersView[];
+  /** Rates and backlog of an intake (in /status). */
+  progress?(intake: string): IntakeProgress;
+  /** The relay now, for `intake-relay top` (/snapshot). */
+  snapshot?(): Promise<object>;
   /** A live view of events written to `out`; or why not, as an HTTP status and a message. */
   tap?(q: TapRequest, out: Writable): { readonly status: number; readonly error: string } | undefined;
 }
@@ -117,6 +129,13 @@ export class OpsServer {
         );
         return;
       }
+      if (url === '/snapshot' && source.snapshot) {
+        source.snapshot().then(
+          (s) => res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(`${secretMask.mask(JSON.stringify(s))}\n`),
+          (err: unknown) => res.writeHead(500).end(String(err)),
+        );
+        return;
+      }
       if (url === '/healthz') {
         res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
         return;
@@ -141,6 +160,7 @@ export class OpsServer {
             unacked_events: i.unackedEvents,
             last_delivery: i.lastDeliveryAt ? isoUtc(i.lastDeliveryAt) : null,
             last_error: i.lastError ?? null,
+            ...(url === '/status' ? source.progress?.(i.name) : {}),
           })),
           ...(listeners.length > 0
             ? { listeners: listeners.map((l) => ({ name: l.name, saturated: l.saturated, inflight_bytes: l.inflightBytes, budget_bytes: l.budgetBytes })) }
@@ -183,7 +203,7 @@ export class OpsServer {
         res.writeHead(200, { 'content-type': 'application/json' }).end(`${secretMask.mask(JSON.stringify({ inputs: body }))}\n`);
         return;
       }
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found. Try /metrics, /healthz, /readyz, /status, /senders, /tap.\n');
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found. Try /metrics, /healthz, /readyz, /status, /snapshot, /senders, /tap.\n');
     });
     this.#server.keepAliveTimeout = 5_000;
     this.#server.headersTimeout = 10_000;

@@ -30,7 +30,7 @@ describe('the generated reference', () => {
     const server = read('src/telemetry/ops-server.ts');
     const paths = [...server.matchAll(/\burl === '(\/[\w-]+)'/g)].map((m) => m[1]!);
     const params = [...server.matchAll(/\bq\.get\('(\w+)'\)|\bintParam\(q, '(\w+)'/g)].map((m) => (m[1] ?? m[2])!);
-    expect(new Set(paths)).toEqual(new Set(['/metrics', '/healthz', '/readyz', '/status', '/senders', '/tap']));
+    expect(new Set(paths)).toEqual(new Set(['/metrics', '/healthz', '/readyz', '/status', '/snapshot', '/senders', '/tap']));
     expect(new Set(params)).toEqual(new Set(['intake', 'input', 'silent', 'limit', 'rate']));
     const page = read(`${REFERENCE_DIR}/ops-endpoints.md`);
     expect(paths.filter((p) => !page.includes(`\n## \`${p}\`\n`))).toEqual([]);
