@@ -53,8 +53,7 @@ export async function sendTest(cfg: Config, intakeName: string, messages: readon
   if (refused) return { ok: false, detail: `written to ${where}, but the intake refused them: ${peer.clean(refused, 600)}` };
   if (lost) return { ok: false, detail: `written to ${where}, then the connection was lost: ${peer.clean(lost, 600)}` };
   if (acked < events.length || unconfirmed > 0) {
-    const how = intake.output.type === 'relp' ? 'answer every RELP transaction' : 'close its side of the connection';
-    return { ok: false, detail: `written to ${where}, but the intake did not confirm (it did not ${how} within ${timeoutMs} ms)` };
+    return { ok: false, detail: `written to ${where}, but the intake did not confirm (it did not ${def.confirmation} within ${timeoutMs} ms)` };
   }
   return { ok: true, detail: `${events.length} event${events.length === 1 ? '' : 's'} delivered to intake "${intake.name}" at ${where} (${intake.output.type})` };
 }

@@ -89,26 +89,8 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
   const base = dirname(resolvePath(file));
   const { locate, locateKey } = locators(doc, at, file);
 
-  let native: unknown = raw;
-  let format: Config['format'] = 'native';
-  let mapPath = (p: readonly PropertyKey[]): PropertyKey[] => [...p];
   const warnings: string[] = [];
-  let legacyEnv: LegacyEnv | undefined;
-  if (looksLegacy(raw)) {
-    format = 'official-intakes-yaml';
-    const legacy = legacySchema.safeParse(raw);
-    if (!legacy.success) {
-      const more = reportZod(legacySchema, legacy.error, problems, locate, locateKey, (p) => [...p]);
-      if (more > 0) problems.push(`${file}: ${more} more problems after these`);
-      throw new ConfigError(file, problems);
-    }
-    const converted = convertLegacy(legacy.data, env);
-    native = converted.native;
-    mapPath = converted.pathMap;
-    warnings.push(...converted.warnings);
-    problems.push(...converted.problems.map((p) => `${file}: ${p}`));
-    legacyEnv = converted.env;
-  }
+  const { native, format, mapPath, legacyEnv } = asNative(raw, env, file, problems, warnings, locate, locateKey);
 
   const parsed = configSchema.safeParse(native);
   if (!parsed.success) {
@@ -149,6 +131,33 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
   }
   if (problems.length > 0) throw new ConfigError(file, problems);
   return deepFreeze({ ...resolved, warnings: warnings.map(clean) });
+}
+
+/**
+ * The document as a native configuration: itself, or the official forwarder's intakes.yaml
+ * converted (its problems reported with the positions of its own keys), with the map from a
+ * native path back to the path written in the file.
+ */
+function asNative(
+  raw: unknown,
+  env: NodeJS.ProcessEnv,
+  file: string,
+  problems: string[],
+  warnings: string[],
+  locate: (p: readonly PropertyKey[]) => string,
+  locateKey: (p: readonly PropertyKey[]) => string,
+): { native: unknown; format: Config['format']; mapPath: (p: readonly PropertyKey[]) => PropertyKey[]; legacyEnv: LegacyEnv | undefined } {
+  if (!looksLegacy(raw)) return { native: raw, format: 'native', mapPath: (p) => [...p], legacyEnv: undefined };
+  const legacy = legacySchema.safeParse(raw);
+  if (!legacy.success) {
+    const more = reportZod(legacySchema, legacy.error, problems, locate, locateKey, (p) => [...p]);
+    if (more > 0) problems.push(`${file}: ${more} more problems after these`);
+    throw new ConfigError(file, problems);
+  }
+  const converted = convertLegacy(legacy.data, env);
+  warnings.push(...converted.warnings);
+  problems.push(...converted.problems.map((p) => `${file}: ${p}`));
+  return { native: converted.native, format: 'official-intakes-yaml', mapPath: converted.pathMap, legacyEnv: converted.env };
 }
 
 /** Where a path of the document is written ("file:line:col"); an unknown key where the key itself is. */

@@ -59,6 +59,11 @@ export interface Resolving {
 
 const KEY_RE = /^[A-Za-z0-9]+$/;
 
+/**
+ * The validated file made into the configuration the daemon runs: each intake's key, endpoint,
+ * inputs, queue and output resolved, in the file's order (its problems reported with their
+ * places). A little over 80 lines: one pass over the intakes, each step a call.
+ */
 export function resolveConfig(cfg: RawConfig, r: Resolving): Omit<Config, 'warnings'> {
   const { problems, place } = r;
   const region = cfg.region as Region;

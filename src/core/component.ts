@@ -106,6 +106,8 @@ export interface OutputDefinition<Config, Resolved> {
   backoff(config: Resolved): { readonly initialMs: number; readonly maxMs: number };
   /** How long a reload waits for the old sink to confirm what it wrote before the new one writes it again. */
   handOverMs(config: Resolved): number;
+  /** How the intake confirms delivery, for `send` when it did not ("answer every RELP transaction"). */
+  readonly confirmation: string;
   /** For `check`: the host names to test (default: the endpoint's host). */
   checkTargets?(config: Resolved): string[];
   /** For `check`: the output's own protocol step after TLS (RELP's open), one line of what it found; throws a RelayError. */

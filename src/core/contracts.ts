@@ -99,7 +99,7 @@ export interface SinkEvents {
 /** How many sends the runner may have in flight: a fixed number, or adaptive within bounds. */
 export type Concurrency = { readonly fixed: number } | { readonly adaptive: { readonly min: number; readonly max: number } };
 
-export interface Sink {
+export interface Sink<HandOver = unknown> {
   readonly type: string;
   readonly concurrency: Concurrency;
   start(events: SinkEvents): Promise<void>;
@@ -131,7 +131,10 @@ export interface Sink {
    * counts as delivered) and returns what is still unacknowledged, for the next sink of the same
    * kind to write again (adopt); afterwards this sink is stopped.
    */
-  handOver?(deadline: AbortSignal): Promise<{ readonly state: unknown; readonly events: number }>;
-  /** Takes what another sink of the same kind handed over: written again first on connecting. */
-  adopt?(state: unknown): void;
+  handOver?(deadline: AbortSignal): Promise<{ readonly state: HandOver; readonly events: number }>;
+  /**
+   * Takes what another sink of the same kind handed over (the caller checks the kind: `type`):
+   * written again first on connecting.
+   */
+  adopt?(state: HandOver): void;
 }

@@ -1,6 +1,7 @@
 // Coded errors: callers match on `code`, never on message text. Messages never contain intake keys.
 
-export type RelayErrorCode =
+/** The codes any component may report: name resolution, connecting, TLS, a listener, state, stopping. */
+export type CoreErrorCode =
   | 'ERELAY_DNS'
   | 'ERELAY_CONNECT_REFUSED'
   | 'ERELAY_CONNECT_TIMEOUT'
@@ -12,17 +13,17 @@ export type RelayErrorCode =
   | 'ERELAY_TLS_HANDSHAKE'
   | 'ERELAY_NETWORK'
   | 'ERELAY_LISTEN'
-  | 'ERELAY_HTTP_STATUS'
-  | 'ERELAY_HTTP_TIMEOUT'
   | 'ERELAY_KEY_REJECTED'
-  | 'ERELAY_BODY_TOO_LARGE'
-  | 'ERELAY_RELP_OPEN'
-  | 'ERELAY_RELP_PROTOCOL'
-  | 'ERELAY_RELP_REFUSED'
-  | 'ERELAY_ACK_TIMEOUT'
   | 'ERELAY_SHUTDOWN'
   /** A state directory or file (a disk queue, file checkpoints) cannot be used. */
   | 'ERELAY_STATE';
+
+/**
+ * A core code, or a component's own (a protocol's: ERELAY_RELP_OPEN, ERELAY_HTTP_STATUS), which
+ * its folder names where it throws it. Every code the source uses has its heading in
+ * docs/guides/troubleshooting.md (test/unit/docs-links.test.ts checks).
+ */
+export type RelayErrorCode = CoreErrorCode | `ERELAY_${Uppercase<string>}`;
 
 export class RelayError extends Error {
   readonly code: RelayErrorCode;

@@ -4,37 +4,20 @@
 // CRC-32; on open, every segment is checked: a torn tail (a crash mid-write) is cut off, and a
 // damaged part in the middle (a bit flip, a lost page) is copied aside into damaged/, counted with
 // the number of events it held (from the gap in the numbers), and removed, so that the rest is
-// delivered and the daemon never refuses to start or loops on it. A call that fails while running
+// delivered and the daemon never refuses to start or loops on it (segment-recovery.ts). A call that fails while running
 // (no file descriptors left, EIO) throws and leaves the log as it was: no descriptor kept that was
 // closed, no file written that the log does not know; the caller may try again.
 
-import { closeSync, fstatSync, fsync, ftruncateSync, mkdirSync, openSync, readdirSync, readSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsync, ftruncateSync, mkdirSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LogEvent } from './event.ts';
-import { checkRecord, readRecord, recordSize, writeRecord } from './event-codec.ts';
+import { readRecord, recordSize, writeRecord } from './event-codec.ts';
 import { SingleFlight } from './single-flight.ts';
+import { recoverSegments, segmentName, type RecoveryReport, type Segment } from './segment-recovery.ts';
 
-const SEGMENT_RE = /^(\d{16})\.seg$/;
+export type { RecoveryReport } from './segment-recovery.ts';
+
 const READ_BYTES = 1024 * 1024;
-
-interface Segment {
-  readonly firstSeq: number;
-  readonly path: string;
-  size: number;
-  /** receivedAt of its first event (ms), for the oldest-event age. */
-  firstAt: number;
-}
-
-export interface RecoveryReport {
-  /** Events found on disk (numbered firstSeq to nextSeq, less the lost ones). */
-  readonly events: number;
-  readonly firstSeq: number;
-  readonly nextSeq: number;
-  /** Bytes cut off the end of the last segment (a write torn by a crash). */
-  readonly tornBytes: number;
-  /** Damaged parts set aside, and the events they held (as far as the numbering tells). */
-  readonly damaged: readonly { readonly file: string; readonly bytes: number; readonly events: number }[];
-}
 
 export interface ReadBatch {
   readonly events: LogEvent[];
@@ -101,69 +84,12 @@ export class SegmentLog {
   }
 
   #recover(): RecoveryReport {
-    const files = readdirSync(this.dir).filter((f) => SEGMENT_RE.test(f)).sort();
-    let tornBytes = 0;
-    const damaged: { file: string; bytes: number; events: number }[] = [];
-    let events = 0;
-    let lastSeq = -1;
-    for (let i = 0; i < files.length; i++) {
-      const name = files[i] as string;
-      const path = join(this.dir, name);
-      const isLast = i === files.length - 1;
-      const buf = readWhole(path);
-      const keep: Buffer[] = [];
-      let firstSeq = -1;
-      let firstAt = 0;
-      let p = 0;
-      let changed = false;
-      while (p < buf.length) {
-        const r = checkRecord(buf, p, buf.length);
-        if (r.kind === 'record' && r.seq > lastSeq) {
-          if (firstSeq < 0) {
-            firstSeq = r.seq;
-            firstAt = r.receivedAt;
-          }
-          keep.push(buf.subarray(p, r.next));
-          lastSeq = r.seq;
-          events++;
-          p = r.next;
-          continue;
-        }
-        // Damage: find the next valid record after it.
-        const q = resync(buf, p + 1, lastSeq);
-        changed = true;
-        if (q < 0 && isLast && r.kind === 'short') {
-          tornBytes += buf.length - p;
-          break;
-        }
-        const end = q < 0 ? buf.length : q;
-        const aside = join(this.dir, 'damaged', `${name}-${p}.bin`);
-        mkdirSync(join(this.dir, 'damaged'), { recursive: true });
-        writeFileSync(aside, buf.subarray(p, end));
-        const nextSeq = q < 0 ? -1 : (checkRecord(buf, q, buf.length) as { seq: number }).seq;
-        damaged.push({ file: aside, bytes: end - p, events: nextSeq > lastSeq ? nextSeq - lastSeq - 1 : 0 });
-        p = end;
-      }
-      if (keep.length === 0) {
-        unlinkSync(path);
-        continue;
-      }
-      if (changed) {
-        // Rewrite the segment with its valid records only (atomically).
-        const tmp = `${path}.tmp`;
-        writeFileSync(tmp, Buffer.concat(keep));
-        renameSync(tmp, path);
-      }
-      const size = keep.reduce((n, b) => n + b.length, 0);
-      const seg: Segment = { firstSeq, path: join(this.dir, segmentName(firstSeq)), size, firstAt };
-      if (seg.path !== path) renameSync(path, seg.path); // a damaged head moved the first number
-      this.#segments.push(seg);
-      this.#bytes += size;
-    }
-    // Events lost in a damaged last part cannot be counted from a gap; the numbering goes on after the last valid one.
-    this.#nextSeq = lastSeq + 1;
+    const found = recoverSegments(this.dir);
+    this.#segments.push(...found.segments);
+    this.#bytes = found.segments.reduce((n, seg) => n + seg.size, 0);
+    this.#nextSeq = found.nextSeq;
     this.#durableBelow = this.#nextSeq;
-    return { events, firstSeq: this.firstSeq, nextSeq: this.#nextSeq, tornBytes, damaged };
+    return found.report;
   }
 
   /**
@@ -447,34 +373,4 @@ function closeQuietly(fd: number): void {
   } catch {
     // The descriptor is released even when close reports an error.
   }
-}
-
-function segmentName(firstSeq: number): string {
-  return `${String(firstSeq).padStart(16, '0')}.seg`;
-}
-
-function readWhole(path: string): Buffer {
-  const fd = openSync(path, 'r');
-  try {
-    const size = fstatSync(fd).size;
-    const buf = Buffer.allocUnsafe(size);
-    let n = 0;
-    while (n < size) {
-      const r = readSync(fd, buf, n, size - n, n);
-      if (r === 0) break;
-      n += r;
-    }
-    return buf.subarray(0, n);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Offset of the next valid record after damage (numbered after `lastSeq`), or -1. */
-function resync(buf: Buffer, from: number, lastSeq: number): number {
-  for (let q = from; q + 8 <= buf.length; q++) {
-    const r = checkRecord(buf, q, buf.length);
-    if (r.kind === 'record' && r.seq > lastSeq) return q;
-  }
-  return -1;
 }

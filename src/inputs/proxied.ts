@@ -66,6 +66,9 @@ export class ProxyAcceptor {
   /**
    * Reads the first bytes of `raw`; once they are known good, puts back what follows the header
    * and calls `then` with the socket paused (the caller resumes it, or wraps it in TLS).
+   * One function of ~120 lines on purpose: it is one connection's state machine (the bytes so far,
+   * the header, two timers) held in its closures, every way out going through done(); split up,
+   * each part would take all of that state as arguments.
    */
   accept(raw: net.Socket, then: (raw: net.Socket) => void): void {
     // Empty when the connection was reset before it was accepted: haproxy's checks

@@ -5,7 +5,7 @@
 // shared listeners route to an intake the main thread runs alone goes there (forward.ts).
 
 import { Writable } from 'node:stream';
-import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import type { Config } from '../config/resolve.ts';
 import { ForwardTargets, type ForwardOut } from '../pipeline/forward.ts';
 import type { PipelineEnv } from '../pipeline/env.ts';
@@ -13,9 +13,10 @@ import { emptyReport } from '../pipeline/reload-plan.ts';
 import { SenderTables } from '../pipeline/senders.ts';
 import { Taps } from '../pipeline/tap.ts';
 import { Topology } from '../pipeline/topology.ts';
+import type { Pipeline } from '../pipeline/pipeline.ts';
 import { sharePorts } from '../platform/net.ts';
 import { revive } from '../platform/threads.ts';
-import { createLogger, setLogLevel } from '../telemetry/log.ts';
+import { createLogger, setLogLevel, type Logger } from '../telemetry/log.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import { secretMask } from '../telemetry/secret-mask.ts';
 import { loopUtilization } from '../telemetry/utilization.ts';
@@ -28,116 +29,153 @@ export function isRelayWorker(): boolean {
 }
 
 export async function runWorker(): Promise<void> {
-  const data = workerData as WorkerData;
-  const port = parentPort!;
-  const post = (m: FromWorker): void => port.postMessage(m);
-  const lines = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      for (const line of chunk.toString().split('\n')) if (line) post({ kind: 'log', line });
-      cb();
-    },
-  });
-  const config = revive(data.config);
-  secretMask.add(data.secrets);
-  // Its inputs join the main thread's ports.
-  sharePorts(true, true);
-  const metrics = new Metrics(false);
-  const log = createLogger(config.log_level, lines);
-  const housekeeping = new Housekeeping(undefined);
-  let emulator: Emulator = data.emulator;
-  const env: PipelineEnv = {
-    metrics, log, dataDir: config.dataDir, taps: new Taps(metrics, () => secretMask.secrets),
-    senders: new SenderTables(metrics, log, (sightings) => post({ kind: 'sightings', sightings })),
-    emulator: () => emulator,
-    activity: () => housekeeping.activity(),
-  };
-  // A chunk's bytes move to the main thread, not copied.
-  const forwards = new ForwardTargets((m: ForwardOut, transfer) => port.postMessage(m satisfies FromWorker, transfer.byteLength > 0 ? [transfer] : []));
-  forwards.set(data.forwarded);
-  const topology = new Topology(config, env, { external: () => forwards.slots() });
-  // Its state each second (and once started), for the main thread's /readyz, /status and housekeeping.
-  const utilization = loopUtilization();
-  const state = (): void => {
-    const stallMs = topology.config.metrics.stall_timeout_ms;
-    post({ kind: 'state', state: { utilization: utilization() ?? 0, health: topology.health(stallMs), down: topology.down(), listeners: topology.listenerHealth(), idle: housekeeping.idle } });
-  };
-  const report = setInterval(state, 1_000);
-  report.unref();
-  // Tap viewers the main thread opened here: their lines go to it.
-  const taps = new Map<number, Writable>();
-  let delivered = topology.deliveredNow();
-  port.on('message', (m: ToWorker) => {
+  await new WorkerThread(workerData as WorkerData, parentPort!).run();
+}
+
+/** One worker: its topology, and the answers to what the main thread asks of it. */
+class WorkerThread {
+  readonly #data: WorkerData;
+  readonly #port: MessagePort;
+  readonly #log: Logger;
+  readonly #metrics = new Metrics(false);
+  readonly #housekeeping = new Housekeeping(undefined);
+  readonly #env: PipelineEnv;
+  readonly #forwards: ForwardTargets;
+  readonly #topology: Topology;
+  /** Its state each second (and once started), for the main thread's /readyz, /status and housekeeping. */
+  readonly #report: NodeJS.Timeout;
+  readonly #utilization = loopUtilization();
+  /** Tap viewers the main thread opened here: their lines go to it. */
+  readonly #taps = new Map<number, Writable>();
+  #emulator: Emulator;
+  /** What each intake had delivered when its inputs stopped (the drain reports what came after). */
+  #delivered: ReadonlyMap<Pipeline, number>;
+
+  constructor(data: WorkerData, port: MessagePort) {
+    this.#data = data;
+    this.#port = port;
+    const lines = new Writable({
+      write: (chunk: Buffer, _enc, cb) => {
+        for (const line of chunk.toString().split('\n')) if (line) this.#post({ kind: 'log', line });
+        cb();
+      },
+    });
+    const config = revive(data.config);
+    secretMask.add(data.secrets);
+    // Its inputs join the main thread's ports.
+    sharePorts(true, true);
+    const metrics = this.#metrics;
+    const log = (this.#log = createLogger(config.log_level, lines));
+    this.#emulator = data.emulator;
+    this.#env = {
+      metrics, log, dataDir: config.dataDir, taps: new Taps(metrics, () => secretMask.secrets),
+      senders: new SenderTables(metrics, log, (sightings) => this.#post({ kind: 'sightings', sightings })),
+      emulator: () => this.#emulator,
+      activity: () => this.#housekeeping.activity(),
+    };
+    // A chunk's bytes move to the main thread, not copied.
+    this.#forwards = new ForwardTargets((m: ForwardOut, transfer) => port.postMessage(m satisfies FromWorker, transfer.byteLength > 0 ? [transfer] : []));
+    this.#forwards.set(data.forwarded);
+    this.#topology = new Topology(config, this.#env, { external: () => this.#forwards.slots() });
+    this.#report = setInterval(() => this.#state(), 1_000);
+    this.#report.unref();
+    this.#delivered = this.#topology.deliveredNow();
+  }
+
+  #post(m: FromWorker): void {
+    this.#port.postMessage(m);
+  }
+
+  #state(): void {
+    const t = this.#topology;
+    const health = t.health(t.config.metrics.stall_timeout_ms);
+    this.#post({ kind: 'state', state: { utilization: this.#utilization() ?? 0, health, down: t.down(), listeners: t.listenerHealth(), idle: this.#housekeeping.idle } });
+  }
+
+  async run(): Promise<void> {
+    this.#port.on('message', (m: ToWorker) => this.#answer(m));
+    const topology = this.#topology;
+    try {
+      await topology.start();
+      this.#env.senders.start();
+      this.#state();
+      this.#post({ kind: 'started' });
+    } catch (err) {
+      this.#post({ kind: 'failed', message: (err as Error).message, code: (err as { code?: string }).code });
+      await topology.stopInputs(0).catch(() => {});
+      await topology.drain(AbortSignal.timeout(0), this.#delivered).catch(() => {});
+      this.#port.close();
+    }
+  }
+
+  #answer(m: ToWorker): void {
     switch (m.kind) {
       case 'forwarded':
       case 'forward-room':
       case 'forward-reached':
-        return forwards.reply(m);
-      case 'tap-open': {
-        const out = new Writable({
-          write(chunk: Buffer | string, _enc, cb) {
-            post({ kind: 'tap-data', tap: m.tap, text: chunk.toString() });
-            cb();
-          },
-        });
-        out.once('close', () => taps.delete(m.tap));
-        if (env.taps.open(m.query, out)) taps.set(m.tap, out);
-        return;
-      }
+        return this.#forwards.reply(m);
+      case 'tap-open':
+        return this.#openTap(m.tap, m.query);
       case 'tap-close':
-        taps.get(m.tap)?.destroy();
+        this.#taps.get(m.tap)?.destroy();
         return;
     }
-    const reply = (value: unknown): void => post({ kind: 'reply', id: m.id, value });
+    const reply = (value: unknown): void => this.#post({ kind: 'reply', id: m.id, value });
     switch (m.kind) {
       case 'metrics':
-        void metrics.registry.getMetricsAsJSON().then(reply, () => reply([]));
+        void this.#metrics.registry.getMetricsAsJSON().then(reply, () => reply([]));
         return;
-      case 'reload': {
-        secretMask.add(m.secrets);
-        emulator = m.emulator;
-        const gone = forwards.set(m.forwarded);
-        const next = revive(m.config) as Config;
-        setLogLevel(log, next.log_level);
-        void topology.reload(next).then(reply, (err: unknown) => {
-          log.error({ err }, 'Reload failed in a worker.');
-          reply({ ...emptyReport(), failed: [`worker ${data.intakeRelayWorker}: ${(err as Error).message}`] });
-        }).finally(() => {
-          // No listener routes to them now; what they still have on the way is answered by the main thread.
-          for (const q of gone) q.close();
-        });
-        return;
-      }
+      case 'reload':
+        return this.#reload(m, reply);
       case 'stop-inputs':
-        clearInterval(report);
-        env.senders.stop();
-        env.taps.close();
-        delivered = topology.deliveredNow();
-        void topology.stopInputs(m.timeoutMs).then(async () => {
-          // What its listeners forwarded is in the main thread's queues before those close.
-          await forwards.flushed();
-          forwards.close();
-          reply(undefined);
-        });
-        return;
+        return this.#stopInputs(m.timeoutMs, reply);
       case 'drain':
-        void topology.drain(AbortSignal.timeout(m.timeoutMs), delivered).then((r) => {
+        void this.#topology.drain(AbortSignal.timeout(m.timeoutMs), this.#delivered).then((r) => {
           // What its tables saw since their last check (the inputs' last reads too) goes to the main thread's.
-          env.senders.check();
+          this.#env.senders.check();
           reply(r);
-          port.close();
+          this.#port.close();
         });
         return;
     }
-  });
-  try {
-    await topology.start();
-    env.senders.start();
-    state();
-    post({ kind: 'started' });
-  } catch (err) {
-    post({ kind: 'failed', message: (err as Error).message, code: (err as { code?: string }).code });
-    await topology.stopInputs(0).catch(() => {});
-    await topology.drain(AbortSignal.timeout(0), delivered).catch(() => {});
-    port.close();
+  }
+
+  #openTap(tap: number, query: Extract<ToWorker, { kind: 'tap-open' }>['query']): void {
+    const out = new Writable({
+      write: (chunk: Buffer | string, _enc, cb) => {
+        this.#post({ kind: 'tap-data', tap, text: chunk.toString() });
+        cb();
+      },
+    });
+    out.once('close', () => this.#taps.delete(tap));
+    if (this.#env.taps.open(query, out)) this.#taps.set(tap, out);
+  }
+
+  #reload(m: Extract<ToWorker, { kind: 'reload' }>, reply: (value: unknown) => void): void {
+    secretMask.add(m.secrets);
+    this.#emulator = m.emulator;
+    const gone = this.#forwards.set(m.forwarded);
+    const next = revive(m.config) as Config;
+    setLogLevel(this.#log, next.log_level);
+    void this.#topology.reload(next).then(reply, (err: unknown) => {
+      this.#log.error({ err }, 'Reload failed in a worker.');
+      reply({ ...emptyReport(), failed: [`worker ${this.#data.intakeRelayWorker}: ${(err as Error).message}`] });
+    }).finally(() => {
+      // No listener routes to them now; what they still have on the way is answered by the main thread.
+      for (const q of gone) q.close();
+    });
+  }
+
+  #stopInputs(timeoutMs: number, reply: (value: unknown) => void): void {
+    clearInterval(this.#report);
+    this.#env.senders.stop();
+    this.#env.taps.close();
+    this.#delivered = this.#topology.deliveredNow();
+    void this.#topology.stopInputs(timeoutMs).then(async () => {
+      // What its listeners forwarded is in the main thread's queues before those close.
+      await this.#forwards.flushed();
+      this.#forwards.close();
+      reply(undefined);
+    });
   }
 }

@@ -108,105 +108,126 @@ const STATUS_SILENT = 20;
 
 export class OpsServer {
   readonly #server: Http.Server;
+  readonly #metrics: MetricsText;
+  readonly #source: HealthSource;
+  readonly #options: OpsOptions;
 
   /** `metrics`: the exposition's content type, and the text of a scrape (the workers' metrics added). */
   constructor(metrics: MetricsText, source: HealthSource, options: OpsOptions = { tap: 'local' }) {
-    this.#server = http.createServer((req, res) => {
-      const url = (req.url ?? '/').split('?')[0];
-      if (url === '/tap' && source.tap) {
-        if (req.method !== 'GET') res.writeHead(405, { allow: 'GET' }).end();
-        else this.#tap(req, res, source, options);
-        return;
-      }
-      if (req.method !== 'GET' && req.method !== 'HEAD') {
-        res.writeHead(405, { allow: 'GET, HEAD' }).end();
-        return;
-      }
-      if (url === '/metrics') {
-        metrics.scrape().then(
-          (body) => res.writeHead(200, { 'content-type': metrics.contentType }).end(body),
-          (err: unknown) => res.writeHead(500).end(String(err)),
-        );
-        return;
-      }
-      if (url === '/snapshot' && source.snapshot) {
-        source.snapshot().then(
-          (s) => res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(`${secretMask.mask(JSON.stringify(s))}\n`),
-          (err: unknown) => res.writeHead(500).end(String(err)),
-        );
-        return;
-      }
-      if (url === '/healthz') {
-        res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
-        return;
-      }
-      if (url === '/readyz' || url === '/status') {
-        const intakes = source.health();
-        const listeners = source.listenerHealth?.() ?? [];
-        const ready = source.ready();
-        const down = source.down();
-        const body = JSON.stringify({
-          ready,
-          phase: source.phase,
-          readiness: source.readiness,
-          ...(down.length > 0 ? { down } : {}),
-          intakes: intakes.map((i) => ({
-            name: i.name,
-            output: i.output,
-            state: i.state,
-            accepting: i.accepting,
-            stalled: i.stalled,
-            queued_events: i.queuedEvents,
-            unacked_events: i.unackedEvents,
-            last_delivery: i.lastDeliveryAt ? isoUtc(i.lastDeliveryAt) : null,
-            last_error: i.lastError ?? null,
-            ...(url === '/status' ? source.progress?.(i.name) : {}),
-          })),
-          ...(listeners.length > 0
-            ? { listeners: listeners.map((l) => ({ name: l.name, saturated: l.saturated, inflight_bytes: l.inflightBytes, budget_bytes: l.budgetBytes })) }
-            : {}),
-          ...(url === '/status' && source.senders
-            ? {
-                inputs: source.senders().map((t) => ({
-                  ...(t.intake ? { intake: t.intake } : {}),
-                  input: t.input,
-                  senders: t.size,
-                  silent: t.silentCount,
-                  ...(t.silentCount > 0 ? { silent_senders: t.rows(STATUS_SILENT, true) } : {}),
-                })),
-              }
-            : {}),
-        });
-        // A last error or a sender's name may quote a key: masked as the logs are.
-        res.writeHead(url === '/status' || ready ? 200 : 503, { 'content-type': 'application/json' }).end(`${secretMask.mask(body)}\n`);
-        return;
-      }
-      if (url === '/senders' && source.senders) {
-        const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
-        const limit = intParam(q, 'limit', 1000, 1, 1_000_000);
-        const silent = q.get('silent') ?? '0';
-        const input = q.get('input');
-        const intake = q.get('intake');
-        const all = source.senders();
-        const bad = limit === undefined ? 'limit must be a whole number from 1 to 1000000.'
-          : !['0', '1', 'true', 'false'].includes(silent) ? 'silent must be 1 or 0.'
-            : input !== null && !all.some((t) => t.input === input) ? `No input or listener named "${input}": they are ${all.map((t) => `"${t.input}"`).join(', ')}.`
-              : intake !== null && !all.some((t) => t.intake.toLowerCase() === intake.toLowerCase()) ? `No input of an intake named "${intake}".`
-                : undefined;
-        if (bad !== undefined || limit === undefined) {
-          res.writeHead(400, { 'content-type': 'application/json' }).end(`${JSON.stringify({ error: bad })}\n`);
-          return;
-        }
-        const silentOnly = silent === '1' || silent === 'true';
-        const tables = all.filter((t) => (input === null || t.input === input) && (intake === null || t.intake.toLowerCase() === intake.toLowerCase()));
-        const body = tables.map((t) => ({ ...(t.intake ? { intake: t.intake } : {}), input: t.input, tracked: t.size, silent: t.silentCount, senders: t.rows(limit, silentOnly) }));
-        res.writeHead(200, { 'content-type': 'application/json' }).end(`${secretMask.mask(JSON.stringify({ inputs: body }))}\n`);
-        return;
-      }
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found. Try /metrics, /healthz, /readyz, /status, /snapshot, /senders, /tap.\n');
-    });
+    this.#metrics = metrics;
+    this.#source = source;
+    this.#options = options;
+    this.#server = http.createServer((req, res) => this.#route(req, res));
     this.#server.keepAliveTimeout = 5_000;
     this.#server.headersTimeout = 10_000;
+  }
+
+  #route(req: Http.IncomingMessage, res: Http.ServerResponse): void {
+    const source = this.#source;
+    const url = (req.url ?? '/').split('?')[0];
+    if (url === '/tap' && source.tap) {
+      if (req.method !== 'GET') res.writeHead(405, { allow: 'GET' }).end();
+      else this.#tap(req, res, source, this.#options);
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      return;
+    }
+    if (url === '/metrics') {
+      this.#json(res, this.#metrics.scrape(), this.#metrics.contentType);
+      return;
+    }
+    if (url === '/snapshot' && source.snapshot) {
+      this.#json(res, source.snapshot().then((s) => `${secretMask.mask(JSON.stringify(s))}\n`), 'application/json');
+      return;
+    }
+    if (url === '/healthz') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      return;
+    }
+    if (url === '/readyz' || url === '/status') {
+      this.#status(res, url === '/status');
+      return;
+    }
+    if (url === '/senders' && source.senders) {
+      this.#senders(req, res, source.senders());
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found. Try /metrics, /healthz, /readyz, /status, /snapshot, /senders, /tap.\n');
+  }
+
+  /** A body computed asynchronously: 200 with it, or 500 with why not. */
+  #json(res: Http.ServerResponse, body: Promise<string>, contentType: string): void {
+    body.then(
+      (text) => res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' }).end(text),
+      (err: unknown) => res.writeHead(500).end(String(err)),
+    );
+  }
+
+  /** /readyz (200 when ready, else 503) and /status (always 200, with rates, backlogs and senders). */
+  #status(res: Http.ServerResponse, full: boolean): void {
+    const source = this.#source;
+    const intakes = source.health();
+    const listeners = source.listenerHealth?.() ?? [];
+    const ready = source.ready();
+    const down = source.down();
+    const body = JSON.stringify({
+      ready,
+      phase: source.phase,
+      readiness: source.readiness,
+      ...(down.length > 0 ? { down } : {}),
+      intakes: intakes.map((i) => ({
+        name: i.name,
+        output: i.output,
+        state: i.state,
+        accepting: i.accepting,
+        stalled: i.stalled,
+        queued_events: i.queuedEvents,
+        unacked_events: i.unackedEvents,
+        last_delivery: i.lastDeliveryAt ? isoUtc(i.lastDeliveryAt) : null,
+        last_error: i.lastError ?? null,
+        ...(full ? source.progress?.(i.name) : {}),
+      })),
+      ...(listeners.length > 0
+        ? { listeners: listeners.map((l) => ({ name: l.name, saturated: l.saturated, inflight_bytes: l.inflightBytes, budget_bytes: l.budgetBytes })) }
+        : {}),
+      ...(full && source.senders
+        ? {
+            inputs: source.senders().map((t) => ({
+              ...(t.intake ? { intake: t.intake } : {}),
+              input: t.input,
+              senders: t.size,
+              silent: t.silentCount,
+              ...(t.silentCount > 0 ? { silent_senders: t.rows(STATUS_SILENT, true) } : {}),
+            })),
+          }
+        : {}),
+    });
+    // A last error or a sender's name may quote a key: masked as the logs are.
+    res.writeHead(full || ready ? 200 : 503, { 'content-type': 'application/json' }).end(`${secretMask.mask(body)}\n`);
+  }
+
+  /** /senders: every input's table, or those the query names. */
+  #senders(req: Http.IncomingMessage, res: Http.ServerResponse, all: readonly SendersView[]): void {
+    const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
+    const limit = intParam(q, 'limit', 1000, 1, 1_000_000);
+    const silent = q.get('silent') ?? '0';
+    const input = q.get('input');
+    const intake = q.get('intake');
+    const bad = limit === undefined ? 'limit must be a whole number from 1 to 1000000.'
+      : !['0', '1', 'true', 'false'].includes(silent) ? 'silent must be 1 or 0.'
+        : input !== null && !all.some((t) => t.input === input) ? `No input or listener named "${input}": they are ${all.map((t) => `"${t.input}"`).join(', ')}.`
+          : intake !== null && !all.some((t) => t.intake.toLowerCase() === intake.toLowerCase()) ? `No input of an intake named "${intake}".`
+            : undefined;
+    if (bad !== undefined || limit === undefined) {
+      res.writeHead(400, { 'content-type': 'application/json' }).end(`${JSON.stringify({ error: bad })}\n`);
+      return;
+    }
+    const silentOnly = silent === '1' || silent === 'true';
+    const tables = all.filter((t) => (input === null || t.input === input) && (intake === null || t.intake.toLowerCase() === intake.toLowerCase()));
+    const body = tables.map((t) => ({ ...(t.intake ? { intake: t.intake } : {}), input: t.input, tracked: t.size, silent: t.silentCount, senders: t.rows(limit, silentOnly) }));
+    res.writeHead(200, { 'content-type': 'application/json' }).end(`${secretMask.mask(JSON.stringify({ inputs: body }))}\n`);
   }
 
   #tap(req: Http.IncomingMessage, res: Http.ServerResponse, source: HealthSource, options: OpsOptions): void {

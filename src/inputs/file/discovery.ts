@@ -4,7 +4,7 @@
 //   closes it once it has not grown for rotate_wait_ms); renamed while the relay was stopped, to
 //   whatever name (one the globs do not match too), it is found by its identity among the files of
 //   its directory, and its unread end read from the checkpoint, then it is let go the same way;
-// - copytruncate: a file that shrinks (or whose first bytes changed) is read again from the start,
+// - copytruncate (copies.ts): a file that shrinks (or whose first bytes changed) is read again from the start,
 //   and the lines written to the old content after the last read are taken from the rotated copy (a
 //   sibling that starts with the same bytes: app.log.1, app.log-20261123), read to its end first;
 //   truncated while the relay was stopped (its inode's first bytes are not the checkpoint's), the
@@ -19,62 +19,27 @@
 // active of them. A file closed with unread bytes and deleted (or replaced) before it is reopened
 // cannot be read: its unread bytes are counted (file_errors_total, deleted_unread) and logged.
 
-import type { FileHandle } from 'node:fs/promises';
 import { open, stat } from 'node:fs/promises';
 import type { ResolvedFileInput } from './config.ts';
 import { FINGERPRINT_BYTES, fingerprint, type Adoptable, type Checkpoint } from './checkpoints.ts';
 import { expandGlobs } from './glob.ts';
-import { FilesByIdentity, fileKey, findSibling, fingerprintOf, readHead, rotatedSince, type FingerprintOf, type OnFileError, type Sibling } from './identity.ts';
+import { FilesByIdentity, fileKey, fingerprintOf, readHead, type FingerprintOf, type OnFileError, type Sibling } from './identity.ts';
 import type { LineSplitter } from './lines.ts';
 import type { FileTelemetry } from '../../core/telemetry.ts';
 import { reportError } from './telemetry.ts';
+import type { FileState, Tracked } from './followed.ts';
+import { lost, readCopiesSince, readCopy, type CopyHost } from './copies.ts';
 
-/** Why the unread end of a file's old content could not be read (file_errors_total's reason). */
-type CopyLost = 'copy_compressed' | 'copy_missing' | 'deleted_unread';
-/** A copy counts as written after a file was last seen if its mtime is later than this before it (file times are coarser than the clock). */
-const MTIME_SLACK_MS = 100;
 /** Checkpoints are saved every second: one seen this close to the last save was followed at the last stop. */
 const SAVED_AT_STOP_MS = 2_500;
-
-export interface Mark {
-  /** The queue's next sequence number after an offer: everything before it came from lines before `offset`. */
-  readonly seq: number;
-  readonly offset: number;
-}
-
-/** A followed file as discovery knows it; the reader's own parts (`R`) are made by the input. */
-export interface FileState {
-  /** "device:inode". */
-  readonly key: string;
-  path: string;
-  fh: FileHandle | undefined;
-  /** Next byte to read. */
-  offset: number;
-  /** Size at the last stat. */
-  size: number;
-  fp: string;
-  fpLen: number;
-  marks: Mark[];
-  /** Every line before this offset is settled. */
-  committed: number;
-  /** Not matched by the globs any more (renamed away, deleted): read to the end, then closed. */
-  goneAt: number;
-  deleted: boolean;
-  lastGrowAt: number;
-  lastActiveAt: number;
-  /** Key of the rotated copy of its old content (copytruncate): this file is read once that one is read to its end. */
-  waitsFor: string | undefined;
-  /** The file's lines; what they hold back keeps the checkpoint before them. */
-  readonly lines: LineSplitter;
-}
-
-export type Tracked<R> = FileState & R;
 
 export class Discovery<R extends { readonly lines: LineSplitter }> {
   readonly #cfg: ResolvedFileInput;
   readonly #t: FileTelemetry;
   readonly #reader: (path: string) => R;
   readonly #unreadable: OnFileError;
+  /** What the reading of rotated copies (copies.ts) uses of this. */
+  readonly #copies: CopyHost;
   /** Followed files, by key. */
   readonly tracked = new Map<string, Tracked<R>>();
   /** Checkpoints of files not followed now (and, after a save, of those followed). */
@@ -96,6 +61,18 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     this.#t = telemetry;
     this.#reader = reader;
     this.#unreadable = (err, code, path) => this.#error(code, path, err, { file: path }, 'Cannot read a matched file: it is not followed until it can be read.');
+    this.#copies = {
+      tracked: this.tracked,
+      saved: () => this.saved,
+      matched: () => this.#matched,
+      telemetry: telemetry,
+      unreadable: this.#unreadable,
+      follow: async (key, path, offset, size, fields) => {
+        const c = Object.assign(this.#track(key, path, offset, size), fields, { goneAt: Date.now() });
+        // Held open now: logrotate's compress deletes the plain copy once it is compressed.
+        await this.open(c, false);
+      },
+    };
   }
 
   /** The checkpoints loaded at start; `firstStart`: there was no checkpoint file. */
@@ -200,7 +177,7 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     this.#t.rotated('truncate');
     const consumed = this.consumed(t);
     this.#t.log.logger.info({ file: t.path, offset: consumed }, 'File truncated (copytruncate rotation?): reading it again from the start.');
-    if (t.fpLen > 0) t.waitsFor = (await this.#readCopy(t, consumed, t.fp, t.fpLen, oldSize))?.waitsFor ?? t.waitsFor;
+    if (t.fpLen > 0) t.waitsFor = (await readCopy(this.#copies, t, consumed, t.fp, t.fpLen, oldSize))?.waitsFor ?? t.waitsFor;
     t.offset = 0;
     t.lines.reset();
     t.fp = '';
@@ -272,7 +249,7 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
   #goneUnread(t: FileState): void {
     if (t.goneAt === 0 || t.size <= t.offset) return;
     const bytes = t.size - t.offset;
-    this.#lost('deleted_unread', t, t.offset, { bytes },
+    lost(this.#t, 'deleted_unread', t, t.offset, { bytes },
       `File deleted (or replaced) while closed at max_open_files with unread lines: the ${bytes} bytes after the last line read are not read (raise max_open_files, or keep files until they are read).`);
     t.offset = t.size;
   }
@@ -298,8 +275,8 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     // Empty when the relay last stopped (followed then, at this path): no first bytes to find a copy by.
     const emptyAtStop = initial && cp?.fpLen === 0 && cp.path === path && cp.seenAt >= this.#lastSavedAt - SAVED_AT_STOP_MS;
     const copy = replaced
-      ? await this.#readCopy({ key, path }, cp.offset, cp.fp, cp.fpLen, undefined)
-      : emptyAtStop ? await this.#readCopiesSince({ key, path }, cp.seenAt) : undefined;
+      ? await readCopy(this.#copies, { key, path }, cp.offset, cp.fp, cp.fpLen, undefined)
+      : emptyAtStop ? await readCopiesSince(this.#copies, { key, path }, cp.seenAt) : undefined;
     const taken = cp === undefined ? this.#adopt(key, path, size, fpOf) : undefined;
     if (cp && (copy || (sameStart && cp.offset > size))) {
       // Truncated while stopped (its old content's copy is beside it, or it is shorter): read again from the start.
@@ -364,108 +341,6 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     return undefined;
   }
 
-  /**
-   * `t` was truncated after `offset` (its old first bytes `fp`, `fpLen`): its rotated copy, a
-   * sibling starting with those bytes, is followed from `offset` to its end, and read before `t`.
-   * One compressed already (gzip) or gone cannot be read: what it held after `offset` is counted
-   * and logged. `oldSize`: the old content's size as last seen (unknown after a stop). Undefined
-   * if no copy was found; else the key of the copy `t` waits for, if it has lines to read.
-   */
-  async #readCopy(t: { readonly key: string; readonly path: string }, offset: number, fp: string, fpLen: number, oldSize: number | undefined): Promise<{ waitsFor?: string } | undefined> {
-    const same = (key: string, fpOf: FingerprintOf): boolean => key !== t.key && fpOf(fpLen) === fp;
-    const copy = await this.#sibling(t.path, same, offset + 1);
-    if (copy) {
-      // Matched by the paths too: followed already, from where its discovery found that file was.
-      if (this.tracked.has(copy.key)) return { waitsFor: copy.key };
-      this.#t.log.logger.info({ file: copy.path, offset }, 'Reading the rotated copy from where the truncated file was.');
-      this.#t.rotated('copy');
-      const c = this.#track(copy.key, copy.path, offset, copy.size);
-      c.fp = fp;
-      c.fpLen = fpLen;
-      c.goneAt = Date.now();
-      // Held open now: logrotate's compress deletes the plain copy once it is compressed.
-      await this.open(c, false);
-      return { waitsFor: copy.key };
-    }
-    // A copy with nothing unread in it: checkpointed as read, so that a start that finds the file
-    // empty does not take it for one written while the relay was stopped (#readCopiesSince).
-    const read = await this.#sibling(t.path, same, 0);
-    if (read) {
-      if (!this.tracked.has(read.key)) this.saved.set(read.key, { key: read.key, path: read.path, offset: read.size, fpLen, fp, seenAt: Date.now() });
-      return {};
-    }
-    const packed = await findSibling(t.path, same, 0, this.#unreadable, true);
-    if (packed) {
-      if (packed.size > offset) {
-        this.#lost('copy_compressed', t, offset, { copy: packed.path, bytes: packed.size - offset },
-          `The rotated copy holding the file's unread lines is compressed already: the ${packed.size - offset} bytes after the last line read are not read (use delaycompress).`);
-      }
-      return {};
-    }
-    if (oldSize === undefined) {
-      this.#lost('copy_missing', t, offset, {},
-        'File truncated or replaced while the relay was stopped, and no rotated copy of its old content is beside it: what was written to it after its checkpoint, if anything, is not read.');
-    } else if (oldSize > offset) {
-      this.#lost('copy_missing', t, offset, { bytes: oldSize - offset },
-        `File truncated with unread lines, and no rotated copy of its old content is beside it: at least ${oldSize - offset} bytes after the last line read are not read.`);
-    }
-    return undefined;
-  }
-
-  /**
-   * `t` was empty when the relay stopped (at `since`): its checkpoint has no first bytes to find a
-   * copytruncate copy by. Rotated files beside it (app.log.1, app.log-20261123) last written since
-   * then, that the input's paths do not match, and whose identity and first bytes no checkpoint
-   * knows, hold what was appended to it while the relay was stopped before a copytruncate emptied
-   * it again: the plain ones are followed from their start, oldest first, each after the one
-   * before, and `t` after them; a compressed one cannot be read, and is counted (copy_compressed).
-   * Undefined if there is none.
-   */
-  async #readCopiesSince(t: { readonly key: string; readonly path: string }, since: number): Promise<{ waitsFor?: string } | undefined> {
-    const found = (await rotatedSince(t.path, since - MTIME_SLACK_MS, this.#unreadable)).filter((s) => !this.#matched.has(s.path) && !this.#known(s.key, s.head));
-    let before: string | undefined;
-    for (const s of found) {
-      if (s.format === 'gzip') {
-        this.#lost('copy_compressed', t, 0, { copy: s.path, bytes: s.size },
-          `File emptied while the relay was stopped, and a rotated copy of what was written to it meanwhile is compressed already: its ${s.size} bytes are not read (use delaycompress).`);
-        continue;
-      }
-      if (s.format === 'other') {
-        this.#lost('copy_compressed', t, 0, { copy: s.path },
-          'File emptied while the relay was stopped, and a rotated copy written since then is compressed (not gzip): what it may hold of the lines written to the file meanwhile is not read (use delaycompress).');
-        continue;
-      }
-      this.#t.rotated('copy');
-      this.#t.log.logger.info({ file: s.path, offset: 0 }, 'Reading a rotated copy written while the relay was stopped (the file was empty when last seen).');
-      const c = this.#track(s.key, s.path, 0, s.size);
-      c.fpLen = Math.min(s.head.length, FINGERPRINT_BYTES);
-      c.fp = fingerprint(s.head.subarray(0, c.fpLen));
-      c.goneAt = Date.now();
-      c.waitsFor = before;
-      await this.open(c, false);
-      before = s.key;
-    }
-    return before === undefined ? undefined : { waitsFor: before };
-  }
-
-  /** A file followed or checkpointed already: by its key, or by first bytes a checkpoint has (the compressed copy of one). */
-  #known(key: string, head: Buffer): boolean {
-    if (this.tracked.has(key) || this.saved.has(key)) return true;
-    const fpLen = Math.min(head.length, FINGERPRINT_BYTES);
-    const fp = fingerprint(head.subarray(0, fpLen));
-    for (const e of [...this.tracked.values(), ...this.saved.values()]) {
-      if (e.fpLen === fpLen && e.fp === fp) return true;
-    }
-    return false;
-  }
-
-  #lost(reason: CopyLost, t: { readonly path: string }, offset: number, fields: object, msg: string): void {
-    this.#t.error(reason);
-    const log = { file: t.path, offset, code: reason, ...fields };
-    if (reason !== 'copy_compressed') this.#t.log.warn(`${reason}|${t.path}`, log, msg);
-    else this.#t.log.error(`${reason}|${t.path}`, undefined, log, msg);
-  }
-
   #track(key: string, path: string, offset: number, size: number): Tracked<R> {
     const now = Date.now();
     const t: Tracked<R> = {
@@ -488,10 +363,6 @@ export class Discovery<R extends { readonly lines: LineSplitter }> {
     if (f.fpLen === 0) return found;
     const head = await readHead(found.path, this.#unreadable);
     return head && fingerprintOf(head)(f.fpLen) === f.fp ? found : undefined;
-  }
-
-  #sibling(path: string, test: (key: string, fp: FingerprintOf) => boolean, minSize: number): Promise<Sibling | undefined> {
-    return findSibling(path, test, minSize, this.#unreadable);
   }
 
   #error(code: string, what: string, err: unknown, fields: object, msg: string): void {

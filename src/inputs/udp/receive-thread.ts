@@ -27,71 +27,80 @@ export type FromThread =
 
 /** The body of a receive thread (receive-thread-entry.ts runs it with the thread's data and port). */
 export function receiveThread(d: ThreadData, parent: MessagePort, dgram: typeof dgramModule): void {
-  if (d.native) {
-    // The native receive (native.ts; its types only, which leave nothing in the thread's source).
-    const addon = { exports: {} as NativeUdp };
-    let h: NativeHandle;
-    try {
-      process.dlopen(addon, d.native);
-      h = addon.exports.open(d.address, d.port, d.type === 'udp6', true, d.receiveBufferBytes ?? 0);
-    } catch (err) {
-      parent.postMessage({ kind: 'error', code: (err as NodeJS.ErrnoException).code, message: (err as Error).message });
-      parent.close();
-      return;
-    }
-    const udp = addon.exports;
-    let backlog = 0;
-    let dropped = 0;
-    let readErrors = 0;
-    let reportDrops = false;
-    // Drops are reported with the next batch, or on their own at the end of this turn.
-    const report = (): void => {
-      reportDrops = false;
-      if (dropped === 0) return;
-      parent.postMessage({ kind: 'batch', buf: new ArrayBuffer(0), ends: new Uint32Array(0), from: new Uint32Array(0), addrs: [], dropped });
-      dropped = 0;
-    };
-    udp.start(
-      h,
-      (buf, ends, from, addrs) => {
-        if (backlog + buf.length > d.maxBacklogBytes) {
-          dropped += ends.length;
-          if (!reportDrops) {
-            reportDrops = true;
-            setImmediate(report);
-          }
-          return;
-        }
-        // The addon's Buffer owns its memory exactly; copy only if it is a view into more.
-        const whole = buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength;
-        const ab = whole ? (buf.buffer as ArrayBuffer) : new Uint8Array(buf).buffer;
-        // Counted before the transfer, which leaves ab empty.
-        backlog += ab.byteLength;
-        parent.postMessage({ kind: 'batch', buf: ab, ends, from, addrs, dropped }, [ab, ends.buffer as ArrayBuffer, from.buffer as ArrayBuffer]);
-        dropped = 0;
-      },
-      // A read that failed (not "nothing to read"): the addon polls again after 100 ms; the main
-      // thread logs the first of every 1,000.
-      (errno) => {
-        if (readErrors++ % 1000 === 0) parent.postMessage({ kind: 'readError', errno, count: readErrors });
-      },
-    );
-    parent.on('message', (m: { kind: 'ack'; bytes: number } | { kind: 'stop' }) => {
-      if (m.kind === 'ack') {
-        backlog -= m.bytes;
-        return;
-      }
-      // What the kernel holds is read and handed over before the socket closes.
-      udp.drain(h);
-      udp.close(h);
-      report();
-      parent.postMessage({ kind: 'stopped' });
-      parent.close();
-    });
-    const [port, rcvbuf] = udp.info(h);
-    parent.postMessage({ kind: 'bound', port, rcvbuf });
+  if (d.native) nativeReceive(d, d.native, parent);
+  else dgramReceive(d, parent, dgram);
+}
+
+/** Receives through the native batched receive (native.ts; its types only, which leave nothing in the thread's source). */
+function nativeReceive(d: ThreadData, native: string, parent: MessagePort): void {
+  const addon = { exports: {} as NativeUdp };
+  let h: NativeHandle;
+  try {
+    process.dlopen(addon, native);
+    h = addon.exports.open(d.address, d.port, d.type === 'udp6', true, d.receiveBufferBytes ?? 0);
+  } catch (err) {
+    parent.postMessage({ kind: 'error', code: (err as NodeJS.ErrnoException).code, message: (err as Error).message });
+    parent.close();
     return;
   }
+  const udp = addon.exports;
+  let backlog = 0;
+  let dropped = 0;
+  let readErrors = 0;
+  let reportDrops = false;
+  // Drops are reported with the next batch, or on their own at the end of this turn.
+  const report = (): void => {
+    reportDrops = false;
+    if (dropped === 0) return;
+    parent.postMessage({ kind: 'batch', buf: new ArrayBuffer(0), ends: new Uint32Array(0), from: new Uint32Array(0), addrs: [], dropped });
+    dropped = 0;
+  };
+  udp.start(
+    h,
+    (buf, ends, from, addrs) => {
+      if (backlog + buf.length > d.maxBacklogBytes) {
+        dropped += ends.length;
+        if (!reportDrops) {
+          reportDrops = true;
+          setImmediate(report);
+        }
+        return;
+      }
+      // The addon's Buffer owns its memory exactly; copy only if it is a view into more.
+      const whole = buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength;
+      const ab = whole ? (buf.buffer as ArrayBuffer) : new Uint8Array(buf).buffer;
+      // Counted before the transfer, which leaves ab empty.
+      backlog += ab.byteLength;
+      parent.postMessage({ kind: 'batch', buf: ab, ends, from, addrs, dropped }, [ab, ends.buffer as ArrayBuffer, from.buffer as ArrayBuffer]);
+      dropped = 0;
+    },
+    // A read that failed (not "nothing to read"): the addon polls again after 100 ms; the main
+    // thread logs the first of every 1,000.
+    (errno) => {
+      if (readErrors++ % 1000 === 0) parent.postMessage({ kind: 'readError', errno, count: readErrors });
+    },
+  );
+  parent.on('message', (m: { kind: 'ack'; bytes: number } | { kind: 'stop' }) => {
+    if (m.kind === 'ack') {
+      backlog -= m.bytes;
+      return;
+    }
+    // What the kernel holds is read and handed over before the socket closes.
+    udp.drain(h);
+    udp.close(h);
+    report();
+    parent.postMessage({ kind: 'stopped' });
+    parent.close();
+  });
+  const [port, rcvbuf] = udp.info(h);
+  parent.postMessage({ kind: 'bound', port, rcvbuf });
+}
+
+/**
+ * Receives through dgram, one call per datagram, copying each into a batch handed over a turn at a
+ * time. A little over 80 lines: the batch being built is shared by the socket's handlers below.
+ */
+function dgramReceive(d: ThreadData, parent: MessagePort, dgram: typeof dgramModule): void {
   const socket = dgram.createSocket({ type: d.type, reusePort: true });
   let scratch = Buffer.allocUnsafe(d.batchBytes);
   let used = 0;

@@ -66,6 +66,7 @@ export const httpOutput = {
   checkNote: (o) =>
     o.proxy !== 'none' && (o.proxy !== 'env' || process.env.HTTPS_PROXY || process.env.https_proxy) ? ` (the relay goes through proxy ${shownProxy(o.proxy)}; checked directly here)` : '',
   maxRetries: (o) => o.max_retries,
+  confirmation: 'answer the request with a 2xx status',
   handOverMs: () => 1_000,
   backoff: (o) => ({ initialMs: o.backoff.initial_ms, maxMs: o.backoff.max_ms }),
 } satisfies OutputDefinition<HttpOutputConfig, ResolvedHttpOutput>;

@@ -60,6 +60,7 @@ export const relpOutput = {
   checkNote: () => '',
   maxRetries: () => undefined,
   // What the intake has not answered within this time is written again by the next sink.
+  confirmation: 'answer every RELP transaction',
   handOverMs: (o) => Math.min(5_000, o.ack_timeout_ms),
   backoff: (o) => ({ initialMs: o.backoff.initial_ms, maxMs: o.backoff.max_ms }),
 

@@ -53,6 +53,11 @@ export function openSession(o: RelpEndpoint, signal: AbortSignal, intakeTls?: In
   return againWithoutSession(() => openOnce(o, signal, secure), signal);
 }
 
+/**
+ * One attempt: connect (TLS when set), send "open", read its answer. ~90 lines as one promise on
+ * purpose: the socket's events, the timer and the abort all settle it, and each cleans up the same
+ * listeners.
+ */
 function openOnce(o: RelpEndpoint, signal: AbortSignal, secure: IntakeTls | undefined): Promise<OpenSession> {
   const where = `${o.host}:${o.port}`;
   return new Promise((resolve, reject) => {

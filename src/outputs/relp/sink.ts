@@ -14,13 +14,15 @@
 // everything is answered.
 
 import tls from 'node:tls';
-import type { Batch, LogEvent } from '../../core/event.ts';
+import type { Batch } from '../../core/event.ts';
 import { RelayError, classifyConnectError } from '../../core/errors.ts';
 import type { SendResult, Sink, SinkEvents } from '../../core/contracts.ts';
-import { RELP_TXNR_MAX, nextTxnr, parseResponse, relpFrame } from '../../relp/frame.ts';
+import { nextTxnr, parseResponse, relpFrame } from '../../relp/frame.ts';
 import type { Rfc5424Formatter } from '../../syslog/format.ts';
-import { openSession, type OpenSession, type RelpEndpoint } from './session.ts';
+import { openSession, type RelpEndpoint } from './session.ts';
+import { ACKED, MAX_RUN, REFUSED, REPORTED, Session, TO_WRITE, WRITTEN, txnrAt, type Held } from './window.ts';
 import { IntakeTls } from '../tls-options.ts';
+import { until } from '../../core/until.ts';
 
 export interface RelpSinkOptions extends RelpEndpoint {
   /** Transactions written and not answered, at most. */
@@ -30,84 +32,7 @@ export interface RelpSinkOptions extends RelpEndpoint {
   readonly formatter: Rfc5424Formatter;
 }
 
-const TO_WRITE = 0;
-const WRITTEN = 1;
-const ACKED = 2;
-const REFUSED = 3;
-/** Answered, and reported to the runner before the whole batch was (a stop at its deadline). */
-const REPORTED = 4;
-/** Frames built per write: bounds the buffer of one write. */
-const MAX_RUN = 1024;
-
-/** A batch the sink holds until each of its events is answered. */
-interface Held {
-  readonly seq: number;
-  readonly events: readonly LogEvent[];
-  /** Each event's state: TO_WRITE, WRITTEN, ACKED, REFUSED or REPORTED. */
-  readonly state: Uint8Array;
-  /** Events before this are written or answered (TO_WRITE ones are at or after it). */
-  cursor: number;
-  answered: number;
-  refused: number;
-  /** Answered events already reported (a stop reports what was answered of a batch answered in part). */
-  reported: number;
-  /** The reason of the last refusal, for the log. */
-  refusal: string;
-  /** Resolves send() once every event is written (or the session is gone). */
-  written: (() => void) | undefined;
-  /** Some of its events went out on a session. */
-  everWritten: boolean;
-  /** Its events counted in the sink's unacknowledged: all, or those not reported before a hand-over. */
-  counted: number;
-}
-
-/** One open session and its unanswered transactions, oldest first. */
-class Session {
-  readonly open: OpenSession;
-  txnr: number;
-  /** Unanswered transactions: their numbers, and which held event each carries. */
-  readonly txnrs: number[] = [];
-  readonly held: Held[] = [];
-  readonly index: number[] = [];
-  head = 0;
-  lastAnswerAt = Date.now();
-  done = false;
-  closing = false;
-  /** A write of what the window lets out is due at the end of this turn of the event loop. */
-  pumpSoon = false;
-  /** Resolves once the server answered our "close" (or the session ended). */
-  closed: (() => void) | undefined;
-  closeTxnr = -1;
-  /** When the close was written (a close not answered within ackTimeoutMs ends the session). */
-  closeSentAt = 0;
-
-  constructor(open: OpenSession) {
-    this.open = open;
-    this.txnr = open.firstTxnr;
-  }
-
-  get unanswered(): number {
-    return this.txnrs.length - this.head;
-  }
-
-  push(txnr: number, h: Held, i: number): void {
-    this.txnrs.push(txnr);
-    this.held.push(h);
-    this.index.push(i);
-  }
-
-  /** Removes answered transactions from the front (compacting now and then). */
-  compact(): void {
-    if (this.head > 4096 && this.head * 2 > this.txnrs.length) {
-      this.txnrs.splice(0, this.head);
-      this.held.splice(0, this.head);
-      this.index.splice(0, this.head);
-      this.head = 0;
-    }
-  }
-}
-
-export class RelpSink implements Sink {
+export class RelpSink implements Sink<Held[]> {
   readonly type = 'relp';
   /** One session, written in order. */
   readonly concurrency = { fixed: 1 } as const;
@@ -442,8 +367,8 @@ export class RelpSink implements Sink {
     return { state, events };
   }
 
-  adopt(state: unknown): void {
-    for (const h of state as Held[]) {
+  adopt(state: Held[]): void {
+    for (const h of state) {
       for (let i = 0; i < h.events.length; i++) if (h.state[i] === WRITTEN) h.state[i] = TO_WRITE;
       h.cursor = h.state.indexOf(TO_WRITE);
       if (h.cursor < 0) h.cursor = h.events.length;
@@ -517,25 +442,4 @@ export class RelpSink implements Sink {
     for (const h of this.#held) unanswered += h.events.length - h.answered;
     return unanswered;
   }
-}
-
-/** The transaction number of the i-th frame of a run starting at `first` (numbers latch at 999,999,999). */
-function txnrAt(first: number, i: number): number {
-  const t = first + i;
-  return t > RELP_TXNR_MAX ? t - RELP_TXNR_MAX : t;
-}
-
-/** Resolves when `ready()` holds after a wake-up registered with `register`, or when `deadline` aborts. */
-function until(deadline: AbortSignal, register: (wake: () => void) => void, ready: () => boolean): Promise<void> {
-  if (ready() || deadline.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      deadline.removeEventListener('abort', done);
-      resolve();
-    };
-    register(() => {
-      if (ready()) done();
-    });
-    deadline.addEventListener('abort', done, { once: true });
-  });
 }

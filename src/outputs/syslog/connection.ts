@@ -1,7 +1,10 @@
 // A syslog output connection and what it holds: the batches written on it and not yet proven
-// read, oldest first, with what the kernel has taken of them (the sink's proof of delivery).
+// read, oldest first, with what the kernel has taken of them (the sink's proof of delivery); and
+// how one is opened, with what its socket's events mean to the sink.
 
 import type tls from 'node:tls';
+import { RelayError } from '../../core/errors.ts';
+import { ResumedHandshakeFailed, type IntakeTls } from '../tls-options.ts';
 
 export interface Written {
   readonly buf: Buffer;
@@ -93,4 +96,61 @@ export class Connection {
   release(): void {
     for (const w of [...this.#waiters]) w();
   }
+}
+
+/** What a connection's socket tells its sink once open: it failed (and why), or our close was answered. */
+export interface ConnectionEvents {
+  failed(conn: Connection, error: RelayError): void;
+  confirmed(conn: Connection): void;
+}
+
+/** Opens a TLS connection to the intake within `connectTimeoutMs`; rejects with why it could not. */
+export function openConnection(
+  tls: IntakeTls,
+  o: { readonly host: string; readonly port: number; readonly connectTimeoutMs: number },
+  signal: AbortSignal,
+  on: ConnectionEvents,
+): Promise<Connection> {
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect(o.host, o.port);
+    const timer = setTimeout(() => fail(new RelayError('ERELAY_CONNECT_TIMEOUT', `Connection to ${o.host}:${o.port} timed out after ${o.connectTimeoutMs} ms.`)), o.connectTimeoutMs);
+    const onAbort = (): void => fail(new RelayError('ERELAY_SHUTDOWN', 'Connect aborted by shutdown.'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    const cleanup = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      socket.off('error', fail);
+    };
+    const fail = (err: unknown): void => {
+      cleanup();
+      socket.destroy();
+      reject(tls.failed(socket, err) ? new ResumedHandshakeFailed(err) : err);
+    };
+    socket.once('error', fail);
+    socket.once('secureConnect', () => {
+      cleanup();
+      const conn = new Connection(socket);
+      const where = `${o.host}:${o.port}`;
+      socket.setNoDelay(true);
+      socket.setKeepAlive(true, 30_000);
+      socket.on('data', () => {}); // the intake sends nothing; keep the read side drained
+      socket.on('error', (err: NodeJS.ErrnoException) => {
+        on.failed(conn, new RelayError('ERELAY_CONNECTION_LOST', `Connection to ${where} failed (${err.code ?? 'error'}).`, { cause: err }));
+      });
+      socket.on('finish', () => {
+        conn.finished = true;
+      });
+      socket.on('end', () => {
+        // Only a close that follows ours, all written, answers it; one the intake made first (an
+        // idle timeout, a restart) says nothing about what it had not read yet.
+        if (conn.closing && conn.finished) conn.peerClosed = true;
+        else on.failed(conn, new RelayError('ERELAY_CONNECTION_LOST', `Intake ${where} closed the connection.`));
+      });
+      socket.on('close', () => {
+        if (conn.closing && conn.peerClosed) on.confirmed(conn);
+        else on.failed(conn, new RelayError('ERELAY_CONNECTION_LOST', `Connection to ${where} closed.`));
+      });
+      resolve(conn);
+    });
+  });
 }

@@ -5,7 +5,8 @@
 import type { OutputDefinition } from '../../core/component.ts';
 import type { SyslogOutputConfig } from './schema.ts';
 import { Rfc5424Formatter } from '../../syslog/format.ts';
-import { SyslogTlsSink, resendWindowBytes } from './sink.ts';
+import { SyslogTlsSink } from './sink.ts';
+import { resendWindowBytes } from './options.ts';
 import { unreadCapacityBytes } from './tcp-buffers.ts';
 import { checkTlsFiles } from '../tls-check.ts';
 
@@ -73,6 +74,7 @@ export const syslogOutput = {
   effective: (o) => o,
   checkNote: () => '',
   maxRetries: () => undefined,
+  confirmation: 'close its side of the connection',
   handOverMs: (o) => Math.min(5_000, o.resend_window_ms + 1_000),
   backoff: (o) => ({ initialMs: o.backoff.initial_ms, maxMs: o.backoff.max_ms }),
 } satisfies OutputDefinition<SyslogOutputConfig, ResolvedSyslogOutput>;

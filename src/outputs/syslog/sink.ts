@@ -24,60 +24,14 @@
 import type { Batch } from '../../core/event.ts';
 import { RelayError, classifyConnectError } from '../../core/errors.ts';
 import { BufferPool } from './buffer-pool.ts';
-import { Connection, type Written } from './connection.ts';
-import { IntakeTls, ResumedHandshakeFailed, againWithoutSession } from '../tls-options.ts';
-import type { Rfc5424Formatter } from '../../syslog/format.ts';
+import { Connection, openConnection, type Written } from './connection.ts';
+import { IntakeTls, againWithoutSession } from '../tls-options.ts';
 import type { SendResult, Sink, SinkEvents } from '../../core/contracts.ts';
+import { MAX_BUFFERED_BYTES, VOLUME_SLACK_BYTES, resendWindowBytes, type SyslogTlsOptions } from './options.ts';
 
-export interface SyslogTlsOptions {
-  readonly host: string;
-  readonly port: number;
-  /** Name checked against the certificate; defaults to `host`. */
-  readonly serverName: string | undefined;
-  readonly ca: Buffer | undefined;
-  readonly cert: Buffer | undefined;
-  readonly key: Buffer | undefined;
-  readonly connectTimeoutMs: number;
-  /** Longest a batch waits for proof before the connection is closed to get it. */
-  readonly confirmAfterMs: number;
-  /** Bytes taken by the kernel after a batch that prove the intake read it. */
-  readonly proofBytes: number;
-  /**
-   * Most bytes written and not yet confirmed (all connections): memory. Default: `proofBytes` +
-   * HEADROOM_BYTES, where the proof by volume keeps each connection within it. Below that, a
-   * connection is closed for confirmation once it holds half of it.
-   */
-  readonly windowBytes?: number;
-  /** A connection that takes nothing, or does not answer a close, for this long has failed. */
-  readonly writeTimeoutMs: number;
-  readonly formatter: Rfc5424Formatter;
-}
-
-/**
- * Bytes left in Node's socket buffer before send() waits for it to drain. Not more: the kernel's
- * send buffer keeps the connection busy, and what waits in Node's buffer costs memory twice over.
- * Batches written while one is in flight are handed to TLS together, which copies them into one new
- * buffer before encrypting, and the encrypted bytes wait in memory too until the kernel takes them.
- * Measured on the TCP path (CHANGELOG.md, 0.2.0; 12 runs each, from dist/): 2 MiB, median peak RSS
- * 137 MiB; 1 MiB, 131 at the same CPU per event; 256 KiB, 125.5 but about 10% more CPU per event
- * in two sets of runs.
- */
-const MAX_BUFFERED_BYTES = 1024 * 1024;
-/** The window `auto` sizes beyond the proof distance (a connection that keeps failing fills it). */
-export const HEADROOM_BYTES = 8 * 1024 * 1024;
-/**
- * What a connection holds beyond the proof distance while the proof by volume keeps up: what Node
- * and the kernel have not taken yet (MAX_BUFFERED_BYTES) and a batch or two.
- */
-const VOLUME_SLACK_BYTES = 4 * 1024 * 1024;
 const MiB = 1024 * 1024;
 
-/** resend_window_bytes resolved: `auto` is as much as the proof by volume needs, and the headroom. */
-export function resendWindowBytes(setting: number | 'auto', proofBytes: number): number {
-  return setting === 'auto' ? proofBytes + HEADROOM_BYTES : setting;
-}
-
-export class SyslogTlsSink implements Sink {
+export class SyslogTlsSink implements Sink<Written[]> {
   readonly type = 'syslog';
   /** One connection written in order. */
   readonly concurrency = { fixed: 1 } as const;
@@ -398,56 +352,14 @@ export class SyslogTlsSink implements Sink {
     return againWithoutSession(() => this.#connectOnce(signal), signal);
   }
 
-  #connectOnce(signal: AbortSignal): Promise<Connection> {
-    const o = this.#o;
-    return new Promise((resolve, reject) => {
-      const socket = this.#tls.connect(o.host, o.port);
-      const timer = setTimeout(() => fail(new RelayError('ERELAY_CONNECT_TIMEOUT', `Connection to ${o.host}:${o.port} timed out after ${o.connectTimeoutMs} ms.`)), o.connectTimeoutMs);
-      const onAbort = (): void => fail(new RelayError('ERELAY_SHUTDOWN', 'Connect aborted by shutdown.'));
-      signal.addEventListener('abort', onAbort, { once: true });
-      const cleanup = (): void => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        socket.off('error', fail);
-      };
-      const fail = (err: unknown): void => {
-        cleanup();
-        socket.destroy();
-        reject(this.#tls.failed(socket, err) ? new ResumedHandshakeFailed(err) : err);
-      };
-      socket.once('error', fail);
-      socket.once('secureConnect', () => {
-        cleanup();
-        const conn = new Connection(socket);
-        const where = `${o.host}:${o.port}`;
-        socket.setNoDelay(true);
-        socket.setKeepAlive(true, 30_000);
-        socket.on('data', () => {}); // the intake sends nothing; keep the read side drained
-        socket.on('error', (err: NodeJS.ErrnoException) => {
-          this.#failed(conn, new RelayError('ERELAY_CONNECTION_LOST', `Connection to ${where} failed (${err.code ?? 'error'}).`, { cause: err }));
-        });
-        socket.on('finish', () => {
-          conn.finished = true;
-        });
-        socket.on('end', () => {
-          // Only a close that follows ours, all written, answers it; one the intake made first (an
-          // idle timeout, a restart) says nothing about what it had not read yet.
-          if (conn.closing && conn.finished) conn.peerClosed = true;
-          else this.#failed(conn, new RelayError('ERELAY_CONNECTION_LOST', `Intake ${where} closed the connection.`));
-        });
-        socket.on('close', () => {
-          if (conn.closing && conn.peerClosed) this.#confirmed(conn);
-          else this.#failed(conn, new RelayError('ERELAY_CONNECTION_LOST', `Connection to ${where} closed.`));
-        });
-        if (this.#stopped) {
-          socket.destroy();
-          reject(new RelayError('ERELAY_SHUTDOWN', 'Output is stopping.'));
-          return;
-        }
-        this.#events?.connected(socket.isSessionReused());
-        resolve(conn);
-      });
-    });
+  async #connectOnce(signal: AbortSignal): Promise<Connection> {
+    const conn = await openConnection(this.#tls, this.#o, signal, { failed: (c, e) => this.#failed(c, e), confirmed: (c) => this.#confirmed(c) });
+    if (this.#stopped) {
+      conn.socket.destroy();
+      throw new RelayError('ERELAY_SHUTDOWN', 'Output is stopping.');
+    }
+    this.#events?.connected(conn.socket.isSessionReused());
+    return conn;
   }
 
   /**
@@ -468,8 +380,8 @@ export class SyslogTlsSink implements Sink {
     return this.#resend.map((w) => [w.seq, w.events]);
   }
 
-  adopt(state: unknown): void {
-    for (const w of state as Written[]) {
+  adopt(state: Written[]): void {
+    for (const w of state) {
       this.#unacked += w.events;
       this.#unackedBytes += w.buf.length;
       this.#resend.push(w);
