@@ -23,7 +23,9 @@ interface SyslogListening {
 /** Its label ("<kind>/<port>" unless named); a shared listener's routes must name intakes that exist. */
 export function syslogLabel(c: SyslogListening, kind: string, ctx: ResolveContext): string {
   if (c.routes) {
-    for (const rp of compileRoutes(c.routes, c.default ?? 'drop', ctx.intakeIndex).problems) ctx.problem(rp.path, rp.message);
+    const { problems, warnings } = compileRoutes(c.routes, c.default ?? 'drop', ctx.intakeIndex);
+    for (const rp of problems) ctx.problem(rp.path, rp.message);
+    for (const w of warnings) ctx.warn(`${w.path.map((k, i) => (typeof k === 'number' ? `[${k}]` : `${i > 0 ? '.' : ''}${String(k)}`)).join('')}: ${w.message}`);
   }
   return c.name ?? `${kind}/${c.port}`;
 }

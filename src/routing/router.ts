@@ -22,13 +22,21 @@ export interface RouteProblem {
   readonly message: string;
 }
 
-/** "exact", "prefix*", "*suffix", "/regex/flags" -> a test on a string. Throws on a bad regex. */
-export function textMatcher(pattern: string): (s: string) => boolean {
-  const re = /^\/(.*)\/([a-z]*)$/s.exec(pattern);
+/** A regular expression as the match fields write one: "/re/flags". */
+const REGEX_PATTERN = /^\/(.*)\/([a-z]*)$/s;
+
+/**
+ * A match field's pattern as a test on a string. "/re/flags" is a regular expression (in every
+ * field); otherwise `text` says what plain text means: `exact` ("exact", "prefix*", "*suffix":
+ * hostname, app_name) or `contains` (the message). Throws on a regular expression that does not compile.
+ */
+export function textMatcher(pattern: string, text: 'exact' | 'contains' = 'exact'): (s: string) => boolean {
+  const re = REGEX_PATTERN.exec(pattern);
   if (re) {
     const r = new RegExp(re[1] as string, re[2]);
     return (s) => r.test(s);
   }
+  if (text === 'contains') return (s) => s.includes(pattern);
   if (pattern.length > 1 && pattern.endsWith('*') && !pattern.slice(0, -1).includes('*')) {
     const prefix = pattern.slice(0, -1);
     return (s) => s.startsWith(prefix);
@@ -40,10 +48,22 @@ export function textMatcher(pattern: string): (s: string) => boolean {
   return (s) => s === pattern;
 }
 
-function anyOf(patterns: string | string[]): (s: string) => boolean {
-  const list = (Array.isArray(patterns) ? patterns : [patterns]).map(textMatcher);
-  const test = list.length === 1 ? (list[0] as (s: string) => boolean) : (s: string) => list.some((m) => m(s));
-  return remembered(test);
+/** Regular expression syntax in text: an escape (\d, \.), a class, a group, an anchor, .* or .+ inside. */
+const LOOKS_LIKE_REGEX = /\\[dDwWsSbB.\\/]|\[[^\]]+\]|\((?:\?|[^)]*\|)|^\^|[^\\]\$$|\.[*+](?=.)/;
+
+/** Why a pattern written as text was likely meant as a regular expression (a delimiter missing or misplaced), or undefined. */
+export function patternWarning(pattern: string): string | undefined {
+  if (REGEX_PATTERN.test(pattern)) return undefined;
+  if (pattern.startsWith('/') || /^[^/]+\/[a-z]*$/.test(pattern) && pattern.endsWith('/')) {
+    return `"${pattern}" is matched as text: a regular expression is written "/expression/flags", with a / at each end`;
+  }
+  if (LOOKS_LIKE_REGEX.test(pattern)) return `"${pattern}" looks like a regular expression but is matched as text: write "/${pattern}/" for one`;
+  return undefined;
+}
+
+function anyOf(patterns: string | string[], text: 'exact' | 'contains' = 'exact'): (s: string) => boolean {
+  const list = (Array.isArray(patterns) ? patterns : [patterns]).map((p) => textMatcher(p, text));
+  return list.length === 1 ? (list[0] as (s: string) => boolean) : (s: string) => list.some((m) => m(s));
 }
 
 /**
@@ -68,13 +88,14 @@ function mask(values: (string | number)[] | string | number, names: readonly str
   return m;
 }
 
-/** Compiles routes; problems (bad CIDR, bad regex, unknown intake) are returned, not thrown. */
+/** Compiles routes; problems (bad CIDR, bad regex, unknown intake) and warnings (a pattern likely meant as a regex) are returned, not thrown. */
 export function compileRoutes(
   routes: readonly RouteConfig[],
   dflt: string,
   intakeIndex: (name: string) => number,
-): { router: Router; problems: RouteProblem[] } {
+): { router: Router; problems: RouteProblem[]; warnings: RouteProblem[] } {
   const problems: RouteProblem[] = [];
+  const warnings: RouteProblem[] = [];
   const compiled: { test: Test; target: number }[] = [];
   let readsMessage = false;
   routes.forEach((r, i) => {
@@ -86,18 +107,25 @@ export function compileRoutes(
       const inList = remembered((sender) => sender !== '' && list.has(sender));
       tests.push((e) => inList(e.sender));
     }
-    const text = (key: 'hostname' | 'app_name', get: (e: LogEvent) => string): void => {
+    const text = (key: 'hostname' | 'app_name' | 'message'): ((s: string) => boolean) | undefined => {
       const v = m[key];
-      if (v === undefined) return;
+      if (v === undefined) return undefined;
+      for (const p of Array.isArray(v) ? v : [v]) {
+        const w = patternWarning(p);
+        if (w) warnings.push({ path: ['routes', i, 'match', key], message: w });
+      }
       try {
-        const t = anyOf(v);
-        tests.push((e) => t(get(e)));
+        // Header fields repeat (remembered); messages differ.
+        return key === 'message' ? anyOf(v, 'contains') : remembered(anyOf(v));
       } catch (err) {
         problems.push({ path: ['routes', i, 'match', key], message: `invalid regular expression: ${(err as Error).message}` });
+        return undefined;
       }
     };
-    text('hostname', (e) => e.hostname);
-    text('app_name', (e) => e.appName);
+    const host = text('hostname');
+    if (host) tests.push((e) => host(e.hostname));
+    const app = text('app_name');
+    if (app) tests.push((e) => app(e.appName));
     if (m.facility !== undefined) {
       const f = mask(m.facility, FACILITIES);
       tests.push((e) => ((1 << (e.pri >> 3)) & f) !== 0);
@@ -106,14 +134,11 @@ export function compileRoutes(
       const s = mask(m.severity, SEVERITIES);
       tests.push((e) => ((1 << (e.pri & 7)) & s) !== 0);
     }
-    if (m.message !== undefined) {
-      try {
-        const re = new RegExp(m.message);
-        readsMessage = true;
-        tests.push((_e, msg) => re.test(msg()));
-      } catch (err) {
-        problems.push({ path: ['routes', i, 'match', 'message'], message: `invalid regular expression: ${(err as Error).message}` });
-      }
+    // Last: the message is decoded only when the rest matched. Not remembered (messages differ).
+    const messageTest = m.message === undefined ? undefined : text('message');
+    if (messageTest) {
+      readsMessage = true;
+      tests.push((_e, msg) => messageTest(msg()));
     }
     let target = ROUTE_DROP;
     if (r.intake !== undefined) {
@@ -128,7 +153,7 @@ export function compileRoutes(
     fallback = intakeIndex(dflt);
     if (fallback < 0) problems.push({ path: ['default'], message: `no intake is named "${dflt}" (or use drop)` });
   }
-  return { router: new Router(compiled, fallback, !readsMessage), problems };
+  return { router: new Router(compiled, fallback, !readsMessage), problems, warnings };
 }
 
 /** Decisions remembered, by header identity: a collector's stream interleaves a few sources. */

@@ -17,7 +17,8 @@ export const routeSchema = z
         app_name: textMatch.optional(),
         facility: oneOrMany(z.union([z.enum(FACILITIES), z.int().min(0).max(23)])).optional().describe('Facility name or number; a list matches any.'),
         severity: oneOrMany(z.union([z.enum(SEVERITIES), z.int().min(0).max(7)])).optional().describe('Severity name or number; a list matches any.'),
-        message: z.string().min(1).optional().describe('A regular expression searched in the message (evaluated last, only when the rest matched).'),
+        message: oneOrMany(z.string().min(1)).optional()
+          .describe('"text" contained in the message, or "/regular expression/flags" searched in it; a list matches any of them. Looked at last, only when the rest matched.'),
       })
       .prefault({})
       .describe('Conditions, all of which must hold (none: matches everything).'),

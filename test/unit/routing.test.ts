@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FilterSet } from '../../src/routing/filters.ts';
-import { compileRoutes, NO_ROUTE, ROUTE_DROP, textMatcher } from '../../src/routing/router.ts';
+import { compileRoutes, NO_ROUTE, patternWarning, ROUTE_DROP, textMatcher } from '../../src/routing/router.ts';
 import { parseSyslog, type HeaderDefaults } from '../../src/syslog/parse.ts';
 import { parseConfig, ConfigError } from '../../src/config/load.ts';
 import type { RouteConfig } from '../../src/routing/schema.ts';
@@ -20,6 +20,57 @@ describe('textMatcher', () => {
     expect([textMatcher('fw-*')('fw-paris'), textMatcher('fw-*')('xfw-')]).toEqual([true, false]);
     expect([textMatcher('*.corp')('a.corp'), textMatcher('*.corp')('a.corp.x')]).toEqual([true, false]);
     expect([textMatcher('/^DB-\\d+$/i')('db-12'), textMatcher('/^DB-\\d+$/i')('db-x')]).toEqual([true, false]);
+  });
+});
+
+describe('one pattern syntax', () => {
+  it('"/re/flags" is a regular expression in every field; plain message text is contained, plain header text exact', () => {
+    const { router, problems, warnings } = compileRoutes(
+      [
+        route({ message: '/healthcheck-\\d+/' }, 'drop'),
+        route({ message: ['connection reset', '/^AUDIT /i'] }, 'fw'),
+        route({ app_name: '/^squid$/' }, 'proxy'),
+      ],
+      'misc',
+      idx,
+    );
+    expect(problems).toEqual([]);
+    expect(warnings).toEqual([]);
+    expect(router.route(ev('<14>Nov 22 10:00:00 h app: GET /healthcheck-42 200'))).toBe(ROUTE_DROP);
+    expect(router.route(ev('<14>Nov 22 10:00:00 h app: GET /healthcheck-x 200'))).toBe(idx('misc'));
+    expect(router.route(ev('<14>Nov 22 10:00:00 h app: peer: connection reset by peer'))).toBe(idx('fw'));
+    expect(router.route(ev('<14>Nov 22 10:00:00 h app: audit login'))).toBe(idx('fw'));
+    expect(router.route(ev('<14>Nov 22 10:00:00 h squid: x'))).toBe(idx('proxy'));
+    expect(router.route(ev('<14>Nov 22 10:00:00 h squid2: x'))).toBe(idx('misc'));
+  });
+
+  it('warns when a pattern written as text looks like a regular expression, or has a delimiter missing', () => {
+    const { warnings, problems } = compileRoutes(
+      [route({ message: 'healthcheck-\\d+' }, 'drop'), route({ hostname: '/^db-\\d+' }, 'db'), route({ app_name: ['sshd', 'cron[0-9]'] }, 'misc'), route({ message: 'plain words' }, 'fw')],
+      'drop',
+      idx,
+    );
+    expect(problems).toEqual([]);
+    expect(warnings.map((w) => [w.path.join('.'), w.message])).toEqual([
+      ['routes.0.match.message', '"healthcheck-\\d+" looks like a regular expression but is matched as text: write "/healthcheck-\\d+/" for one'],
+      ['routes.1.match.hostname', '"/^db-\\d+" is matched as text: a regular expression is written "/expression/flags", with a / at each end'],
+      ['routes.2.match.app_name', '"cron[0-9]" looks like a regular expression but is matched as text: write "/cron[0-9]/" for one'],
+    ]);
+    expect(['fw-*', '*.corp', 'web.example.com', 'GET /index.html', 'a.b'].map(patternWarning)).toEqual([undefined, undefined, undefined, undefined, undefined]);
+  });
+
+  it('validate prints the warning with the listener\'s place', () => {
+    const yaml = `listeners:
+  - type: tcp
+    port: 5514
+    routes:
+      - { match: { message: "healthcheck-\\\\d+" }, drop: true }
+    default: a
+intakes:
+  - { name: a, intake_key: AbCdEfGh0123456789, inputs: [] }
+`;
+    const cfg = parseConfig(yaml, '/etc/x.yaml', {});
+    expect(cfg.warnings).toContainEqual(expect.stringMatching(/^listeners\[0\]\.routes\[0\]\.match\.message: "healthcheck-\\d\+" looks like a regular expression/));
   });
 });
 
@@ -66,7 +117,7 @@ describe('routes', () => {
 
   it('reports bad CIDRs, bad regexes and unknown intakes with their place', () => {
     const { problems: p } = compileRoutes(
-      [route({ sender: '10.0.0.0/33' }, 'fw'), route({ hostname: '/(/' }, 'fw'), route({ message: '[' }, 'fw'), route({}, 'nope')],
+      [route({ sender: '10.0.0.0/33' }, 'fw'), route({ hostname: '/(/' }, 'fw'), route({ message: '/[/' }, 'fw'), route({}, 'nope')],
       'elsewhere',
       idx,
     );
