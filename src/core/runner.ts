@@ -73,6 +73,13 @@ export class SinkRunner {
   #lullTimer: NodeJS.Timeout | undefined;
   /** A stop or a detach began: no lull any more (the sink is stopping, or no longer this runner's). */
   #ending = false;
+  /**
+   * Sends in flight now. Each attempt, a retry too, holds one of the limit's places while it runs,
+   * so a lower limit holds from the next attempt on: batches taken when the limit was higher wait
+   * for a place (after a Retry-After pause, at most the limit go at once).
+   */
+  #sending = 0;
+  readonly #placeWaiters: (() => void)[] = [];
 
   constructor(options: RunnerOptions) {
     this.#o = options;
@@ -236,9 +243,23 @@ export class SinkRunner {
         if (batch !== EMPTY) this.#unsent.push(batch);
         return;
       }
-      t.inFlight(this.#inFlight.pending);
+      const place = await this.#place(stop);
+      if (place === 'stopped') {
+        if (batch !== EMPTY) this.#unsent.push(batch);
+        return;
+      }
+      // A pause (Retry-After) that began while it waited for its place: wait it out first.
+      if (place === 'waited' && this.#pausedUntil > Date.now()) {
+        this.#leave();
+        continue;
+      }
       const started = performance.now();
-      const result = await sink.send(batch, stop);
+      let result: Awaited<ReturnType<Sink['send']>>;
+      try {
+        result = await sink.send(batch, stop);
+      } finally {
+        this.#leave();
+      }
       if (result.status === 'retryable' && stop.aborted) {
         // Cut short by a detach (a reload) or the stop's deadline, not failed: back to the queue
         // for the next sink or the next start, and no attempt counted (max_retries would drop it).
@@ -247,7 +268,7 @@ export class SinkRunner {
       }
       const rttMs = performance.now() - started;
       t.sendSeconds(rttMs / 1000);
-      this.#adapt(rttMs, result.status === 'retryable' && (result.pauseAll === true || result.unknownOutcome === true));
+      this.#adapt(rttMs, result.status === 'sent', result.status === 'retryable' && (result.pauseAll === true || result.unknownOutcome === true));
       if (result.status === 'sent') {
         if (batch.events.length > 0) {
           t.batchEvents(batch.events.length);
@@ -314,12 +335,44 @@ export class SinkRunner {
     if (batch !== EMPTY) queue.release(batch);
   }
 
-  #adapt(rttMs: number, overloaded: boolean): void {
+  /** Takes a place within the limit for one attempt: at once, after waiting for one, or none (the runner stops). */
+  async #place(stop: AbortSignal): Promise<'at-once' | 'waited' | 'stopped'> {
+    let waited = false;
+    while (this.#sending >= this.#inFlight.concurrency) {
+      if (stop.aborted) return 'stopped';
+      waited = true;
+      await new Promise<void>((resolve) => {
+        const wake = (): void => {
+          stop.removeEventListener('abort', wake);
+          resolve();
+        };
+        this.#placeWaiters.push(wake);
+        stop.addEventListener('abort', wake, { once: true });
+      });
+    }
+    if (stop.aborted) return 'stopped';
+    this.#sending++;
+    this.#t.inFlight(this.#sending);
+    return waited ? 'waited' : 'at-once';
+  }
+
+  /** An attempt ended: its place goes to the next waiting (each waiter checks the limit again). */
+  #leave(): void {
+    this.#sending--;
+    this.#t.inFlight(this.#sending);
+    this.#placeWaiters.shift()?.();
+  }
+
+  #adapt(rttMs: number, ok: boolean, overloaded: boolean): void {
     if (!this.#adaptive) return;
-    const limit = this.#adaptive.record({ rttMs, overloaded, inFlight: this.#inFlight.pending });
+    // Itself included: it has just left its place.
+    const limit = this.#adaptive.record({ rttMs, ok, overloaded, inFlight: this.#sending + 1 });
     if (limit !== this.#inFlight.concurrency) {
+      const grew = limit > this.#inFlight.concurrency;
       this.#inFlight.concurrency = limit;
       this.#t.concurrency(limit);
+      // More places: as many waiters go on.
+      if (grew) for (let i = this.#sending; i < limit; i++) this.#placeWaiters.shift()?.();
     }
   }
 

@@ -323,7 +323,7 @@ describe('file input checkpoints', () => {
     appendFileSync(join(dir, 'gone.log'), lines('g', 0, 5));
     await waitFor(intake, 25);
     const state = join(dir, 'state', 'files', `t--file%3a${encodeURIComponent(dir).replace(/%2F/g, '%2f')}%2f%2a.log.json`);
-    await vi.waitFor(() => expect(JSON.parse(readFileSync(state, 'utf8')).files.map((f: { offset: number }) => f.offset).sort((x: number, y: number) => x - y)).toEqual([lines('g', 0, 5).length, lines('a', 0, 20).length]));
+    await vi.waitFor(() => expect(JSON.parse(readFileSync(state, 'utf8')).files.map((f: { offset: number }) => f.offset).sort((x: number, y: number) => x - y)).toEqual([lines('g', 0, 5).length, lines('a', 0, 20).length]), { timeout: 10_000 });
     unlinkSync(join(dir, 'gone.log'));
     await vi.waitFor(() => expect(JSON.parse(readFileSync(state, 'utf8')).files.map((f: { path: string }) => f.path)).toEqual([join(dir, 'a.log')]), { timeout: 5_000 });
     // A file renamed out of the paths keeps its checkpoint until forget_after_ms.

@@ -12,7 +12,7 @@ export const httpOutputSchema = z.strictObject({
   gzip: z.boolean().default(false).describe('Compress request bodies (Content-Encoding: gzip).'),
   max_body_bytes: z.int().min(1024).max(10 * MiB).default(5 * MiB).describe('Largest JSON body sent (before compression); larger batches are split. The intake takes at most 10 MiB.'),
   concurrency: z.union([z.int().min(1).max(256), z.literal('adaptive')]).default('adaptive')
-    .describe('Requests in flight: a fixed number, or adaptive (grows while the intake answers fast, shrinks when it slows down or throttles).'),
+    .describe('Requests in flight: a fixed number, or adaptive (grows while the limit is reached and answers are no slower than usual; shrinks when latency rises or the intake throttles).'),
   max_concurrency: z.int().min(1).max(256).default(32).describe('Upper bound of the adaptive concurrency.'),
   connect_timeout_ms: positive.default(10_000).describe('Time allowed for TCP connect plus TLS handshake.'),
   headers_timeout_ms: positive.default(30_000).describe('Time allowed for the answer\'s headers once the request is sent.'),
