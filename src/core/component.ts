@@ -59,8 +59,12 @@ export interface InputDefinition<Config, Resolved> {
   router(config: Resolved, index: (name: string) => number): { route(e: LogEvent): number } | undefined;
   /** Lines for `validate`'s summary, the first naming it ("input tcp/514: ..."). */
   describe(config: Resolved, where: { readonly dataDir: string }): string[];
-  /** Its record in the forwarder statistics (rsyslog impstats shape), or undefined: rsyslog has no such input. */
-  impstats(port: number, submitted: number): Record<string, unknown> | undefined;
+  /**
+   * Its record in the forwarder statistics, as rsyslog's input module names and counts it for an
+   * input named `name` listening on `address`:`port` (the address as configured), or undefined:
+   * rsyslog has no such input.
+   */
+  impstats(name: string, address: string, port: number, submitted: number): Record<string, unknown> | undefined;
   /** What names a sender in its table of senders: the peer's address (UDP, TCP), or each event's HOSTNAME (files, HTTP). */
   readonly senderKey: 'address' | 'hostname';
   /**
@@ -106,6 +110,8 @@ export interface OutputDefinition<Config, Resolved> {
   backoff(config: Resolved): { readonly initialMs: number; readonly maxMs: number };
   /** How long a reload waits for the old sink to confirm what it wrote before the new one writes it again. */
   handOverMs(config: Resolved): number;
+  /** The name of rsyslog's record of the transport it would use (omfwd's `TCP-<host>-<port>`), for the forwarder statistics; none when rsyslog has no such record. */
+  omfwdRecord?(config: Resolved): string;
   /** How the intake confirms delivery, for `send` when it did not ("answer every RELP transaction"). */
   readonly confirmation: string;
   /** For `check`: the host names to test (default: the endpoint's host). */

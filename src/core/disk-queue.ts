@@ -149,19 +149,38 @@ export class DiskQueue implements EventQueue {
     return at > 0 ? Math.max(0, now - at) : 0;
   }
 
+  #highWater = 0;
+  #timesFull = 0;
+  get highWater(): number {
+    return this.#highWater;
+  }
+  get timesFull(): number {
+    return this.#timesFull;
+  }
+  #counted(): void {
+    if (this.pendingEvents > this.#highWater) this.#highWater = this.pendingEvents;
+  }
+
   offer(events: LogEvent[], bytes: number, mode: OfferMode): Offered {
     if (this.#closed) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
+    if (this.full) this.#timesFull++;
     const waits = mode === 'wait' || (mode === 'pause' && this.#o.whenFull === 'block');
     if (this.full && !waits) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
     if (!this.#append(events, bytes, waits) && !waits) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
+    this.#counted();
     return { result: waits && this.full ? 'slow_down' : 'ok', dropped: 0, droppedBytes: 0 };
   }
 
   admit(events: LogEvent[], bytes: number): AdmitResult {
     if (this.#closed) return 'closed';
-    if (this.full) return 'full';
+    if (this.full) {
+      this.#timesFull++;
+      return 'full';
+    }
     // Refused ("later"): the sender sends them again, so nothing is kept.
-    return this.#append(events, bytes, false) ? 'ok' : 'full';
+    if (!this.#append(events, bytes, false)) return 'full';
+    this.#counted();
+    return 'ok';
   }
 
   /**

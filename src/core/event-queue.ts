@@ -112,4 +112,8 @@ export interface EventQueue extends QueueIn, QueueOut, QueueMarks {
   close(): void;
   /** Age (ms) of the oldest event it holds not delivered yet, as far as it knows; 0 when none. */
   oldestAgeMs(now?: number): number;
+  /** Most events it held at once since it opened (the forwarder statistics' maxqsize). */
+  readonly highWater: number;
+  /** Offers and admissions that found it full (the forwarder statistics' full). */
+  readonly timesFull: number;
 }

@@ -150,6 +150,7 @@ export class BoundedQueue implements EventQueue {
    */
   offer(events: LogEvent[], bytes: number, mode: OfferMode): Offered {
     if (this.#closed) return { result: 'dropped', dropped: events.length, droppedBytes: bytes };
+    if (this.#full()) this.#timesFull++;
     if (mode === 'wait' || (mode === 'pause' && this.#limits.whenFull === 'block')) {
       this.#push(events, bytes);
       return { result: this.#shouldWait(performance.now()) ? 'slow_down' : 'ok', dropped: 0, droppedBytes: 0 };
@@ -195,6 +196,15 @@ export class BoundedQueue implements EventQueue {
     this.#markAt = now;
   }
 
+  #highWater = 0;
+  #timesFull = 0;
+  get highWater(): number {
+    return this.#highWater;
+  }
+  get timesFull(): number {
+    return this.#timesFull;
+  }
+
   /** Age (ms) of the oldest event waiting to be taken (a batch being sent is not counted); 0 when none. */
   oldestAgeMs(now = Date.now()): number {
     const e = this.#chunks[0]?.[this.#head];
@@ -213,7 +223,10 @@ export class BoundedQueue implements EventQueue {
    */
   admit(events: LogEvent[], bytes: number): AdmitResult {
     if (this.#closed) return 'closed';
-    if (this.#full()) return 'full';
+    if (this.#full()) {
+      this.#timesFull++;
+      return 'full';
+    }
     this.#push(events, bytes);
     return 'ok';
   }
@@ -271,6 +284,8 @@ export class BoundedQueue implements EventQueue {
     this.#nextSeq += events.length;
     this.#events += events.length;
     this.#bytes += bytes;
+    const pending = this.#events + this.#inFlightEvents;
+    if (pending > this.#highWater) this.#highWater = pending;
     this.#wakeTaker();
   }
 

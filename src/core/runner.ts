@@ -80,6 +80,9 @@ export class SinkRunner {
    */
   #sending = 0;
   readonly #placeWaiters: (() => void)[] = [];
+  /** Since when it has not delivered (its first failed attempt after a success), 0 while it delivers; and how much of that is counted. */
+  #suspendedSince = 0;
+  #suspensionCountedTo = 0;
 
   constructor(options: RunnerOptions) {
     this.#o = options;
@@ -270,6 +273,7 @@ export class SinkRunner {
       t.sendSeconds(rttMs / 1000);
       this.#adapt(rttMs, result.status === 'sent', result.status === 'retryable' && (result.pauseAll === true || result.unknownOutcome === true));
       if (result.status === 'sent') {
+        this.#suspension(false);
         if (batch.events.length > 0) {
           t.batchEvents(batch.events.length);
           this.#sent();
@@ -300,6 +304,7 @@ export class SinkRunner {
       // Retryable.
       attempt++;
       this.#failures++;
+      this.#suspension(true);
       if (result.keyRejected) {
         if (!this.#keyRejected) {
           t.log.logger.error({ err: result.error }, 'The intake refuses the key of this intake: events are kept and retried slowly. Check the key.');
@@ -333,6 +338,22 @@ export class SinkRunner {
     queue.settle(batch.seq, batch.events.length);
     this.#logError(error, 'Events dropped: the intake refused them.', { reason, events: batch.events.length });
     if (batch !== EMPTY) queue.release(batch);
+  }
+
+  /** A failed attempt (`failing`) or a delivery: counts the output's suspensions and their time, as rsyslog counts an action's. */
+  #suspension(failing: boolean): void {
+    const now = Date.now();
+    if (this.#suspendedSince === 0) {
+      if (!failing) return;
+      this.#suspendedSince = this.#suspensionCountedTo = now;
+      this.#t.suspended();
+      return;
+    }
+    this.#t.suspendedFor((now - this.#suspensionCountedTo) / 1000);
+    this.#suspensionCountedTo = now;
+    if (failing) return;
+    this.#suspendedSince = 0;
+    this.#t.resumed();
   }
 
   /** Takes a place within the limit for one attempt: at once, after waiting for one, or none (the runner stops). */

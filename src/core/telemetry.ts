@@ -52,6 +52,11 @@ export interface OutputTelemetry {
   batchEvents(events: number): void;
   concurrency(limit: number): void;
   inFlight(sends: number): void;
+  /** It stopped delivering (a first failure after a success or the start), and came back. */
+  suspended(): void;
+  resumed(): void;
+  /** Time spent stopped, added as it passes (each failed attempt, and the success that ends it). */
+  suspendedFor(seconds: number): void;
 }
 
 /** What the HTTP output reports besides the runner's: requests by status class, body sizes, durations. */
@@ -173,6 +178,14 @@ export interface Instruments {
 }
 
 /** Sums of counters over the series whose labels match: what the forwarder statistics report. */
+/** The counters the forwarder statistics read, taken once per report (every thread's, added up). */
 export interface CounterReader {
-  total(counter: 'events_sent' | 'events_dropped' | 'events_received' | 'output_retries' | 'output_reconnects', labels: Record<string, string>): Promise<number>;
+  read(): Promise<Counters>;
+}
+
+export type CounterName = 'events_sent' | 'events_dropped' | 'events_received' | 'bytes_sent' | 'output_suspended' | 'output_resumed' | 'output_suspended_seconds';
+
+export interface Counters {
+  /** A counter's total over the series whose labels match `labels`. */
+  total(counter: CounterName, labels: Record<string, string>): number;
 }

@@ -1,13 +1,27 @@
-// Forwarder statistics sent to an intake of the platform's "forwarder logs" format, in the record
-// shapes the official forwarder emits (rsyslog's impstats, format json, counters reset at each
-// report), so that existing dashboards and alert rules keep working. Every interval, one event per
-// record, with APP-NAME rsyslogd-pstats and PRI syslog.info like impstats:
-//   {"name":"output-<intake>","origin":"core.action","processed":N,"failed":N,"suspended":N,"suspended.duration":0,"resumed":N}
-//   {"name":"output-<intake> queue","origin":"core.queue","size":N,"enqueued":N,"full":N,"discarded.full":N,"discarded.nf":0,"maxqsize":N}
-//   {"name":"imtcp(<port>)","origin":"imtcp","submitted":N}, {"name":"imudp(*:<port>)","origin":"imudp","submitted":N,"disallowed":0}
-//   {"name":"main Q","origin":"core.queue",...}, {"name":"resource-usage","origin":"impstats","utime":...}
-// Counts are what happened since the previous report.
+// Forwarder statistics sent to an intake of the platform's "forwarder logs" format, as the official
+// forwarder sends them: the records rsyslog's impstats writes (format json, counters reset at each
+// report) for the configuration the forwarder generates from intakes.yaml, with the same names and
+// the same meanings, so that the platform's forwarder views and an operator's saved searches keep
+// working. Every interval, one event per record, APP-NAME rsyslogd-pstats, PRI syslog.info, in
+// impstats' order:
+//   {"name":"TCP-<host>-<port>","origin":"omfwd","bytes.sent":N}                       per syslog output
+//   {"name":"output-<intake>","origin":"core.action","processed":N,"failed":N,"suspended":N,"suspended.duration":S,"resumed":N}
+//   {"name":"input-<intake>(<port>)","origin":"imtcp","submitted":N}                   per input, and per
+//   {"name":"input-<intake>(*/<port>/IPv4)","origin":"imudp","submitted":N,"disallowed":0}   shared listener
+//   {"name":"resource-usage","origin":"impstats","utime":...,"openfiles":N}
+//   {"name":"ruleset-<intake>[DA]","origin":"core.queue",...0}, {"name":"ruleset-<intake>","origin":"core.queue","size":N,"enqueued":N,"full":N,"discarded.full":N,"discarded.nf":0,"maxqsize":N}
+//   {"name":"stats[DA]",...}, {"name":"stats",...}                                      the statistics intake's queue
+//   {"name":"main Q[DA]",...0}, {"name":"main Q",...0}                                 no event passes a main queue
+// Names: the intake's (or listener's) name with spaces as _ and in lower case, as the forwarder's
+// generator writes them. processed: events the output is done with (delivered or dropped); failed:
+// dropped there; suspended, resumed: times it stopped delivering and came back; suspended.duration:
+// seconds stopped since the start; enqueued: events that entered the queue (not those filtered or
+// refused); full: offers that found it full; maxqsize: the most it held at once since the start
+// (rsyslog does not reset size, maxqsize, suspended.duration nor resource-usage).
+// rsyslog's records of modules the relay does not have (imuxsock, imudp's worker "imudp(w0)", the
+// empty dynstats and percentile globals) are not sent.
 
+import { readdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Inlet } from '../core/component.ts';
 import type { LogEvent } from '../core/event.ts';
@@ -15,18 +29,40 @@ import type { EventQueue } from '../core/event-queue.ts';
 import type { CounterReader } from '../core/telemetry.ts';
 import { headerlessEvent } from '../syslog/parse.ts';
 
-/** What the statistics describe: the intakes now, with their queues, and their inputs' records. */
+/** An input (or shared listener) with its impstats record for `submitted` events (undefined: rsyslog has no such module). */
+export interface StatsInput {
+  /** Its intake, or '' for a shared listener (whose events are counted under the intakes it routed them to). */
+  readonly intake: string;
+  readonly label: string;
+  record(submitted: number): Record<string, unknown> | undefined;
+}
+
+/** What the statistics describe: the intakes now, their queues, outputs and inputs, and the shared listeners. */
 export interface StatsView {
   intakes(): readonly {
     readonly name: string;
     readonly queue: EventQueue;
-    /** Per input: its impstats record for `submitted` events, or undefined (rsyslog has no such module). */
-    readonly inputs: readonly { readonly label: string; record(submitted: number): Record<string, unknown> | undefined }[];
+    /** Its omfwd record's name (`TCP-<host>-<port>`): for a syslog output; undefined for the others. */
+    readonly omfwd: string | undefined;
+    /** The statistics intake: its queue is "stats", as the forwarder names that ruleset. */
+    readonly stats: boolean;
+    readonly inputs: readonly StatsInput[];
   }[];
+  listeners(): readonly StatsInput[];
 }
 
 const PRI_SYSLOG_INFO = 5 * 8 + 6;
 const APP_NAME = 'rsyslogd-pstats';
+
+/** A name as the forwarder's generator writes it into rsyslog's configuration: spaces as _, lower case. */
+export function forwarderName(name: string): string {
+  return name.replaceAll(' ', '_').toLowerCase();
+}
+
+/** A queue record with nothing in it (a [DA] part never used, the unused main queue). */
+function emptyQueue(name: string): Record<string, unknown> {
+  return { name, origin: 'core.queue', size: 0, enqueued: 0, full: 0, 'discarded.full': 0, 'discarded.nf': 0, maxqsize: 0 };
+}
 
 export class ForwarderStats {
   readonly #counters: CounterReader;
@@ -34,12 +70,9 @@ export class ForwarderStats {
   /** Routes to the statistics intake (a reload may replace it). */
   readonly #inlet: Inlet;
   readonly #intervalMs: number;
-  /** Counter totals at the previous report, by record and field. */
+  /** Totals at the previous report, by record and field: what impstats resets, reported as changes. */
   readonly #last = new Map<string, number>();
-  /** Largest queue size seen per queue (impstats' maxqsize), sampled every second. */
-  readonly #maxSize = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
-  #sampler: NodeJS.Timeout | undefined;
   readonly #host = hostname();
 
   constructor(counters: CounterReader, view: StatsView, inlet: Inlet, intervalMs: number) {
@@ -52,74 +85,66 @@ export class ForwarderStats {
   start(): void {
     this.#timer = setInterval(() => void this.report(), this.#intervalMs);
     this.#timer.unref();
-    this.#sampler = setInterval(() => this.#sample(), Math.min(1000, this.#intervalMs));
-    this.#sampler.unref();
   }
 
   stop(): void {
     if (this.#timer) clearInterval(this.#timer);
-    if (this.#sampler) clearInterval(this.#sampler);
   }
 
-  #sample(): void {
-    let all = 0;
-    for (const i of this.#view.intakes()) {
-      const size = i.queue.pendingEvents;
-      all += size;
-      this.#maxSize.set(i.name, Math.max(this.#maxSize.get(i.name) ?? 0, size));
-    }
-    this.#maxSize.set('', Math.max(this.#maxSize.get('') ?? 0, all));
-  }
-
-  /** The change of a counter since the last report. */
+  /** The change of a total since the last report. */
   #delta(key: string, now: number): number {
     const before = this.#last.get(key) ?? 0;
     this.#last.set(key, now);
     return Math.max(0, now - before);
   }
 
-  /** The records of one report. */
+  /** The records of one report, in impstats' order. */
   async records(): Promise<Record<string, unknown>[]> {
-    this.#sample();
-    const total = (counter: Parameters<CounterReader['total']>[0], labels: Record<string, string>): Promise<number> => this.#counters.total(counter, labels);
-    const out: Record<string, unknown>[] = [];
-    let enqueuedAll = 0;
-    let discardedAll = 0;
-    let sizeAll = 0;
-    for (const i of this.#view.intakes()) {
-      const name = `output-${i.name.toLowerCase()}`;
+    const c = await this.#counters.read();
+    const intakes = this.#view.intakes();
+    const actions: Record<string, unknown>[] = [];
+    const inputs: Record<string, unknown>[] = [];
+    const queues: Record<string, unknown>[] = [];
+    const submitted = (i: StatsInput, record: Record<string, unknown>): number =>
+      this.#delta(`${String(record.name)}|submitted`, c.total('events_received', i.intake ? { intake: i.intake, input: i.label } : { input: i.label }));
+    for (const i of intakes) {
+      const name = forwarderName(i.name);
       const intake = { intake: i.name };
-      out.push({
-        name,
+      const key = `output-${name}`;
+      if (i.omfwd) actions.push({ name: i.omfwd, origin: 'omfwd', 'bytes.sent': this.#delta(`${key}|bytes`, c.total('bytes_sent', intake)) });
+      const failed = c.total('events_dropped', { ...intake, stage: 'output' });
+      actions.push({
+        name: key,
         origin: 'core.action',
-        processed: this.#delta(`${name}|processed`, await total('events_sent', intake)),
-        failed: this.#delta(`${name}|failed`, await total('events_dropped', { ...intake, stage: 'output' })),
-        suspended: this.#delta(`${name}|suspended`, await total('output_retries', intake)),
-        'suspended.duration': 0,
-        resumed: this.#delta(`${name}|resumed`, await total('output_reconnects', intake)),
+        processed: this.#delta(`${key}|processed`, c.total('events_sent', intake) + failed),
+        failed: this.#delta(`${key}|failed`, failed),
+        suspended: this.#delta(`${key}|suspended`, c.total('output_suspended', intake)),
+        'suspended.duration': Math.round(c.total('output_suspended_seconds', intake)),
+        resumed: this.#delta(`${key}|resumed`, c.total('output_resumed', intake)),
       });
-      const enqueued = this.#delta(`${name}|enqueued`, await total('events_received', intake));
-      const full = this.#delta(`${name}|full`, await total('events_dropped', { ...intake, reason: 'queue_full' }));
-      const size = i.queue.pendingEvents;
-      out.push({ name: `${name} queue`, origin: 'core.queue', size, enqueued, full: full > 0 ? 1 : 0, 'discarded.full': full, 'discarded.nf': 0, maxqsize: this.#maxSize.get(i.name) ?? size });
-      this.#maxSize.set(i.name, size);
-      enqueuedAll += enqueued;
-      discardedAll += full;
-      sizeAll += size;
       for (const input of i.inputs) {
-        if (!input.record(0)) continue;
-        const submitted = this.#delta(`${i.name}|${input.label}`, await total('events_received', { intake: i.name, input: input.label }));
-        out.push(input.record(submitted) as Record<string, unknown>);
+        const r = input.record(0);
+        if (r) inputs.push(input.record(submitted(input, r)) as Record<string, unknown>);
       }
+      // What entered the queue: received, less what the inputs dropped (filtered, refused as full, too large).
+      const entered = c.total('events_received', intake) - c.total('events_dropped', { ...intake, stage: 'input' });
+      const q = i.stats ? 'stats' : `ruleset-${name}`;
+      queues.push(emptyQueue(`${q}[DA]`), {
+        name: q,
+        origin: 'core.queue',
+        size: i.queue.pendingEvents,
+        enqueued: this.#delta(`${q}|enqueued`, entered),
+        full: this.#delta(`${q}|full`, i.queue.timesFull),
+        'discarded.full': this.#delta(`${q}|discarded`, c.total('events_dropped', { ...intake, reason: 'queue_full' })),
+        'discarded.nf': 0,
+        maxqsize: i.queue.highWater,
+      });
     }
-    out.push({ name: 'main Q', origin: 'core.queue', size: sizeAll, enqueued: enqueuedAll, full: discardedAll > 0 ? 1 : 0, 'discarded.full': discardedAll, 'discarded.nf': 0, maxqsize: this.#maxSize.get('') ?? sizeAll });
-    this.#maxSize.set('', sizeAll);
-    const r = process.resourceUsage();
-    out.push({
-      name: 'resource-usage', origin: 'impstats', utime: r.userCPUTime, stime: r.systemCPUTime, maxrss: r.maxRSS, minflt: r.minorPageFault, majflt: r.majorPageFault,
-      inblock: r.fsRead, oublock: r.fsWrite, nvcsw: r.voluntaryContextSwitches, nivcsw: r.involuntaryContextSwitches,
-    });
-    return out;
+    for (const l of this.#view.listeners()) {
+      const r = l.record(0);
+      if (r) inputs.push(l.record(submitted(l, r)) as Record<string, unknown>);
+    }
+    return [...actions, ...inputs, resourceUsage(), ...queues, emptyQueue('main Q[DA]'), emptyQueue('main Q')];
   }
 
   /** Builds a report and hands it to the statistics intake (counted like any input's events). */
@@ -137,4 +162,19 @@ export class ForwarderStats {
     }
     this.#inlet.send(events, bytes);
   }
+}
+
+/** impstats' resource-usage record: the process's since its start (µs of CPU, KiB of memory). */
+function resourceUsage(): Record<string, unknown> {
+  const r = process.resourceUsage();
+  let openfiles: number | undefined;
+  try {
+    openfiles = readdirSync('/proc/self/fd').length;
+  } catch {
+    openfiles = undefined; // not Linux
+  }
+  return {
+    name: 'resource-usage', origin: 'impstats', utime: r.userCPUTime, stime: r.systemCPUTime, maxrss: r.maxRSS, minflt: r.minorPageFault, majflt: r.majorPageFault,
+    inblock: r.fsRead, oublock: r.fsWrite, nvcsw: r.voluntaryContextSwitches, nivcsw: r.involuntaryContextSwitches, ...(openfiles === undefined ? {} : { openfiles }),
+  };
 }

@@ -115,10 +115,12 @@ export class ForwardQueue implements EventQueue {
   get pendingBytes(): number {
     return this.#outBytes;
   }
-  /** The main thread's queue reports its own oldest event. */
+  /** The main thread's queue reports its own oldest event, high-water mark and fullness. */
   oldestAgeMs(): number {
     return 0;
   }
+  readonly highWater = 0;
+  readonly timesFull = 0;
   get closed(): boolean {
     return this.#closed;
   }

@@ -2,8 +2,9 @@
 // gauges from the one metrics registry, and rate-limited logs from a child logger.
 
 import type { Logger } from 'pino';
-import type { CounterReader, HttpOutputTelemetry, Instruments, OutputTelemetry, SenderSightings, InletTelemetry, SyslogInputTelemetry, RelpInputTelemetry } from '../core/telemetry.ts';
+import type { CounterName, CounterReader, HttpOutputTelemetry, Instruments, OutputTelemetry, SenderSightings, InletTelemetry, SyslogInputTelemetry, RelpInputTelemetry } from '../core/telemetry.ts';
 import type { InputInstruments } from '../core/component.ts';
+import type { Registry } from 'prom-client';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { componentLog } from './component-log.ts';
 import { fileTelemetry } from './file-instruments.ts';
@@ -47,6 +48,9 @@ export function outputTelemetry(m: Metrics, log: Logger, intake: string, output:
     batchEvents: (n) => batchEvents.observe(n),
     concurrency: (n) => limit.set(n),
     inFlight: (n) => inFlight.set(n),
+    suspended: () => m.outputSuspended.inc(labels),
+    resumed: () => m.outputResumed.inc(labels),
+    suspendedFor: (s) => m.outputSuspendedSeconds.inc(labels, s),
   };
 }
 
@@ -187,15 +191,30 @@ export function inputInstruments(m: Metrics, log: Logger, owner: string, input: 
   };
 }
 
-/** The counters the forwarder statistics read, summed over the series whose labels match. */
-export function counterReader(m: Metrics): CounterReader {
-  const counters = { events_sent: m.eventsSent, events_dropped: m.eventsDropped, events_received: m.eventsReceived, output_retries: m.outputRetries, output_reconnects: m.outputReconnects };
+const COUNTERS: Record<CounterName, string> = {
+  events_sent: 'intake_relay_events_sent_total',
+  events_dropped: 'intake_relay_events_dropped_total',
+  events_received: 'intake_relay_events_received_total',
+  bytes_sent: 'intake_relay_bytes_sent_total',
+  output_suspended: 'intake_relay_output_suspended_total',
+  output_resumed: 'intake_relay_output_resumed_total',
+  output_suspended_seconds: 'intake_relay_output_suspended_seconds_total',
+};
+
+/** The counters the forwarder statistics read, from `registry` (with workers: every thread's, added up). */
+export function counterReader(registry: () => Promise<Registry>): CounterReader {
   return {
-    async total(counter, want) {
-      const { values } = await counters[counter].get();
-      let sum = 0;
-      for (const v of values) if (Object.entries(want).every(([k, x]) => String((v.labels as Record<string, unknown>)[k]) === x)) sum += v.value;
-      return sum;
+    async read() {
+      const all = await (await registry()).getMetricsAsJSON();
+      return {
+        total(counter, want) {
+          let sum = 0;
+          for (const v of all.find((m) => m.name === COUNTERS[counter])?.values ?? []) {
+            if (Object.entries(want).every(([k, x]) => String((v.labels as Record<string, unknown>)[k]) === x)) sum += v.value;
+          }
+          return sum;
+        },
+      };
     },
   };
 }

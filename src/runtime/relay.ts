@@ -240,7 +240,12 @@ export class Relay {
   /** Forwarder statistics to the intake `stats.intake` names, if set, from the main thread's intakes. */
   #startStats(cfg: Config): void {
     this.#stats?.stop();
-    this.#stats = cfg.stats ? new StatsSource(cfg.stats, () => this.topology.intakes(), this.metrics) : undefined;
+    const listeners = (): { config: Config['listeners'][number]; port: number }[] =>
+      this.topology.config.listeners.flatMap((config) => {
+        const port = this.topology.listenerPort(config.label);
+        return port === undefined ? [] : [{ config, port }];
+      });
+    this.#stats = cfg.stats ? new StatsSource(cfg.stats, () => this.topology.intakes(), listeners, this.metrics, () => this.view.gather()) : undefined;
     this.#stats?.retarget(this.topology.intakes());
     this.#stats?.start();
   }

@@ -136,6 +136,12 @@ export class Metrics {
     'Output connections established.');
   readonly outputTlsResumed = this.#counter('intake_relay_output_tls_resumed_total', ['intake', 'output'],
     'Output connections whose TLS handshake resumed an earlier session (of intake_relay_output_connects_total).');
+  readonly outputSuspended = this.#counter('intake_relay_output_suspended_total', ['intake', 'output'],
+    'Times the output stopped delivering: its first failed attempt after a success (or the start).');
+  readonly outputResumed = this.#counter('intake_relay_output_resumed_total', ['intake', 'output'],
+    'Times the output delivered again after it had stopped.');
+  readonly outputSuspendedSeconds = this.#counter('intake_relay_output_suspended_seconds_total', ['intake', 'output'],
+    'Time the output spent stopped (failing), added as it passes.');
   readonly outputErrors = this.#counter('intake_relay_output_errors_total', ['intake', 'output', 'code'],
     'Failed delivery attempts, by error code.');
   readonly outputRetries = this.#counter('intake_relay_output_retries_total', ['intake', 'output'],

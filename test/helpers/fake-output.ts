@@ -134,6 +134,9 @@ export class FakeTelemetry implements OutputTelemetry {
   readonly batchEvents = this.#recorder('batchEvents');
   readonly concurrency = this.#recorder('concurrency');
   readonly inFlight = this.#recorder('inFlight');
+  readonly suspended = this.#recorder('suspended');
+  readonly resumed = this.#recorder('resumed');
+  readonly suspendedFor = this.#recorder('suspendedFor');
 
   constructor() {
     const lines = this.lines;

@@ -34,10 +34,13 @@ intakes:
   expect(stats()[0]).toMatchObject({ appName: 'rsyslogd-pstats', pri: 46, problems: [] });
   const sum = (name: string, field: string): number => records().filter((r) => r.name === name).reduce((n, r) => n + Number(r[field]), 0);
   expect(sum('output-app', 'processed')).toBe(100);
-  expect(sum(`imtcp(${port})`, 'submitted')).toBe(100);
-  expect(sum('output-app queue', 'enqueued')).toBe(100);
-  expect(records().find((r) => r.name === 'output-app')).toEqual({ name: 'output-app', origin: 'core.action', processed: expect.any(Number), failed: 0, suspended: 0, 'suspended.duration': 0, resumed: expect.any(Number) });
-  expect(records().find((r) => r.name === 'main Q')).toMatchObject({ origin: 'core.queue', size: expect.any(Number), enqueued: expect.any(Number), 'discarded.full': 0, maxqsize: expect.any(Number) });
+  expect(sum(`input-app(${port})`, 'submitted')).toBe(100);
+  expect(sum('ruleset-app', 'enqueued')).toBe(100);
+  expect(records().find((r) => r.name === 'output-app')).toEqual({ name: 'output-app', origin: 'core.action', processed: expect.any(Number), failed: 0, suspended: 0, 'suspended.duration': 0, resumed: 0 });
+  expect(records().find((r) => r.name === `TCP-127.0.0.1-${intake.port}`)).toMatchObject({ origin: 'omfwd', 'bytes.sent': expect.any(Number) });
+  // The statistics intake's queue is "stats", as the forwarder names it; the main queue is unused.
+  expect(records().find((r) => r.name === 'stats')).toMatchObject({ origin: 'core.queue', size: expect.any(Number), enqueued: expect.any(Number) });
+  expect(records().find((r) => r.name === 'main Q')).toEqual({ name: 'main Q', origin: 'core.queue', size: 0, enqueued: 0, full: 0, 'discarded.full': 0, 'discarded.nf': 0, maxqsize: 0 });
   expect(records().find((r) => r.name === 'resource-usage')).toMatchObject({ origin: 'impstats', utime: expect.any(Number), maxrss: expect.any(Number) });
   expect(stats().every((m) => !m.message.includes(KEY_APP))).toBe(true);
   await vi.waitFor(async () => expect(await books(relay, 'monitoring')).toMatchObject({ queued: 0, balanced: true }));

@@ -398,6 +398,19 @@ describe('SinkRunner: a lost connection', () => {
   });
 });
 
+describe('SinkRunner: suspensions (the forwarder statistics)', () => {
+  it('one suspension per outage, its time counted as it passes, one resumption when it delivers again', async () => {
+    const { t, runner } = rig((c, s) => (c.n < 3 || (c.n >= 5 && c.n < 7) ? retryable() : acked(c, s)), { events: 10, maxEvents: 1 });
+    await runner.start();
+    await run(20_000);
+    expect(t.args('suspended')).toHaveLength(2);
+    expect(t.args('resumed')).toHaveLength(2);
+    const seconds = t.args('suspendedFor').reduce((n, [s]) => n + (s as number), 0);
+    expect(seconds).toBeGreaterThan(0);
+    expect(seconds).toBeLessThan(20);
+  });
+});
+
 describe('SinkRunner: adaptive concurrency', () => {
   it('grows the number of sends in flight, one at a time, while sends are fast and the limit holds them back', async () => {
     const script: Script = (c, s) => new Promise((resolve) => setTimeout(() => resolve(acked(c, s)), 10));

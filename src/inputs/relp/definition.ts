@@ -21,7 +21,7 @@ export const relpInput = {
   listening: (c) => ({ proto: 'tcp', address: c.address, port: c.port }),
   feeds: syslogFeeds,
   router: syslogRouter,
-  impstats: (port: number, submitted: number) => ({ name: `imrelp(${port})`, origin: 'imrelp', submitted }),
+  impstats: (name: string, _address: string, port: number, submitted: number) => ({ name: `${name}(${port})`, origin: 'imrelp', submitted }),
   describe: (c) => describeSyslog(c, kindOf(c)),
   senderKey: 'address',
   // What a sender's window holds is never dropped: a full queue delays the answers instead.

@@ -17,7 +17,7 @@ export const tcpInput = {
   listening: (c) => ({ proto: 'tcp', address: c.address, port: c.port }),
   feeds: syslogFeeds,
   router: syslogRouter,
-  impstats: (port: number, submitted: number) => ({ name: `imtcp(${port})`, origin: 'imtcp', submitted }),
+  impstats: (name: string, _address: string, port: number, submitted: number) => ({ name: `${name}(${port})`, origin: 'imtcp', submitted }),
   describe: (c) => describeSyslog(c, kindOf(c)),
   senderKey: 'address',
   offerMode: 'pause',

@@ -5,13 +5,19 @@ import type { InputDefinition } from '../../core/component.ts';
 import type { ResolvedUdp, UdpConfig } from './schema.ts';
 import { describeSyslog, headerDefaults, syslogFeeds, syslogLabel, syslogRouter } from '../syslog-config.ts';
 import { UdpSyslogInput } from './input.ts';
+import { isIPv6 } from 'node:net';
+
+/** How imudp names the address it binds: * for every address, else the address itself. */
+function udpBind(address: string): string {
+  return address === '0.0.0.0' || address === '::' ? '*' : address;
+}
 
 export const udpInput = {
   resolve: (c, ctx) => ({ ...c, label: syslogLabel(c, 'udp', ctx), tlsFiles: undefined }),
   listening: (c) => ({ proto: 'udp', address: c.address, port: c.port }),
   feeds: syslogFeeds,
   router: syslogRouter,
-  impstats: (port: number, submitted: number) => ({ name: `imudp(*:${port})`, origin: 'imudp', submitted, disallowed: 0 }),
+  impstats: (name: string, address: string, port: number, submitted: number) => ({ name: `${name}(${udpBind(address)}/${port}/${isIPv6(address) ? 'IPv6' : 'IPv4'})`, origin: 'imudp', submitted, disallowed: 0 }),
   describe: (c) => describeSyslog(c, c.receive_threads > 0 ? `udp (${c.receive_threads} receive thread${c.receive_threads > 1 ? 's' : ''})` : 'udp'),
   senderKey: 'address',
   offerMode: 'drop',

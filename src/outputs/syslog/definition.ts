@@ -75,6 +75,7 @@ export const syslogOutput = {
   checkNote: () => '',
   maxRetries: () => undefined,
   confirmation: 'close its side of the connection',
+  omfwdRecord: (o) => `TCP-${o.host}-${o.port}`,
   handOverMs: (o) => Math.min(5_000, o.resend_window_ms + 1_000),
   backoff: (o) => ({ initialMs: o.backoff.initial_ms, maxMs: o.backoff.max_ms }),
 } satisfies OutputDefinition<SyslogOutputConfig, ResolvedSyslogOutput>;
