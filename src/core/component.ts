@@ -65,6 +65,12 @@ export interface InputDefinition<Config, Resolved> {
    * rsyslog has no such input.
    */
   impstats(name: string, address: string, port: number, submitted: number): Record<string, unknown> | undefined;
+  /**
+   * Before any input of the process starts (and before a reload starts new ones): claims the state
+   * each configured input of this type owns in `dataDir` (a file input's checkpoints), so that no
+   * other input takes it over, whichever starts first.
+   */
+  holdState?(dataDir: string, inputs: readonly { readonly intake: string; readonly config: Resolved }[]): void;
   /** What names a sender in its table of senders: the peer's address (UDP, TCP), or each event's HOSTNAME (files, HTTP). */
   readonly senderKey: 'address' | 'hostname';
   /**

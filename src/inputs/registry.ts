@@ -41,3 +41,12 @@ export function inputOf(c: { readonly type: InputType }): InputDefinition<AnyCon
   // One definition per type; each takes its own configuration, which `c.type` selects.
   return INPUTS[c.type] as unknown as InputDefinition<AnyConfig, AnyResolved>;
 }
+
+/** Every input type claims the state its configured inputs own (InputDefinition.holdState), before any starts. */
+export function holdInputState(dataDir: string, intakes: readonly { readonly name: string; readonly inputs: readonly ResolvedInput[] }[]): void {
+  for (const def of Object.values(INPUTS) as readonly InputDefinition<AnyConfig, AnyResolved>[]) {
+    if (!def.holdState) continue;
+    const mine = intakes.flatMap((i) => i.inputs.filter((c) => INPUTS[c.type] === (def as unknown)).map((config) => ({ intake: i.name, config: config as AnyResolved })));
+    if (mine.length > 0) def.holdState(dataDir, mine);
+  }
+}

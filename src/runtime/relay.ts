@@ -9,7 +9,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/resolve.ts';
 import { IntakeEmulator, maskKey } from '../emulator/intake-emulator.ts';
-import { holdConfiguredCheckpoints } from '../inputs/file/definition.ts';
 import type { PipelineEnv } from '../pipeline/env.ts';
 import { ForwardReceiver } from '../pipeline/forward.ts';
 import { emptyReport, type ReloadReport } from '../pipeline/reload-plan.ts';
@@ -26,6 +25,7 @@ import { Metrics } from '../telemetry/metrics.ts';
 import { setLogLevel } from '../telemetry/log.ts';
 import { OpsServer } from '../telemetry/ops-server.ts';
 import { BacklogWatch } from './backlog.ts';
+import { holdInputState } from '../inputs/registry.ts';
 import { secretMask, secretsOf } from '../telemetry/secret-mask.ts';
 import { loopUtilization } from '../telemetry/utilization.ts';
 import { buildCommit, VERSION } from '../version.ts';
@@ -149,8 +149,8 @@ export class Relay {
     for (const w of cfg.warnings) this.#log.warn(w);
     try {
       await this.#startEmulator(cfg);
-      // Every configured file input's checkpoints are its own, whichever input starts first.
-      holdConfiguredCheckpoints(cfg.dataDir, cfg.intakes);
+      // The state each configured input owns (file checkpoints) is its own, whichever starts first.
+      holdInputState(cfg.dataDir, cfg.intakes);
       await this.topology.start();
       await this.#startWorkers(cfg);
       this.#env.senders.start();
@@ -279,7 +279,7 @@ export class Relay {
     try {
       // The new configuration's file inputs keep their checkpoints (one rebuilt by this reload
       // too); those of inputs it removes may be taken over by an input moved or renamed.
-      holdConfiguredCheckpoints(this.topology.config.dataDir, next.intakes);
+      holdInputState(this.topology.config.dataDir, next.intakes);
       // Before the reload's own lines, so that they are written at the new level.
       if (next.log_level !== this.topology.config.log_level) setLogLevel(this.#log, next.log_level);
       for (const w of next.warnings) this.#log.warn(w);

@@ -34,6 +34,8 @@ export const fileInput = {
   // Its lines keep in the file: it waits for room even under drop_newest.
   offerMode: 'wait',
   // Checkpoints: data_dir/files/<intake>--<input>.json, from the data_dir in force (a reload keeps it).
+  // Every configured file input's checkpoints are its own, whichever input starts first.
+  holdState: (dataDir, inputs) => holdConfigured(inputs.map((i) => checkpointFileOf(dataDir, i.intake, i.config.label))),
   create: (c, ctx) => new FileInput(c, ctx.inlet, checkpointFileOf(ctx.dataDir, ctx.inlet.owner, c.label), hostname(), ctx.instruments.file()),
   describe: (c, where) => [
     `input ${c.label}: lines of ${c.paths.join(', ')}${c.exclude.length > 0 ? ` except ${c.exclude.join(', ')}` : ''}` +
@@ -45,12 +47,4 @@ export const fileInput = {
 /** The checkpoint file of file input `label` of intake `intake`. */
 export function checkpointFileOf(dataDir: string, intake: string, label: string): string {
   return join(dataDir, 'files', `${fileSafe(intake)}--${fileSafe(label)}.json`);
-}
-
-/**
- * Marks the checkpoint files of every file input of `intakes` as configured: none of them is taken
- * over by another input, whichever starts first (holdConfigured).
- */
-export function holdConfiguredCheckpoints(dataDir: string, intakes: readonly { readonly name: string; readonly inputs: readonly { readonly type: string; readonly label: string }[] }[]): void {
-  holdConfigured(intakes.flatMap((i) => i.inputs.filter((c) => c.type === 'file').map((c) => checkpointFileOf(dataDir, i.name, c.label))));
 }
