@@ -68,12 +68,23 @@ export class IntakeTls {
     this.#o = o;
   }
 
+  /**
+   * Makes the secure context now (parsing the CA bundle, the client certificate and key: tens of
+   * milliseconds with the system's CAs), not in the first connect, which comes with the first
+   * events: meanwhile nothing reads the inputs, and a UDP socket's buffer may overflow.
+   */
+  prepare(): void {
+    const { ca, cert, key } = this.#o;
+    this.#context ??= tls.createSecureContext({ ca, cert, key, minVersion: MIN_VERSION });
+  }
+
   /** Opens a TLS connection. Throws what tls.createSecureContext throws for bad TLS material. */
   connect(host: string, port: number): tls.TLSSocket {
-    const { name, ca, cert, key } = this.#o;
-    this.#context ??= tls.createSecureContext({ ca, cert, key, minVersion: MIN_VERSION });
+    const { name } = this.#o;
+    this.prepare();
+    const context = this.#context as tls.SecureContext;
     const session = this.#resumable && performance.now() - this.#fullAt < RESUME_FOR_MS ? this.#session : undefined;
-    const socket = tls.connect({ host, port, ...verifiedName(name), secureContext: this.#context, session });
+    const socket = tls.connect({ host, port, ...verifiedName(name), secureContext: context, session });
     const state = { tcp: false, secure: false };
     if (session) this.#offered.set(socket, state);
     socket.once('connect', () => {

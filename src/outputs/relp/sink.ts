@@ -69,6 +69,12 @@ export class RelpSink implements Sink<Held[]> {
   /** The timer starts with the first write. */
   async start(events: SinkEvents): Promise<void> {
     this.#events = events;
+    // The secure context now, not with the first events (a bad one is a configuration error already).
+    try {
+      this.#tls?.prepare();
+    } catch {
+      // Reported by the first connect, as before.
+    }
   }
 
   /**

@@ -89,6 +89,12 @@ export class SyslogTlsSink implements Sink<Written[]> {
   /** The timer starts with the first write. */
   async start(events: SinkEvents): Promise<void> {
     this.#events = events;
+    // The secure context now, not with the first events (a bad one is a configuration error already).
+    try {
+      this.#tls.prepare();
+    } catch {
+      // Reported by the first connect, as before.
+    }
   }
 
   /** A lull began: the slabs kept for the next burst are let go (all but one), and freed at once. */
