@@ -8,7 +8,7 @@ import { resolve as resolvePath, dirname } from 'node:path';
 import { isMap, isScalar, visit, type Document, type Node, type Scalar } from 'yaml';
 import type { ZodError, ZodType } from 'zod';
 import { inOurWords, unknownKey, unknownKind } from './issue-words.ts';
-import { configSchema } from './schema.ts';
+import { configSchema, currentConfigSchema } from './schema.ts';
 import { resolveConfig, type Config } from './resolve.ts';
 import { convertLegacy, legacySchema, looksLegacy } from './legacy.ts';
 import { legacyMetrics } from './legacy-env.ts';
@@ -92,9 +92,10 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
   const warnings: string[] = [];
   const { native, format, mapPath, legacyEnv } = asNative(raw, env, file, problems, warnings, locate, locateKey);
 
-  const parsed = configSchema.safeParse(native);
+  const schema = currentConfigSchema();
+  const parsed = schema.safeParse(native);
   if (!parsed.success) {
-    const more = reportZod(configSchema, parsed.error, problems, (p) => locate(mapPath(p)), (p) => locateKey(mapPath(p)), mapPath);
+    const more = reportZod(schema, parsed.error, problems, (p) => locate(mapPath(p)), (p) => locateKey(mapPath(p)), mapPath);
     if (more > 0) problems.push(`${file}: ${more} more problems after these`);
     throw new ConfigError(file, problems);
   }

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { REGION_NAMES } from './regions.ts';
 import { KiB, MiB, port, positive, senders } from '../core/config-parts.ts';
 import { filterRule } from '../routing/schema.ts';
-import { OUTPUT_SCHEMAS } from '../outputs/schemas.ts';
+import { OUTPUT_SCHEMAS, registeredOutputSchemas } from '../outputs/schemas.ts';
 import { INPUT_SCHEMAS, LISTENER_SCHEMAS } from '../inputs/schemas.ts';
 
 export const inputSchema = z.discriminatedUnion('type', INPUT_SCHEMAS);
@@ -124,6 +124,21 @@ export const configSchema = z.strictObject({
   intakes: z.array(intakeSchema).min(1, 'at least one intake is needed').describe('The intakes events are forwarded to, each with its key, inputs and output.'),
   listeners: z.array(listenerSchema).default([]).describe('Inputs shared by several intakes: syslog listeners with routes, and the HTTP receiver.'),
 });
+
+/**
+ * The configuration schema with the output types added at run time (registerOutputSchema), or the
+ * built-in one when there are none. Their configurations pass through typed as the built-in ones:
+ * their definitions read them.
+ */
+export function currentConfigSchema(): typeof configSchema {
+  const extra = registeredOutputSchemas();
+  if (extra.length === 0) return configSchema;
+  const outputs = z.discriminatedUnion('type', [...OUTPUT_SCHEMAS, ...extra] as unknown as typeof OUTPUT_SCHEMAS);
+  const intake = intakeSchema.extend({ output: outputs.prefault({ type: 'syslog' }).describe('How events reach the intake.') });
+  return configSchema.extend({
+    intakes: z.array(intake).min(1, 'at least one intake is needed').describe('The intakes events are forwarded to, each with its key, inputs and output.'),
+  }) as unknown as typeof configSchema;
+}
 
 export type RawConfig = z.infer<typeof configSchema>;
 export type IntakeConfig = z.infer<typeof intakeSchema>;
