@@ -70,14 +70,7 @@ export function resolveConfig(cfg: RawConfig, r: Resolving): Omit<Config, 'warni
   const intakeIndex = (name: string): number => cfg.intakes.findIndex((x) => x.name.toLowerCase() === name.toLowerCase());
   const stateDir = r.env['STATE_DIRECTORY']?.split(':')[0];
   const dataDir = resolvePath(r.base, cfg.data_dir ?? (stateDir || '/var/lib/intake-relay'));
-  const endpoints = {
-    syslogHost: cfg.endpoints.syslog_host ?? REGIONS[region].syslogHost,
-    syslogPort: cfg.endpoints.syslog_port ?? REGIONS[region].syslogPort,
-    relpHost: cfg.endpoints.relp_host ?? cfg.endpoints.syslog_host ?? REGIONS[region].syslogHost,
-    relpPort: cfg.endpoints.relp_port ?? REGIONS[region].relpPort,
-    relpIsRegion: cfg.endpoints.relp_host === undefined && cfg.endpoints.syslog_host === undefined,
-    httpBase: cfg.endpoints.http_url ?? REGIONS[region].httpBase,
-  };
+  const endpoints = { region: { intakeHost: REGIONS[region].syslogHost, httpBase: REGIONS[region].httpBase }, overrides: cfg.endpoints };
   /** What a component's resolve sees: its own place in the file for problems and warnings. */
   const ctxAt = (prefix: PropertyKey[], owner: string): ResolveContext => ({
     base: r.base,

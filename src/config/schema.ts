@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { REGION_NAMES } from './regions.ts';
 import { KiB, MiB, port, positive, senders } from '../core/config-parts.ts';
 import { filterRule } from '../routing/schema.ts';
-import { OUTPUT_SCHEMAS, registeredOutputSchemas } from '../outputs/schemas.ts';
+import { OUTPUT_ENDPOINT_KEYS, OUTPUT_SCHEMAS, registeredOutputSchemas } from '../outputs/schemas.ts';
 import { INPUT_SCHEMAS, LISTENER_SCHEMAS } from '../inputs/schemas.ts';
 
 export const inputSchema = z.discriminatedUnion('type', INPUT_SCHEMAS);
@@ -76,11 +76,8 @@ export const configSchema = z.strictObject({
     .describe(`Region of the platform subscription: ${REGION_NAMES.join(', ')}.`),
   endpoints: z
     .strictObject({
-      syslog_host: z.string().min(1).optional().describe('Overrides the region\'s syslog intake host.'),
-      syslog_port: port.optional().describe('Overrides the syslog intake port (10514).'),
-      relp_host: z.string().min(1).optional().describe('Overrides the RELP intake host. Default: syslog_host, or the region\'s intake host (the platform documents intake.<region>; the official forwarder uses relp.intake.<region>).'),
-      relp_port: port.optional().describe('Overrides the RELP intake port (11514).'),
-      http_url: z.url({ protocol: /^https?$/ }).optional().describe('Overrides the region\'s HTTP intake base URL.'),
+      // Each output type's keys (outputs/<type>/schema.ts), then the REST API's.
+      ...OUTPUT_ENDPOINT_KEYS,
       api_url: z.url({ protocol: /^https?$/ }).optional().describe('Overrides the region\'s REST API base URL (rules push).'),
     })
     .prefault({})

@@ -9,15 +9,15 @@ import type { LogEvent } from './event.ts';
 import type { DropReason, Sink, Source } from './contracts.ts';
 import type { FileTelemetry, HttpInputTelemetry, Instruments, RelpInputTelemetry, SyslogInputTelemetry } from './telemetry.ts';
 
-/** The region's endpoints, with `endpoints:` overrides applied. */
+/**
+ * Where the region's intake is, and the `endpoints:` overrides as written: each output type reads
+ * the keys it declares (its schema's endpoint keys, outputs/schemas.ts) and keeps its own defaults.
+ */
 export interface Endpoints {
-  readonly syslogHost: string;
-  readonly syslogPort: number;
-  readonly relpHost: string;
-  readonly relpPort: number;
-  /** relpHost is the region's (no endpoints override): `check` also tries the official forwarder's name for it. */
-  readonly relpIsRegion: boolean;
-  readonly httpBase: string;
+  /** The region's intake host and HTTP intake base URL (config/regions.ts). */
+  readonly region: { readonly intakeHost: string; readonly httpBase: string };
+  /** `endpoints:` as written: the output types' keys (validated by their schemas). */
+  readonly overrides: Readonly<Record<string, unknown>>;
 }
 
 /** What resolving one component's configuration may use and report. */

@@ -3,7 +3,7 @@
 // it is built and described.
 
 import type { OutputDefinition } from '../../core/component.ts';
-import type { HttpOutputConfig } from './schema.ts';
+import type { HttpEndpoints, HttpOutputConfig } from './schema.ts';
 import { VERSION } from '../../version.ts';
 import { HttpJsonSink } from './sink.ts';
 import { checkTlsFiles } from '../tls-check.ts';
@@ -22,7 +22,7 @@ export const httpOutput = {
 
   resolve(o, ctx) {
     if (!['env', 'none'].includes(o.proxy) && !URL.canParse(o.proxy)) ctx.problem(['proxy'], 'proxy must be env, none, or a URL such as http://proxy.example:3128');
-    const base = o.url ?? ctx.endpoints.httpBase;
+    const base = o.url ?? (ctx.endpoints.overrides as HttpEndpoints).http_url ?? ctx.endpoints.region.httpBase;
     const caPem = o.ca_file ? ctx.readFile(o.ca_file, ['ca_file']) : undefined;
     checkTlsFiles(ctx, caPem, o.ca_file, undefined);
     return {

@@ -3,6 +3,15 @@
 import { z } from 'zod';
 import { MiB, backoff, positive } from '../../core/config-parts.ts';
 
+/** The `endpoints:` keys this output type reads (config/schema.ts merges every type's). */
+export const httpEndpointKeys = {
+  http_url: z.url({ protocol: /^https?$/ }).optional().describe('Overrides the region\'s HTTP intake base URL.'),
+};
+
+export interface HttpEndpoints {
+  readonly http_url?: string | undefined;
+}
+
 export const httpOutputSchema = z.strictObject({
   type: z.literal('http').describe('Batched HTTPS POSTs of {"events": [...]} to the intake\'s /jsons endpoint (for networks where only 443 goes out).'),
   url: z.url({ protocol: /^https?$/ }).optional()

@@ -4,7 +4,7 @@
 
 import type { OutputDefinition } from '../../core/component.ts';
 import { PeerTextRedactor } from '../../core/peer-text.ts';
-import type { RelpOutputConfig } from './schema.ts';
+import type { RelpEndpoints, RelpOutputConfig } from './schema.ts';
 import { Rfc5424Formatter } from '../../syslog/format.ts';
 import { checkTlsFiles } from '../tls-check.ts';
 import { openSession } from './session.ts';
@@ -21,9 +21,14 @@ export interface ResolvedRelpOutput extends RelpOutputConfig {
   readonly clientKeyPem: Buffer | undefined;
 }
 
+/** The platform's RELP port. */
+const RELP_PORT = 11514;
+
 export const relpOutput = {
 
   resolve(o, ctx) {
+    // `endpoints:` as this type reads it (its schema validated it).
+    const e = ctx.endpoints.overrides as RelpEndpoints;
     if ((o.client_cert_file === undefined) !== (o.client_key_file === undefined)) ctx.problem([], 'client_cert_file and client_key_file go together');
     if (!o.tls && (o.ca_file || o.client_cert_file || o.server_name)) ctx.problem(['tls'], 'ca_file, client_cert_file and server_name need tls: true');
     if (!o.tls) ctx.warn('tls: false sends events and the intake key in clear text: only for a RELP server of your own on a trusted network.');
@@ -33,9 +38,10 @@ export const relpOutput = {
     checkTlsFiles(ctx, caPem, o.ca_file, clientCertPem && clientKeyPem ? { cert: clientCertPem, key: clientKeyPem, certFile: o.client_cert_file ?? '', keyFile: o.client_key_file ?? '' } : undefined);
     return {
       ...o,
-      host: o.host ?? ctx.endpoints.relpHost,
-      port: o.port ?? ctx.endpoints.relpPort,
-      regionHost: o.host === undefined && ctx.endpoints.relpIsRegion,
+      host: o.host ?? e.relp_host ?? e.syslog_host ?? ctx.endpoints.region.intakeHost,
+      port: o.port ?? e.relp_port ?? RELP_PORT,
+      // The region's host: `check` also tries the official forwarder's name for it.
+      regionHost: o.host === undefined && e.relp_host === undefined && e.syslog_host === undefined,
       caPem,
       clientCertPem,
       clientKeyPem,

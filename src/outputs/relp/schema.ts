@@ -3,6 +3,19 @@
 import { z } from 'zod';
 import { backoff, port, positive } from '../../core/config-parts.ts';
 
+/** The `endpoints:` keys this output type reads (config/schema.ts merges every type's). */
+export const relpEndpointKeys = {
+  relp_host: z.string().min(1).optional().describe('Overrides the RELP intake host. Default: syslog_host, or the region\'s intake host (the platform documents intake.<region>; the official forwarder uses relp.intake.<region>).'),
+  relp_port: port.optional().describe('Overrides the RELP intake port (11514).'),
+};
+
+/** Its keys, and syslog_host: the RELP host's default when set. */
+export interface RelpEndpoints {
+  readonly relp_host?: string | undefined;
+  readonly relp_port?: number | undefined;
+  readonly syslog_host?: string | undefined;
+}
+
 export const relpOutputSchema = z.strictObject({
   type: z.literal('relp').describe('RFC 5424 syslog as RELP transactions (Reliable Event Logging Protocol), each acknowledged by the intake, over TLS to port 11514.'),
   host: z.string().min(1).optional()

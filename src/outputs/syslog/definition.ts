@@ -3,7 +3,16 @@
 // built and described.
 
 import type { OutputDefinition } from '../../core/component.ts';
-import type { SyslogOutputConfig } from './schema.ts';
+import type { ResolveContext } from '../../core/component.ts';
+import type { SyslogEndpoints, SyslogOutputConfig } from './schema.ts';
+
+/** The platform's syslog-over-TLS port. */
+const SYSLOG_PORT = 10514;
+
+/** `endpoints:` as this type reads it (its schema validated it). */
+function endpoints(ctx: ResolveContext): SyslogEndpoints {
+  return ctx.endpoints.overrides as SyslogEndpoints;
+}
 import { Rfc5424Formatter } from '../../syslog/format.ts';
 import { SyslogTlsSink } from './sink.ts';
 import { resendWindowBytes } from './options.ts';
@@ -42,8 +51,8 @@ export const syslogOutput = {
       ...o,
       proofBytes: capacity,
       windowBytes: resendWindowBytes(o.resend_window_bytes, capacity),
-      host: o.host ?? ctx.endpoints.syslogHost,
-      port: o.port ?? ctx.endpoints.syslogPort,
+      host: o.host ?? endpoints(ctx).syslog_host ?? ctx.endpoints.region.intakeHost,
+      port: o.port ?? endpoints(ctx).syslog_port ?? SYSLOG_PORT,
       caPem,
       clientCertPem,
       clientKeyPem,

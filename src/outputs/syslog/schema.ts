@@ -3,6 +3,17 @@
 import { z } from 'zod';
 import { MiB, backoff, port, positive } from '../../core/config-parts.ts';
 
+/** The `endpoints:` keys this output type reads (config/schema.ts merges every type's). */
+export const syslogEndpointKeys = {
+  syslog_host: z.string().min(1).optional().describe('Overrides the region\'s syslog intake host.'),
+  syslog_port: port.optional().describe('Overrides the syslog intake port (10514).'),
+};
+
+export interface SyslogEndpoints {
+  readonly syslog_host?: string | undefined;
+  readonly syslog_port?: number | undefined;
+}
+
 export const syslogOutputSchema = z.strictObject({
   type: z.literal('syslog').describe('RFC 5424 syslog, octet-counted, over TLS to the intake.'),
   host: z.string().min(1).optional().describe('Intake host. Default: the region\'s (or endpoints.syslog_host).'),
