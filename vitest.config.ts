@@ -9,6 +9,8 @@ export default defineConfig({
     pool: 'forks',
     // Everything under one temporary directory, removed at the end of the run.
     globalSetup: ['test/global-setup.ts'],
+    // vi.waitFor gives a condition 10 s by default (test/setup.ts).
+    setupFiles: ['test/setup.ts'],
     reporters: ['default'],
   },
 });
