@@ -7,7 +7,6 @@ import type { Config } from '../config/resolve.ts';
 import type { Batch } from '../core/event.ts';
 import { PeerTextRedactor } from '../core/peer-text.ts';
 import { outputOf } from '../outputs/registry.ts';
-import { intakeInstruments } from '../pipeline/instruments.ts';
 import { headerlessEvent } from '../syslog/parse.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 
@@ -21,7 +20,7 @@ export async function sendTest(cfg: Config, intakeName: string, messages: readon
   if (!intake) return { ok: false, detail: `no intake is named "${intakeName}"` };
   if (intake.toEmulator) return { ok: false, detail: `intake "${intake.name}" has no key: it would only reach the local emulator` };
   const def = outputOf(intake.output);
-  const sink = def.create(intake.output, { intake: intake.name, intakeKey: intake.intakeKey, instruments: intakeInstruments(new Metrics(false), intake.name) });
+  const sink = def.create(intake.output, { intake: intake.name, intakeKey: intake.intakeKey, tools: { metrics: new Metrics(false), intake: intake.name } });
   let acked = 0;
   let lost = '';
   let refused = '';

@@ -7,7 +7,6 @@
 import type { AdmitResult, EventQueue, OfferMode, OfferResult } from './event-queue.ts';
 import type { LogEvent } from './event.ts';
 import type { DropReason, Sink, Source } from './contracts.ts';
-import type { FileTelemetry, HttpInputTelemetry, Instruments, RelpInputTelemetry, SyslogInputTelemetry } from './telemetry.ts';
 
 /**
  * Where the region's intake is, and the `endpoints:` overrides as written: each output type reads
@@ -49,7 +48,7 @@ export interface Listening {
  * An input type: an intake's own input (`intakes[].inputs`), a listener shared by several intakes
  * (`listeners`), or both. Its resolved configuration carries `type` and `label`.
  */
-export interface InputDefinition<Config, Resolved> {
+export interface InputDefinition<Config, Resolved, Tools = unknown> {
   resolve(config: Config, ctx: ResolveContext): Resolved;
   /** The port it listens on, checked for conflicts across the configuration; undefined if none. */
   listening(config: Config): Listening | undefined;
@@ -79,13 +78,13 @@ export interface InputDefinition<Config, Resolved> {
    * whatever when_full says: files, a RELP sender's window).
    */
   readonly offerMode: OfferMode;
-  create(config: Resolved, ctx: SourceContext): Source;
+  create(config: Resolved, ctx: SourceContext<Tools>): Source;
 }
 
-/** What a source is built with: the sender its events go through, and its telemetry. */
-export interface SourceContext {
+/** What a source is built with: the sender its events go through, and what its type binds its telemetry with. */
+export interface SourceContext<Tools = unknown> {
   readonly inlet: Inlet;
-  readonly instruments: InputInstruments;
+  readonly tools: Tools;
   /** Where state that must survive a restart goes (data_dir as in force: a reload does not change it). */
   readonly dataDir: string;
 }
@@ -97,9 +96,9 @@ export interface TlsFiles {
   readonly ca: Buffer | undefined;
 }
 
-export interface OutputDefinition<Config, Resolved> {
+export interface OutputDefinition<Config, Resolved, Tools = unknown> {
   resolve(config: Config, ctx: ResolveContext): Resolved;
-  create(config: Resolved, ctx: OutputContext): Sink;
+  create(config: Resolved, ctx: OutputContext<Tools>): Sink;
   /** One line for `validate` and the start-up log: "syslog over TLS to host:port, ...". */
   describe(config: Resolved): string;
   /** Where it delivers, for messages ("host:port", a URL). */
@@ -126,10 +125,11 @@ export interface OutputDefinition<Config, Resolved> {
   handshake?(config: Resolved, host: string, timeoutMs: number): Promise<string>;
 }
 
-export interface OutputContext {
+export interface OutputContext<Tools = unknown> {
   readonly intake: string;
   readonly intakeKey: string;
-  readonly instruments: Instruments;
+  /** What its type binds its own telemetry with (the runner's is bound apart). */
+  readonly tools: Tools;
 }
 
 export interface TlsEndpoint {
@@ -190,12 +190,4 @@ export interface Inlet {
   refuse(target: Target, reason: DropReason, events: number): void;
   /** Resolves once every queue that asked this source to slow down has room again. */
   writable(): Promise<void>;
-}
-
-/** The telemetry of each kind of source, bound to the labels of the one asking. */
-export interface InputInstruments {
-  syslog(): SyslogInputTelemetry;
-  relp(): RelpInputTelemetry;
-  http(): HttpInputTelemetry;
-  file(): FileTelemetry;
 }

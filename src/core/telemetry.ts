@@ -172,12 +172,7 @@ export interface HttpInputTelemetry {
   readonly senders: SenderSightings;
 }
 
-/** The telemetry an output's sink may report through besides the runner's, bound to its intake. */
-export interface Instruments {
-  httpOutput(): HttpOutputTelemetry;
-}
 
-/** Sums of counters over the series whose labels match: what the forwarder statistics report. */
 /** The counters the forwarder statistics read, taken once per report (every thread's, added up). */
 export interface CounterReader {
   read(): Promise<Counters>;

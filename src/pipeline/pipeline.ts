@@ -15,7 +15,7 @@ import type { ResolvedInput } from '../inputs/registry.ts';
 import { outputOf } from '../outputs/registry.ts';
 import { emulatorOutput, syslogOutput } from '../outputs/syslog/definition.ts';
 import { FilterSet } from '../routing/filters.ts';
-import { intakeInstruments, outputTelemetry } from './instruments.ts';
+import { outputTelemetry } from './instruments.ts';
 import { openQueue } from './queues.ts';
 import type { PipelineEnv } from './env.ts';
 import { createSource } from './sources.ts';
@@ -86,11 +86,11 @@ export class Pipeline {
     const { metrics, log } = this.#env;
     const o = intake.output;
     const def = outputOf(o);
-    const instruments = intakeInstruments(metrics, intake.name);
+    const tools = { metrics, intake: intake.name };
     const emulator = intake.toEmulator ? this.#env.emulator() : undefined;
     const sink = emulator
-      ? syslogOutput.create(emulatorOutput(emulator.port, emulator.caPem), { intake: intake.name, intakeKey: EMULATOR_DEMO_KEY, instruments })
-      : def.create(o, { intake: intake.name, intakeKey: intake.intakeKey, instruments });
+      ? syslogOutput.create(emulatorOutput(emulator.port, emulator.caPem), { intake: intake.name, intakeKey: EMULATOR_DEMO_KEY, tools })
+      : def.create(o, { intake: intake.name, intakeKey: intake.intakeKey, tools });
     metrics.configInfo.set({ intake: intake.name, output: sink.type }, 1);
     return new SinkRunner({
       intake: intake.name,

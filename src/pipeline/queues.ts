@@ -8,7 +8,7 @@ import { DiskQueue, type DiskQueueOp } from '../core/disk-queue.ts';
 import { BoundedQueue } from '../core/queue.ts';
 import { type EventQueue } from '../core/event-queue.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { componentLog } from './component-log.ts';
+import { componentLog } from '../telemetry/component-log.ts';
 
 /** What a disk queue's I/O error means for the operator, by what failed. */
 const DISK_QUEUE_ERROR: Record<DiskQueueOp, (code: string) => string> = {

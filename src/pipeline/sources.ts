@@ -7,7 +7,7 @@ import type { SendersConfig } from '../core/config-parts.ts';
 import type { Source } from '../core/contracts.ts';
 import { inputOf, type ResolvedInput, type ResolvedListener } from '../inputs/registry.ts';
 import { Inlet } from '../routing/inlet.ts';
-import { inputInstruments, inletTelemetry } from './instruments.ts';
+import { inletTelemetry, senderSightings } from './instruments.ts';
 import type { PipelineEnv } from './env.ts';
 
 type SourceEnv = Pick<PipelineEnv, 'metrics' | 'log' | 'dataDir' | 'senders' | 'taps'>;
@@ -26,7 +26,7 @@ export function createSourceWithInlet(
   if (def.router(config, () => 0)) for (const reason of ['route_drop', 'no_route', 'too_large']) env.metrics.routeDropped.inc({ listener: config.label, reason }, 0);
   const inlet = new Inlet(routing, { mode: def.offerMode }, inletTelemetry(env.metrics, config.label), env.taps.forInput(config.label));
   const table = env.senders.table(owner, config.label, senders);
-  const instruments = inputInstruments(env.metrics, env.log, owner, config.label, table, def.senderKey);
-  const source = def.create(config, { inlet, instruments, dataDir: env.dataDir });
+  const tools = { metrics: env.metrics, log: env.log, owner, input: config.label, senders: senderSightings(table, def.senderKey) };
+  const source = def.create(config, { inlet, tools, dataDir: env.dataDir });
   return { source, inlet };
 }

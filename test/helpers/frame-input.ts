@@ -3,7 +3,8 @@
 import pino from 'pino';
 import type { EventQueue } from '../../src/core/event-queue.ts';
 import { FrameBuilder } from '../../src/inputs/frame-builder.ts';
-import { inletTelemetry, syslogInputTelemetry } from '../../src/pipeline/instruments.ts';
+import { inletTelemetry } from '../../src/pipeline/instruments.ts';
+import { syslogInputTelemetry } from '../../src/inputs/syslog-instruments.ts';
 import { FilterSet } from '../../src/routing/filters.ts';
 import { Inlet } from '../../src/routing/inlet.ts';
 import type { SenderSightings } from '../../src/core/telemetry.ts';

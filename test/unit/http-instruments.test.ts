@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { NO_SIGHTINGS } from '../helpers/frame-input.ts';
 import { BoundedQueue } from '../../src/core/queue.ts';
 import { headerlessEvent } from '../../src/syslog/parse.ts';
-import { httpInputTelemetry } from '../../src/pipeline/http-instruments.ts';
+import { httpInputTelemetry } from '../../src/inputs/http/instruments.ts';
 import { REASONS } from '../../src/inputs/http/error.ts';
 import { FilterSet } from '../../src/routing/filters.ts';
 import { Inlet } from '../../src/routing/inlet.ts';

@@ -9,7 +9,6 @@ import { parseConfig } from '../../src/config/load.ts';
 import { BoundedQueue } from '../../src/core/queue.ts';
 import { INPUTS } from '../../src/inputs/registry.ts';
 import { OUTPUTS, outputOf } from '../../src/outputs/registry.ts';
-import { intakeInstruments } from '../../src/pipeline/instruments.ts';
 import { SenderTables } from '../../src/pipeline/senders.ts';
 import { createSource } from '../../src/pipeline/sources.ts';
 import { Taps } from '../../src/pipeline/tap.ts';
@@ -76,7 +75,7 @@ describe('every output type', () => {
     const cfg = config(INPUT_CASES.udp, yaml);
     const o = cfg.intakes[0]!.output;
     expect(o.type).toBe(type);
-    const create = () => outputOf(o).create(o, { intake: 'i', intakeKey: TEST_KEY, instruments: intakeInstruments(new Metrics(false), 'i') });
+    const create = () => outputOf(o).create(o, { intake: 'i', intakeKey: TEST_KEY, tools: { metrics: new Metrics(false), intake: 'i' } });
     const events = { acknowledged: () => {}, connectionLost: () => {}, connected: () => {}, wrote: () => {}, cut: () => {}, refused: () => {} };
     expect(await create().stop(AbortSignal.timeout(1_000))).toBe(0);
     const sink = create();

@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import { ProxyAcceptor, type ProxyRefusal } from '../../src/inputs/proxied.ts';
-import { componentLog } from '../../src/pipeline/component-log.ts';
+import { componentLog } from '../../src/telemetry/component-log.ts';
 import { track } from '../helpers/cleanup.ts';
 
 interface Handed {

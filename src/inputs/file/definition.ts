@@ -4,6 +4,8 @@
 import { hostname } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
 import type { InputDefinition } from '../../core/component.ts';
+import type { InputTools } from '../../telemetry/tools.ts';
+import { fileTelemetry } from './instruments.ts';
 import { fileSafe } from '../../core/config-values.ts';
 import type { FileInputConfig, ResolvedFileInput } from './config.ts';
 import { holdConfigured } from './checkpoints.ts';
@@ -36,13 +38,13 @@ export const fileInput = {
   // Checkpoints: data_dir/files/<intake>--<input>.json, from the data_dir in force (a reload keeps it).
   // Every configured file input's checkpoints are its own, whichever input starts first.
   holdState: (dataDir, inputs) => holdConfigured(inputs.map((i) => checkpointFileOf(dataDir, i.intake, i.config.label))),
-  create: (c, ctx) => new FileInput(c, ctx.inlet, checkpointFileOf(ctx.dataDir, ctx.inlet.owner, c.label), hostname(), ctx.instruments.file()),
+  create: (c, ctx) => new FileInput(c, ctx.inlet, checkpointFileOf(ctx.dataDir, ctx.inlet.owner, c.label), hostname(), fileTelemetry(ctx.tools.metrics, ctx.tools.log, ctx.tools.owner, ctx.tools.input, ctx.tools.senders)),
   describe: (c, where) => [
     `input ${c.label}: lines of ${c.paths.join(', ')}${c.exclude.length > 0 ? ` except ${c.exclude.join(', ')}` : ''}` +
       `, from the ${c.read_from} at first start, max ${c.max_line_bytes} bytes per line (${c.oversize})${c.multiline ? `, multiline from /${c.multiline.start_pattern}/` : ''}`,
     `  checkpoints in ${where.dataDir}`,
   ],
-} satisfies InputDefinition<FileInputConfig, ResolvedFileInput>;
+} satisfies InputDefinition<FileInputConfig, ResolvedFileInput, InputTools>;
 
 /** The checkpoint file of file input `label` of intake `intake`. */
 export function checkpointFileOf(dataDir: string, intake: string, label: string): string {

@@ -1,5 +1,5 @@
 // How the file input reports an error (its telemetry, FileTelemetry, is in core/telemetry.ts;
-// pipeline/file-instruments.ts implements it from the metrics registry).
+// instruments.ts implements it from the metrics registry).
 
 import type { FileTelemetry } from '../../core/telemetry.ts';
 

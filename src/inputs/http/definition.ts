@@ -2,6 +2,8 @@
 // intake's own API routed by the key the sender presents, and per-intake paths.
 
 import type { InputDefinition } from '../../core/component.ts';
+import type { InputTools } from '../../telemetry/tools.ts';
+import { httpInputTelemetry } from './instruments.ts';
 import { proxyProtocolSettings } from '../../core/config-values.ts';
 import { readTlsFiles } from '../tls-files.ts';
 import { INTAKE_API_PATHS } from './api-paths.ts';
@@ -43,5 +45,5 @@ export const httpInput = {
   // It answers "later" (429) instead: whole requests are admitted or refused.
   senderKey: 'hostname',
   offerMode: 'drop',
-  create: (l, ctx) => new HttpReceiver(l, ctx.inlet, ctx.instruments.http()),
-} satisfies InputDefinition<HttpListenerConfig, ResolvedHttpListener>;
+  create: (l, ctx) => new HttpReceiver(l, ctx.inlet, httpInputTelemetry(ctx.tools.metrics, ctx.tools.log, ctx.tools.input, ctx.tools.senders)),
+} satisfies InputDefinition<HttpListenerConfig, ResolvedHttpListener, InputTools>;

@@ -3,6 +3,8 @@
 // as respond_when says (the server is input.ts, one session per connection in session.ts).
 
 import type { InputDefinition } from '../../core/component.ts';
+import type { InputTools } from '../../telemetry/tools.ts';
+import { relpInputTelemetry } from '../syslog-instruments.ts';
 import { proxyProtocolSettings } from '../../core/config-values.ts';
 import type { RelpConfig, ResolvedRelp } from './schema.ts';
 import { readTlsFiles } from '../tls-files.ts';
@@ -33,6 +35,6 @@ export const relpInput = {
         maxMessageBytes: c.max_message_bytes, respondWhen: c.respond_when, tls: c.tlsFiles, defaults: headerDefaults(c.defaults), proxy: c.proxy,
       },
       ctx.inlet,
-      ctx.instruments.relp(),
+      relpInputTelemetry(ctx.tools.metrics, ctx.tools.log, ctx.tools.owner, ctx.tools.input, ctx.tools.senders),
     ),
-} satisfies InputDefinition<RelpConfig, ResolvedRelp>;
+} satisfies InputDefinition<RelpConfig, ResolvedRelp, InputTools>;

@@ -2,6 +2,8 @@
 // listener shared through routes.
 
 import type { InputDefinition } from '../../core/component.ts';
+import type { InputTools } from '../../telemetry/tools.ts';
+import { syslogInputTelemetry } from '../syslog-instruments.ts';
 import { proxyProtocolSettings } from '../../core/config-values.ts';
 import type { ResolvedTcp, TcpConfig } from './schema.ts';
 import { readTlsFiles } from '../tls-files.ts';
@@ -28,6 +30,6 @@ export const tcpInput = {
         maxMessageBytes: c.max_message_bytes, oversize: c.oversize, tls: c.tlsFiles, defaults: headerDefaults(c.defaults), proxy: c.proxy,
       },
       ctx.inlet,
-      ctx.instruments.syslog(),
+      syslogInputTelemetry(ctx.tools.metrics, ctx.tools.log, ctx.tools.owner, ctx.tools.input, ctx.tools.senders),
     ),
-} satisfies InputDefinition<TcpConfig, ResolvedTcp>;
+} satisfies InputDefinition<TcpConfig, ResolvedTcp, InputTools>;

@@ -2,6 +2,8 @@
 // through routes.
 
 import type { InputDefinition } from '../../core/component.ts';
+import type { InputTools } from '../../telemetry/tools.ts';
+import { syslogInputTelemetry } from '../syslog-instruments.ts';
 import type { ResolvedUdp, UdpConfig } from './schema.ts';
 import { describeSyslog, headerDefaults, syslogFeeds, syslogLabel, syslogRouter } from '../syslog-config.ts';
 import { UdpSyslogInput } from './input.ts';
@@ -28,6 +30,6 @@ export const udpInput = {
         defaults: headerDefaults(c.defaults), receiveThreads: c.receive_threads,
       },
       ctx.inlet,
-      ctx.instruments.syslog(),
+      syslogInputTelemetry(ctx.tools.metrics, ctx.tools.log, ctx.tools.owner, ctx.tools.input, ctx.tools.senders),
     ),
-} satisfies InputDefinition<UdpConfig, ResolvedUdp>;
+} satisfies InputDefinition<UdpConfig, ResolvedUdp, InputTools>;

@@ -7,6 +7,8 @@ import type { HttpEndpoints, HttpOutputConfig } from './schema.ts';
 import { VERSION } from '../../version.ts';
 import { HttpJsonSink } from './sink.ts';
 import { checkTlsFiles } from '../tls-check.ts';
+import { httpOutputTelemetry } from './instruments.ts';
+import type { OutputTools } from '../../telemetry/tools.ts';
 
 /** The intake's HTTP endpoint for JSON events (../shared/intake-platform-spec.md, "Event intake"). */
 export const JSONS_PATH = '/jsons?path=%24.events&status_code=200';
@@ -49,7 +51,7 @@ export const httpOutput = {
       ca: o.caPem,
       proxy: o.proxy,
       userAgent: `intake-relay/${VERSION}`,
-      telemetry: ctx.instruments.httpOutput(),
+      telemetry: httpOutputTelemetry(ctx.tools.metrics, ctx.tools.intake),
     });
   },
 
@@ -69,7 +71,7 @@ export const httpOutput = {
   confirmation: 'answer the request with a 2xx status',
   handOverMs: () => 1_000,
   backoff: (o) => ({ initialMs: o.backoff.initial_ms, maxMs: o.backoff.max_ms }),
-} satisfies OutputDefinition<HttpOutputConfig, ResolvedHttpOutput>;
+} satisfies OutputDefinition<HttpOutputConfig, ResolvedHttpOutput, OutputTools>;
 
 /** `proxy` as printed (validate, check): the user and password of a proxy URL are secrets. */
 export function shownProxy(proxy: string): string {

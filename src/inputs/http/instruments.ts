@@ -2,10 +2,10 @@
 // listener: the same metrics, names and labels the input updated itself before it had one.
 
 import type { Logger } from 'pino';
-import type { HttpInputTelemetry, SenderSightings } from '../core/telemetry.ts';
-import { REASONS } from '../inputs/http/error.ts';
-import type { Metrics } from '../telemetry/metrics.ts';
-import { componentLog } from './component-log.ts';
+import type { HttpInputTelemetry, SenderSightings } from '../../core/telemetry.ts';
+import { REASONS } from './error.ts';
+import type { Metrics } from '../../telemetry/metrics.ts';
+import { componentLog } from '../../telemetry/component-log.ts';
 
 export function httpInputTelemetry(m: Metrics, log: Logger, listener: string, seen: SenderSightings): HttpInputTelemetry {
   // Every reason at 0 from the start, so that rate() alerts have a series before the first refusal.

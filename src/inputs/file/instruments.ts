@@ -2,9 +2,9 @@
 // intake and input: the same metrics, names and labels the input updated itself before it had one.
 
 import type { Logger } from 'pino';
-import type { FileTelemetry, SenderSightings } from '../core/telemetry.ts';
-import type { Metrics } from '../telemetry/metrics.ts';
-import { componentLog } from './component-log.ts';
+import type { FileTelemetry, SenderSightings } from '../../core/telemetry.ts';
+import type { Metrics } from '../../telemetry/metrics.ts';
+import { componentLog } from '../../telemetry/component-log.ts';
 
 export function fileTelemetry(m: Metrics, log: Logger, intake: string, input: string, seen: SenderSightings): FileTelemetry {
   const labels = { intake, input };
