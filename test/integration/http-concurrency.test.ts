@@ -94,7 +94,7 @@ describe('HTTP output: adaptive concurrency', () => {
     await vi.waitFor(() => expect(intake.accepted.length).toBeGreaterThan(8_000), { timeout: 30_000, interval: 20 });
     phase = 'storm';
     const stormAt = Date.now();
-    await new Promise((r) => setTimeout(r, 4_500));
+    await new Promise((r) => setTimeout(r, 5_500));
     clearInterval(sampler);
     phase = 'ok';
     // The highest limit from just before the storm on: what it started with.
@@ -102,7 +102,7 @@ describe('HTTP output: adaptive concurrency', () => {
     await vi.waitFor(() => expect(intake.accepted).toHaveLength(N), { timeout: 30_000, interval: 50 });
     expect(new Set(intake.accepted).size).toBe(N);
     // After the first answer of the storm (requests already out may land): each pause's burst.
-    const storm = arrivals.filter((a) => a.at > stormAt + 300 && a.at < stormAt + 4_500);
+    const storm = arrivals.filter((a) => a.at > stormAt + 300 && a.at < stormAt + 5_500);
     const bursts: number[] = [];
     let last = -Infinity;
     for (const a of storm) {
@@ -114,9 +114,8 @@ describe('HTTP output: adaptive concurrency', () => {
     console.log(`429 storm: limit before ${before}, requests per pause ${JSON.stringify(bursts)}, peak in flight ${peak}`);
     expect(peak).toBeLessThanOrEqual(Math.max(1, before));
     expect(bursts.length).toBeGreaterThanOrEqual(3);
-    // Each burst is the limit after a halving: smaller each time, down to 1.
-    for (let i = 1; i < bursts.length; i++) expect(bursts[i]).toBeLessThanOrEqual(Math.max(1, bursts[i - 1] as number));
-    expect(bursts.at(-1)).toBeLessThanOrEqual(2);
+    // Each burst is the limit after a halving: at most half the one before (and 1 at least).
+    for (let i = 1; i < bursts.length; i++) expect(bursts[i]).toBeLessThanOrEqual(Math.max(1, Math.ceil((bursts[i - 1] as number) / 2)));
     await vi.waitFor(async () => expect(await books(relay, 'h')).toMatchObject({ received: N, sent: N, dropped: 0, balanced: true }));
     expect(await relay.metric('intake_relay_output_in_flight')).toBe(0);
   }, 90_000);
