@@ -1,6 +1,6 @@
 // A backlog you can follow. From a snapshot of the relay every few seconds, each intake's events/s
 // in and out over the last minute, and, while more than a few seconds of events wait (an outage, a
-// flood), the backlog: how many, how fast it drains and when it will be done. /status and `top`
+// flood the output does not keep up with), the backlog: how many, how fast it drains and when it will be done. /status and `top`
 // show it; the log says it when a backlog builds, when it starts draining, every 30 s meanwhile,
 // and once when it is done (how many events at its peak, how long).
 
@@ -11,7 +11,7 @@ import type { Snapshot } from '../telemetry/snapshot.ts';
 const RATE_WINDOW_MS = 60_000;
 /** The window of the drain rate and the time left: the last sample or two, so a drain shows at once. */
 const DRAIN_WINDOW_MS = 3_000;
-/** A backlog: at least this many events and this many seconds of what arrives. */
+/** A backlog: at least this many events, and this many seconds of what arrives and of what is delivered. */
 const BACKLOG_MIN_EVENTS = 1_000;
 const BACKLOG_MIN_SECONDS = 5;
 /** Done: at most this many events, or a second of what arrives. */
@@ -101,9 +101,13 @@ export class BacklogWatch {
     const log = this.#log.child({ intake: name });
     const b = st.backlog;
     if (!b) {
-      if (last.queued < Math.max(BACKLOG_MIN_EVENTS, BACKLOG_MIN_SECONDS * inRate)) return;
+      // Rates need two snapshots; then a backlog is more than a few seconds of what arrives, or of
+      // what the output delivers now (a flood that the output keeps up with is not one).
+      const recent = rateOver(st.samples, DRAIN_WINDOW_MS);
+      if (!recent) return;
+      if (last.queued < Math.max(BACKLOG_MIN_EVENTS, BACKLOG_MIN_SECONDS * Math.max(inRate, recent.out_per_s))) return;
       st.backlog = { since: now, peak: last.queued, trend: 'growing', loggedAt: now, drainingSince: 0 };
-      const out = rateOver(st.samples, DRAIN_WINDOW_MS);
+      const out = recent;
       log.warn({ backlog_events: last.queued, in_per_s: round(out?.in_per_s), out_per_s: round(out?.out_per_s) }, `A backlog is building: ${count(last.queued)} events wait for delivery.`);
       return;
     }

@@ -57,6 +57,17 @@ describe('backlog watch', () => {
     expect(lines.every((l) => l.intake === 'web')).toBe(true);
   });
 
+  it('no backlog for a flood the output keeps up with, nor from a first snapshot (no rates yet)', () => {
+    const lines: unknown[] = [];
+    const w = new BacklogWatch(pino({}, new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c), cb()) })));
+    // Already 4,487 queued at the first snapshot (the load began before it): no rate to judge by.
+    w.sample(snapshot(0, intake(10_000, 5_513, 4_487)));
+    // 500,000 events/s in and out, 10,000 queued between reads: a fiftieth of a second's delivery.
+    for (let t = 1; t < 10; t++) w.sample(snapshot(t * 2_000, intake(10_000 + t * 1_000_000, t * 1_000_000, 10_000)));
+    expect(lines).toEqual([]);
+    expect(w.backlog('web')).toBeUndefined();
+  });
+
   it('no backlog for a short hiccup (under 1,000 events)', () => {
     const lines: unknown[] = [];
     const w = new BacklogWatch(pino({}, new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c), cb()) })));
