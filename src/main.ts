@@ -112,24 +112,10 @@ async function runTap(file: string, values: { intake?: string; input?: string; l
     process.stderr.write('tap: --limit is a whole number >= 0, --rate a whole number >= 1, --format json or text.\n');
     return EX_USAGE;
   }
-  const metrics = await metricsOrReport(file);
-  if (!metrics) return EX_CONFIG;
-  const base = opsBase({ metrics });
-  if (!base) {
-    process.stderr.write('tap: metrics.enabled is false: the daemon serves the tap on its operations port.\n');
-    return 1;
-  }
-  const stop = new AbortController();
-  const onSignal = (): void => stop.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  try {
-    const { tap } = await import('./cli/tap.ts');
-    return await tap(base, { intake: values.intake, input: values.input, limit, rate, format }, process.stdout, process.stderr, stop.signal);
-  } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  }
+  const base = await runningOps(file, 'tap: metrics.enabled is false: the daemon serves the tap on its operations port.');
+  if (typeof base === 'number') return base;
+  const { tap } = await import('./cli/tap.ts');
+  return untilSignal((signal) => tap(base, { intake: values.intake, input: values.input, limit, rate, format }, process.stdout, process.stderr, signal));
 }
 
 /** `top`: the running daemon, live on a terminal (until q), or one snapshot (--once, or piped). */
@@ -138,13 +124,8 @@ async function runTop(file: string, values: { once?: boolean; json?: boolean }):
     process.stderr.write('top: --json goes with --once (the live screen is text).\n');
     return EX_USAGE;
   }
-  const metrics = await metricsOrReport(file);
-  if (!metrics) return EX_CONFIG;
-  const base = opsBase({ metrics });
-  if (!base) {
-    process.stderr.write('top: metrics.enabled is false: the daemon serves its snapshot on its operations port.\n');
-    return 1;
-  }
+  const base = await runningOps(file, 'top: metrics.enabled is false: the daemon serves its snapshot on its operations port.');
+  if (typeof base === 'number') return base;
   const { live, once, Unreachable } = await import('./cli/top.ts');
   if (values.once || !process.stdout.isTTY || !process.stdin.isTTY) {
     try {
@@ -156,13 +137,28 @@ async function runTop(file: string, values: { once?: boolean; json?: boolean }):
       return 1;
     }
   }
+  await untilSignal((signal) => live(base, { stdin: process.stdin, stdout: process.stdout }, signal));
+  return 0;
+}
+
+/** Where the daemon running `file` answers (its operations port), or the exit status after saying why not. */
+async function runningOps(file: string, disabled: string): Promise<string | number> {
+  const metrics = await metricsOrReport(file);
+  if (!metrics) return EX_CONFIG;
+  const base = opsBase({ metrics });
+  if (base) return base;
+  process.stderr.write(`${disabled}\n`);
+  return 1;
+}
+
+/** Runs `work` with a signal that SIGINT or SIGTERM (Ctrl-C, a stop) aborts. */
+async function untilSignal<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const stop = new AbortController();
   const onSignal = (): void => stop.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    await live(base, { stdin: process.stdin, stdout: process.stdout }, stop.signal);
-    return 0;
+    return await work(stop.signal);
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

@@ -139,23 +139,25 @@ export class BacklogWatch {
   }
 }
 
-/** Events/s in and out between the newest sample and the oldest one within `windowMs` of it. */
-function rateOver(samples: readonly Sample[], windowMs: number): Rates | undefined {
+/** The newest sample and the oldest one within `windowMs` of it (else the one before it), and the seconds between them. */
+function span(samples: readonly Sample[], windowMs: number): { first: Sample; last: Sample; dt: number } | undefined {
   const last = samples.at(-1);
   if (!last || samples.length < 2) return undefined;
   const first = samples.find((s) => last.at - s.at <= windowMs && s !== last) ?? samples.at(-2) as Sample;
   const dt = (last.at - first.at) / 1000;
-  if (dt <= 0) return undefined;
-  return { in_per_s: (last.received - first.received) / dt, out_per_s: (last.sent - first.sent) / dt };
+  return dt > 0 ? { first, last, dt } : undefined;
+}
+
+/** Events/s in and out over the last `windowMs`. */
+function rateOver(samples: readonly Sample[], windowMs: number): Rates | undefined {
+  const s = span(samples, windowMs);
+  return s && { in_per_s: (s.last.received - s.first.received) / s.dt, out_per_s: (s.last.sent - s.first.sent) / s.dt };
 }
 
 /** How fast the queue shrank over the last few seconds (events/s; negative: it grew). */
 function drainRate(samples: readonly Sample[]): number {
-  const last = samples.at(-1);
-  if (!last || samples.length < 2) return 0;
-  const first = samples.find((s) => last.at - s.at <= DRAIN_WINDOW_MS && s !== last) ?? samples.at(-2) as Sample;
-  const dt = (last.at - first.at) / 1000;
-  return dt > 0 ? (first.queued - last.queued) / dt : 0;
+  const s = span(samples, DRAIN_WINDOW_MS);
+  return s ? (s.first.queued - s.last.queued) / s.dt : 0;
 }
 
 function round(n: number | undefined): number {

@@ -116,15 +116,19 @@ export class OperatorView implements HealthSource {
 
   /** The relay now, for a person watching it (/snapshot, `top`), with each intake's rates and backlog. */
   async snapshot(): Promise<Snapshot & { readonly intakes: readonly (Snapshot['intakes'][number] & Partial<IntakeProgress>)[] }> {
-    const metrics = await (await this.gather()).getMetricsAsJSON();
-    const s = snapshotOf(metrics, this.health(), { at: Date.now(), version: VERSION, phase: this.phase });
+    const s = await this.#read();
     return { ...s, intakes: s.intakes.map((i) => ({ ...i, ...this.progress(i.name) })) };
   }
 
   /** Takes a snapshot for the rates and backlogs (every few seconds, from the relay). */
   async sample(): Promise<void> {
+    this.#watch.sample(await this.#read());
+  }
+
+  /** Every thread's metrics and the intakes' health, now. */
+  async #read(): Promise<Snapshot> {
     const metrics = await (await this.gather()).getMetricsAsJSON();
-    this.#watch.sample(snapshotOf(metrics, this.health(), { at: Date.now(), version: VERSION, phase: this.phase }));
+    return snapshotOf(metrics, this.health(), { at: Date.now(), version: VERSION, phase: this.phase });
   }
 
   /** An intake's events/s in and out over the last minute, and its backlog (null when none). */

@@ -135,11 +135,11 @@ export class OpsServer {
       return;
     }
     if (url === '/metrics') {
-      this.#json(res, this.#metrics.scrape(), this.#metrics.contentType);
+      this.#body(res, this.#metrics.scrape(), this.#metrics.contentType);
       return;
     }
     if (url === '/snapshot' && source.snapshot) {
-      this.#json(res, source.snapshot().then((s) => `${secretMask.mask(JSON.stringify(s))}\n`), 'application/json');
+      this.#body(res, source.snapshot().then((s) => `${secretMask.mask(JSON.stringify(s))}\n`), 'application/json');
       return;
     }
     if (url === '/healthz') {
@@ -158,7 +158,7 @@ export class OpsServer {
   }
 
   /** A body computed asynchronously: 200 with it, or 500 with why not. */
-  #json(res: Http.ServerResponse, body: Promise<string>, contentType: string): void {
+  #body(res: Http.ServerResponse, body: Promise<string>, contentType: string): void {
     body.then(
       (text) => res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' }).end(text),
       (err: unknown) => res.writeHead(500).end(String(err)),
