@@ -6,13 +6,17 @@
 
 import { join, resolve as resolvePath } from 'node:path';
 import type { Listening, ResolveContext } from '../core/component.ts';
-import { fileSafe } from '../core/config-values.ts';
+import { fileSafe, workerCount } from '../core/config-values.ts';
 import { inputOf, type ResolvedInput, type ResolvedListener } from '../inputs/registry.ts';
 import { outputOf, type ResolvedOutput } from '../outputs/registry.ts';
 import { REGIONS, type Region } from './regions.ts';
+import { diskMemoryBytesOf, memoryShares, queueBytesOf } from '../core/memory-budget.ts';
 import type { DiskQueueConfig, IntakeConfig, RawConfig } from './schema.ts';
 
-export type ResolvedQueue = Exclude<IntakeConfig['queue'], { type: 'disk' }> | (DiskQueueConfig & { readonly path: string });
+/** A queue with its bounds filled in (from memory_bytes where the file does not set them). */
+export type ResolvedQueue =
+  | (Exclude<IntakeConfig['queue'], { type: 'disk' }> & { readonly max_bytes: number })
+  | (DiskQueueConfig & { readonly path: string; readonly memory_bytes: number });
 
 export interface ResolvedIntake extends Omit<IntakeConfig, 'inputs' | 'output' | 'intake_key' | 'intake_key_file' | 'queue'> {
   /** A disk queue's path is absolute, defaulted to <data_dir>/queues/<name>. */
@@ -71,6 +75,7 @@ export function resolveConfig(cfg: RawConfig, r: Resolving): Omit<Config, 'warni
   const stateDir = r.env['STATE_DIRECTORY']?.split(':')[0];
   const dataDir = resolvePath(r.base, cfg.data_dir ?? (stateDir || '/var/lib/intake-relay'));
   const endpoints = { region: { intakeHost: REGIONS[region].syslogHost, httpBase: REGIONS[region].httpBase }, overrides: cfg.endpoints };
+  const memory = memoryShares(cfg.memory_bytes, cfg.intakes.length, workerCount(cfg.workers));
   /** What a component's resolve sees: its own place in the file for problems and warnings. */
   const ctxAt = (prefix: PropertyKey[], owner: string): ResolveContext => ({
     base: r.base,
@@ -81,6 +86,7 @@ export function resolveConfig(cfg: RawConfig, r: Resolving): Omit<Config, 'warni
     problem: (key, message) => problems.push(`${place([...prefix, ...key])}: ${message}`),
     warn: (message) => r.warnings.push(`${r.written(prefix)}.${message}`),
     intakeIndex,
+    memory,
   });
 
   // Names and listening ports must be unique.
@@ -108,8 +114,8 @@ export function resolveConfig(cfg: RawConfig, r: Resolving): Omit<Config, 'warni
     const output = outputOf(intake.output).resolve(intake.output, ctxAt(['intakes', i, 'output'], intake.name));
     const { intake_key: _k, intake_key_file: _f, ...rest } = intake;
     const queue: ResolvedQueue = rest.queue.type === 'disk'
-      ? { ...rest.queue, path: resolvePath(r.base, rest.queue.path ?? join(dataDir, 'queues', fileSafe(intake.name))) }
-      : rest.queue;
+      ? { ...rest.queue, path: resolvePath(r.base, rest.queue.path ?? join(dataDir, 'queues', fileSafe(intake.name))), memory_bytes: rest.queue.memory_bytes ?? diskMemoryBytesOf(memory.intakeBytes) }
+      : { ...rest.queue, max_bytes: rest.queue.max_bytes ?? queueBytesOf(memory.intakeBytes) };
     if (queue.type === 'disk') {
       const other = queuePaths.get(queue.path);
       if (other !== undefined) problems.push(`${place(['intakes', i, 'queue'])}: the disk queue directory ${queue.path} is also intakes[${other}]'s`);

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { REGION_NAMES } from './regions.ts';
 import { KiB, MiB, port, positive, senders } from '../core/config-parts.ts';
+import { DEFAULT_MEMORY_BYTES, MIN_MEMORY_BYTES } from '../core/memory-budget.ts';
 import { filterRule } from '../routing/schema.ts';
 import { OUTPUT_ENDPOINT_KEYS, OUTPUT_SCHEMAS, registeredOutputSchemas } from '../outputs/schemas.ts';
 import { INPUT_SCHEMAS, LISTENER_SCHEMAS } from '../inputs/schemas.ts';
@@ -19,7 +20,7 @@ const whenFull = z.enum(['block', 'drop_newest']).default('block')
 const memoryQueue = z.strictObject({
   type: z.literal('memory').default('memory').describe('Events wait in memory (the default): fast, but lost if the process is killed. See type: disk.'),
   max_events: positive.default(100_000).describe('Most events queued for this intake.'),
-  max_bytes: positive.default(64 * MiB).describe('Most bytes of events queued for this intake.'),
+  max_bytes: positive.optional().describe('Most bytes of events queued for this intake (as received; in memory they take 2 to 3 times that). Default: a quarter of the intake\'s share of memory_bytes (24 MiB with one intake and the default memory_bytes).'),
   when_full: whenFull,
 });
 
@@ -29,7 +30,7 @@ const diskQueue = z.strictObject({
   max_bytes: positive.default(1024 * MiB).describe('Most bytes on disk for this intake (1 GiB by default); at the limit the queue is full.'),
   when_full: whenFull,
   memory_events: positive.default(10_000).describe('Events kept in memory, ready for the output, in front of the disk.'),
-  memory_bytes: positive.default(16 * MiB).describe('Bytes kept in memory in front of the disk.'),
+  memory_bytes: positive.optional().describe('Bytes kept in memory in front of the disk. Default: a sixth of the intake\'s share of memory_bytes (16 MiB with one intake and the default memory_bytes).'),
   segment_bytes: z.int().min(64 * KiB).default(64 * MiB).describe('Size of one segment file; a segment is deleted once all its events are delivered.'),
   fsync_interval_ms: positive.default(1_000).describe('How often appended events are fsynced. File inputs move their checkpoints only past fsynced events.'),
 });
@@ -99,6 +100,8 @@ export const configSchema = z.strictObject({
     .describe('The operations endpoint: /metrics, /healthz, /readyz, /status, /senders, /tap.'),
   data_dir: z.string().min(1).optional()
     .describe('Directory for state that must survive restarts (file input checkpoints). Default: $STATE_DIRECTORY (set by systemd), else /var/lib/intake-relay.'),
+  memory_bytes: z.int().min(MIN_MEMORY_BYTES).default(DEFAULT_MEMORY_BYTES)
+    .describe('The memory the relay may use, as one number (128 MiB by default; a sidecar limited to 64 MiB says 67108864): the defaults of every bound that holds events in memory derive from it. 32 MiB is set aside for the runtime (16 MiB more per worker thread); the rest is shared equally by the intakes, and each intake\'s share gives a quarter to its memory queue (queue.max_bytes) or a sixth to its disk queue\'s memory part (queue.memory_bytes), a sixth to the syslog output\'s resend window (per thread with workers) and a third to the HTTP output\'s requests in flight (max_concurrency). A bound set by hand wins. See "Memory" in docs/guides/configuration.md.'),
   shutdown_timeout_ms: positive.default(8_000).describe('On SIGTERM/SIGINT, time allowed to deliver what memory queues hold before exiting (within the 10 s container engines wait by default; give the engine more to raise it). A disk queue does not wait for its intake: what it holds is fsynced and delivered after the next start.'),
   shutdown_delay_ms: z.int().min(0).default(0).describe('On SIGTERM/SIGINT, keep taking events for this long before closing the inputs (/readyz answers 503 meanwhile): a sidecar that gets its SIGTERM with the application (Kubernetes before native sidecars, a pod under podman) still receives the application\'s last lines; a collector behind a load balancer, until the balancer has seen it go. Give the engine this plus shutdown_timeout_ms.'),
   workers: z.union([z.int().min(1).max(64), z.literal('auto')]).default(1)

@@ -4,6 +4,7 @@
 // configuration schema, the loader, `validate`, `check`, `send`, the start-up log and the daemon
 // all go through them, so a new type is its own file(s) plus one registry line.
 
+import type { MemoryShares } from './memory-budget.ts';
 import type { AdmitResult, EventQueue, OfferMode, OfferResult } from './event-queue.ts';
 import type { LogEvent } from './event.ts';
 import type { DropReason, Sink, Source } from './contracts.ts';
@@ -35,6 +36,8 @@ export interface ResolveContext {
   warn(message: string): void;
   /** Index of the intake named `name` (any case) in the configuration; -1 when there is none. */
   intakeIndex(name: string): number;
+  /** The intake's share of memory_bytes (memory-budget.ts): the defaults of its bounds derive from it. */
+  readonly memory: MemoryShares;
 }
 
 /** A port a component listens on (checked for conflicts across the whole configuration). */

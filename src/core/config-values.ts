@@ -2,10 +2,19 @@
 // intake's event limit, file-safe names, the PROXY protocol settings. Nothing here loads zod, so
 // the daemon's threads never load the schema library (config-parts.ts holds the schema pieces).
 
+import { availableParallelism } from 'node:os';
 import { addressList } from './address-list.ts';
 
 export const KiB = 1024;
 export const MiB = 1024 * KiB;
+
+/** `workers: auto` uses the cores the process may use, up to this many. */
+export const AUTO_WORKERS_MAX = 8;
+
+/** How many threads run the network inputs (1: the main thread alone, as without workers). */
+export function workerCount(setting: number | 'auto'): number {
+  return setting === 'auto' ? Math.min(availableParallelism(), AUTO_WORKERS_MAX) : setting;
+}
 
 /** The intake refuses events over 250 KiB. */
 export const INTAKE_MAX_EVENT_BYTES = 250 * KiB;

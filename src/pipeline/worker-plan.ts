@@ -21,19 +21,14 @@
 // connection to the intake per thread and per intake, and a memory queue per thread, so each
 // thread's memory queue gets its share of the intake's bounds (the bounds stay the intake's).
 
-import { availableParallelism } from 'node:os';
 import type { Config, ResolvedIntake } from '../config/resolve.ts';
 import { inputOf, type ResolvedInput, type ResolvedListener } from '../inputs/registry.ts';
 import { portKey } from '../platform/net.ts';
 import { forwardedIntakes, type ForwardedIntake } from './forward.ts';
 
-/** `workers: auto` uses the cores the process may use, up to this many. */
-export const AUTO_WORKERS_MAX = 8;
+import { workerCount } from '../core/config-values.ts';
 
-/** How many threads run the network inputs (1: the main thread alone, as without workers). */
-export function workerCount(setting: Config['workers']): number {
-  return setting === 'auto' ? Math.min(availableParallelism(), AUTO_WORKERS_MAX) : setting;
-}
+export { AUTO_WORKERS_MAX, workerCount } from '../core/config-values.ts';
 
 type Port = (intake: string, label: string) => number | undefined;
 type ListenerPort = (label: string) => number | undefined;

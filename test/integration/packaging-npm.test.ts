@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeFloorProblem, VERSION } from '../../src/version.ts';
+import { FLOOD_BUDGET, floodToFullQueue } from '../helpers/memory-flood.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 /** Node 24 (the one running the tests) first, then the system's tools. */
@@ -66,6 +67,13 @@ describe('npm package', () => {
     expect(r.stdout).toContain(`${config}: valid`);
     expect(r.code).toBe(0);
   });
+
+  it('run with memory_bytes: 64 MiB, its intake down and its memory queue filled by a TCP flood, stays under 64 MiB of anonymous memory', async () => {
+    const peak = await floodToFullQueue(join(prefix, 'bin', 'intake-relay'), { ...process.env, PATH: PATH24 });
+    console.log(`installed package, memory_bytes 64 MiB, queue full: peak anonymous memory ${(peak / 1024 / 1024).toFixed(1)} MiB`);
+    expect(peak).toBeGreaterThan(0);
+    expect(peak).toBeLessThan(FLOOD_BUDGET);
+  }, 90_000);
 
   // The Node.js of the distribution (20 on Debian 12's runners) is older than the floor.
   const oldNode = ['/usr/bin/node', '/usr/local/bin/node'].find((p) => existsSync(p) && nodeFloorProblem(spawnSync(p, ['-p', 'process.versions.node'], { encoding: 'utf8' }).stdout.trim()));

@@ -32,7 +32,7 @@ describe('configuration', () => {
     const i = c.intakes[0]!;
     expect(i.output).toMatchObject({ type: 'syslog', host: 'intake.usa1.sekoia.io', port: 10514, timestamp: 'received' });
     expect(i.inputs[0]).toMatchObject({ type: 'udp', address: '0.0.0.0', port: 514, max_message_bytes: 256000, oversize: 'drop', label: 'udp/514' });
-    expect(i.queue).toEqual({ type: 'memory', max_events: 100000, max_bytes: 67108864, when_full: 'block' });
+    expect(i.queue).toEqual({ type: 'memory', max_events: 100000, max_bytes: 25165824, when_full: 'block' });
     expect(Object.isFrozen(i.output)).toBe(true);
   });
 

@@ -5,6 +5,7 @@
 import type { OutputDefinition } from '../../core/component.ts';
 import type { HttpEndpoints, HttpOutputConfig } from './schema.ts';
 import { VERSION } from '../../version.ts';
+import { httpConcurrencyOf } from '../../core/memory-budget.ts';
 import { HttpJsonSink } from './sink.ts';
 import { checkTlsFiles } from '../tls-check.ts';
 import { httpOutputTelemetry } from './instruments.ts';
@@ -15,6 +16,8 @@ export const JSONS_PATH = '/jsons?path=%24.events&status_code=200';
 
 
 export interface ResolvedHttpOutput extends HttpOutputConfig {
+  /** max_concurrency as set, or derived from memory_bytes. */
+  readonly max_concurrency: number;
   /** The endpoint: base URL + /jsons?path=%24.events&status_code=200. */
   readonly endpoint: string;
   readonly caPem: Buffer | undefined;
@@ -29,6 +32,7 @@ export const httpOutput = {
     checkTlsFiles(ctx, caPem, o.ca_file, undefined);
     return {
       ...o,
+      max_concurrency: o.max_concurrency ?? httpConcurrencyOf(ctx.memory.perThreadBytes, o.max_body_bytes),
       endpoint: `${base.replace(/\/+$/, '')}${JSONS_PATH}`,
       caPem,
     };

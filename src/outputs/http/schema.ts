@@ -22,7 +22,7 @@ export const httpOutputSchema = z.strictObject({
   max_body_bytes: z.int().min(1024).max(10 * MiB).default(5 * MiB).describe('Largest JSON body sent (before compression); larger batches are split. The intake takes at most 10 MiB.'),
   concurrency: z.union([z.int().min(1).max(256), z.literal('adaptive')]).default('adaptive')
     .describe('Requests in flight: a fixed number, or adaptive (grows while the limit is reached and answers are no slower than usual; shrinks when latency rises or the intake throttles).'),
-  max_concurrency: z.int().min(1).max(256).default(32).describe('Upper bound of the adaptive concurrency.'),
+  max_concurrency: z.int().min(1).max(256).optional().describe('Upper bound of the adaptive concurrency. Default: as many requests as a third of the intake\'s share of memory_bytes holds, each taking twice max_body_bytes (its JSON text and its bytes), from 2 to 32 (3 with one intake and the defaults).'),
   connect_timeout_ms: positive.default(10_000).describe('Time allowed for TCP connect plus TLS handshake.'),
   headers_timeout_ms: positive.default(30_000).describe('Time allowed for the answer\'s headers once the request is sent.'),
   body_timeout_ms: positive.default(30_000).describe('Time allowed between chunks of the answer\'s body.'),

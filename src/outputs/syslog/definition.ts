@@ -16,6 +16,7 @@ function endpoints(ctx: ResolveContext): SyslogEndpoints {
 import { Rfc5424Formatter } from '../../syslog/format.ts';
 import { SyslogTlsSink } from './sink.ts';
 import { resendWindowBytes } from './options.ts';
+import { DEFAULT_MEMORY_BYTES, memoryShares, resendWindowOf } from '../../core/memory-budget.ts';
 import { unreadCapacityBytes } from './tcp-buffers.ts';
 import { checkTlsFiles } from '../tls-check.ts';
 
@@ -28,6 +29,8 @@ export interface ResolvedSyslogOutput extends SyslogOutputConfig {
   readonly clientKeyPem: Buffer | undefined;
   /** Bytes written after a batch that prove it read: the TCP buffers' capacity (tcp-buffers.ts). */
   readonly proofBytes: number;
+  /** resend_window_bytes as set, or derived from memory_bytes. */
+  readonly resend_window_bytes: number | 'auto';
   /** resend_window_bytes, with auto resolved from proofBytes. */
   readonly windowBytes: number;
 }
@@ -37,7 +40,8 @@ export const syslogOutput = {
   resolve(o, ctx) {
     if ((o.client_cert_file === undefined) !== (o.client_key_file === undefined)) ctx.problem([], 'client_cert_file and client_key_file go together');
     const capacity = unreadCapacityBytes(undefined, o.intake_receive_buffer_bytes === 'auto' ? undefined : o.intake_receive_buffer_bytes);
-    if (o.resend_window_bytes !== 'auto' && o.intake_receive_buffer_bytes === 'auto' && o.resend_window_bytes > resendWindowBytes('auto', capacity)) {
+    const window = o.resend_window_bytes ?? resendWindowOf(ctx.memory.perThreadBytes);
+    if (o.resend_window_bytes !== undefined && o.resend_window_bytes !== 'auto' && o.intake_receive_buffer_bytes === 'auto' && o.resend_window_bytes > resendWindowBytes('auto', capacity)) {
       // Larger than auto would make it. Until this release resend_window_bytes was the proof
       // distance, raised for intakes (or proxies) that buffer more than this host: that is
       // intake_receive_buffer_bytes now.
@@ -49,8 +53,9 @@ export const syslogOutput = {
     checkTlsFiles(ctx, caPem, o.ca_file, clientCertPem && clientKeyPem ? { cert: clientCertPem, key: clientKeyPem, certFile: o.client_cert_file ?? '', keyFile: o.client_key_file ?? '' } : undefined);
     return {
       ...o,
+      resend_window_bytes: window,
       proofBytes: capacity,
-      windowBytes: resendWindowBytes(o.resend_window_bytes, capacity),
+      windowBytes: resendWindowBytes(window, capacity),
       host: o.host ?? endpoints(ctx).syslog_host ?? ctx.endpoints.region.intakeHost,
       port: o.port ?? endpoints(ctx).syslog_port ?? SYSLOG_PORT,
       caPem,
@@ -95,12 +100,14 @@ export const syslogOutput = {
  * loading the schema library at run time.
  */
 export const SYSLOG_OUTPUT_DEFAULTS: SyslogOutputConfig = {
-  type: 'syslog', timestamp: 'received', connect_timeout_ms: 10_000, resend_window_ms: 1_000, resend_window_bytes: 16 * 1024 * 1024, intake_receive_buffer_bytes: 'auto', write_timeout_ms: 30_000,
+  type: 'syslog', timestamp: 'received', connect_timeout_ms: 10_000, resend_window_ms: 1_000, intake_receive_buffer_bytes: 'auto', write_timeout_ms: 30_000,
   backoff: { initial_ms: 500, max_ms: 30_000 },
 };
 
 /** The output of intakes without a key when emulator.when is no_intake_key: the local emulator, whatever they say. */
 export function emulatorOutput(port: number, caPem: string): ResolvedSyslogOutput {
   const o = SYSLOG_OUTPUT_DEFAULTS;
-  return { ...o, host: '127.0.0.1', port, server_name: 'localhost', caPem: Buffer.from(caPem), clientCertPem: undefined, clientKeyPem: undefined, proofBytes: unreadCapacityBytes(), windowBytes: resendWindowBytes(o.resend_window_bytes, unreadCapacityBytes()) };
+  // The emulator is local and light: the window of one intake at the default memory_bytes.
+  const window = resendWindowOf(memoryShares(DEFAULT_MEMORY_BYTES, 1, 1).perThreadBytes);
+  return { ...o, host: '127.0.0.1', port, server_name: 'localhost', caPem: Buffer.from(caPem), clientCertPem: undefined, clientKeyPem: undefined, resend_window_bytes: window, proofBytes: unreadCapacityBytes(), windowBytes: resendWindowBytes(window, unreadCapacityBytes()) };
 }

@@ -1,7 +1,7 @@
 // The syslog output's configuration schema (config time only: the daemon does not load zod).
 
 import { z } from 'zod';
-import { MiB, backoff, port, positive } from '../../core/config-parts.ts';
+import { backoff, port, positive } from '../../core/config-parts.ts';
 
 /** The `endpoints:` keys this output type reads (config/schema.ts merges every type's). */
 export const syslogEndpointKeys = {
@@ -26,8 +26,8 @@ export const syslogOutputSchema = z.strictObject({
   connect_timeout_ms: positive.default(10_000).describe('Time allowed for TCP connect plus TLS handshake.'),
   resend_window_ms: z.int().min(0).default(1_000)
     .describe('Longest a batch waits for the intake to confirm it. Syslog has no acknowledgement, so the intake confirms by reading on (see intake_receive_buffer_bytes) or by closing its side after the relay closes its own: a batch not confirmed within this time gets such a close, and the next batch opens a new connection at once. Values under 100 count as 100.'),
-  resend_window_bytes: z.union([positive, z.literal('auto')]).default(16 * MiB)
-    .describe('Most bytes written to the intake and not yet confirmed, kept in memory to be written again if the connection fails (16 MiB by default). At the bound, writing waits for a confirmation. When the intake cannot confirm by reading on within it (this host\'s TCP send buffer and the intake\'s receive buffer hold more than half of it), a connection holding half of it is closed for confirmation and a new one takes the next batches: less memory, more connections (16 MiB is the least in which reading on proves with Linux\'s default TCP buffers; 8 MiB measured 9 MiB less peak memory on a busy TCP path, with 1.7 times the connections). auto: as much as the proof by reading on needs (tcp_wmem max + intake_receive_buffer_bytes + 1 MiB, plus 8 MiB), so that connections are replaced only every resend_window_ms.'),
+  resend_window_bytes: z.union([positive, z.literal('auto')]).optional()
+    .describe('Most bytes written to the intake and not yet confirmed, kept in memory to be written again if the connection fails. Default: a sixth of the intake\'s share of memory_bytes in each thread (16 MiB with one intake and the default memory_bytes; at least 1 MiB). At the bound, writing waits for a confirmation. When the intake cannot confirm by reading on within it (this host\'s TCP send buffer and the intake\'s receive buffer hold more than half of it), a connection holding half of it is closed for confirmation and a new one takes the next batches: less memory, more connections (16 MiB is the least in which reading on proves with Linux\'s default TCP buffers; 8 MiB measured 6 MiB less peak memory on a busy TCP path, with 1.8 times the connections). auto: as much as the proof by reading on needs (tcp_wmem max + intake_receive_buffer_bytes + 1 MiB, plus 8 MiB), so that connections are replaced only every resend_window_ms.'),
   intake_receive_buffer_bytes: z.union([positive, z.literal('auto')]).default('auto')
     .describe('Most bytes the intake\'s TCP receive buffer can hold unread. A batch counts as read once this host\'s send buffer (net.ipv4.tcp_wmem max), this and 1 MiB more have been written after it on the same connection. auto: this host\'s net.ipv4.tcp_rmem max, standing in for the intake\'s (Linux\'s default is 6 MiB). Raise it if the intake, or a proxy in front of it, buffers more.'),
   write_timeout_ms: positive.default(30_000)

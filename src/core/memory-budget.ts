@@ -1,0 +1,58 @@
+// The memory budget (memory_bytes): one number from which the defaults of every bound that holds
+// events in memory derive, so that a relay limited to 64 MiB (a sidecar's limit) says so once
+// instead of sizing each queue and output. A bound set by hand wins over its derived default.
+//
+// What the runtime takes before any event (Node.js, the code, V8's young generation under load) is
+// set aside; the rest is shared equally by the intakes, and each intake's share is split:
+//
+//   memory queue (max_bytes)         1/4   events in memory take 2-3 times their bytes as objects
+//   disk queue, memory part          1/6   (memory_bytes: events read ahead of the output)
+//   syslog resend window             1/6   (resend_window_bytes; per thread with workers)
+//   HTTP requests in flight          1/3   (max_concurrency x 2 x max_body_bytes: text and bytes)
+//
+// At the default 128 MiB and one intake: a 24 MiB memory queue, a 16 MiB resend window (the least
+// in which reading on confirms with Linux's default TCP buffers), a disk queue's 16 MiB in memory,
+// and up to 3 HTTP requests of 5 MiB in flight.
+
+import { MiB } from './config-values.ts';
+
+/** memory_bytes when the file does not say. */
+export const DEFAULT_MEMORY_BYTES = 128 * MiB;
+/** The least memory_bytes accepted: the runtime's part and a little for events. */
+export const MIN_MEMORY_BYTES = 48 * MiB;
+/**
+ * Set aside for the runtime: measured at rest with one intake, 25 MiB of anonymous memory (the
+ * heap after start, Node.js's own), and a few MiB of buffers that do not grow with the events.
+ * What is not given to a bound (a quarter of each share at least: batches being formatted, socket
+ * buffers, V8's young generation, up to 16 MiB under load with the start scripts' setting) is the
+ * slack the rest of the work takes.
+ */
+export const RUNTIME_BYTES = 32 * MiB;
+/** Each worker thread beyond the first: its own V8 isolate and young generation. */
+export const WORKER_THREAD_BYTES = 16 * MiB;
+/** The least share an intake gets, however many there are. */
+const MIN_SHARE_BYTES = 4 * MiB;
+
+export interface MemoryShares {
+  /** Each intake's share, all threads together (queues are split between threads later). */
+  readonly intakeBytes: number;
+  /** Each intake's share in one thread (an output runs in each thread that receives for it). */
+  readonly perThreadBytes: number;
+}
+
+/** How `memoryBytes` is shared by `intakes` intakes running in `threads` threads. */
+export function memoryShares(memoryBytes: number, intakes: number, threads: number): MemoryShares {
+  const free = memoryBytes - RUNTIME_BYTES - (threads - 1) * WORKER_THREAD_BYTES;
+  const intakeBytes = Math.max(MIN_SHARE_BYTES, Math.floor(free / Math.max(1, intakes)));
+  return { intakeBytes, perThreadBytes: Math.max(MIN_SHARE_BYTES, Math.floor(intakeBytes / Math.max(1, threads))) };
+}
+
+/** A memory queue's max_bytes from the intake's share. */
+export const queueBytesOf = (intakeBytes: number): number => Math.floor(intakeBytes / 4);
+/** A disk queue's memory_bytes from the intake's share. */
+export const diskMemoryBytesOf = (intakeBytes: number): number => Math.floor(intakeBytes / 6);
+/** The syslog output's resend window from the intake's share in one thread (at least 1 MiB). */
+export const resendWindowOf = (perThreadBytes: number): number => Math.max(MiB, Math.floor(perThreadBytes / 6));
+/** The HTTP output's most requests in flight: each holds its JSON text and its bytes (2 to 32). */
+export const httpConcurrencyOf = (perThreadBytes: number, maxBodyBytes: number): number =>
+  Math.min(32, Math.max(2, Math.floor(perThreadBytes / 3 / (2 * maxBodyBytes))));

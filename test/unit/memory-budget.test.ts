@@ -1,0 +1,46 @@
+// memory_bytes: the defaults of the bounds that hold events in memory derive from it; a bound set by
+// hand wins; the shares shrink with more intakes and with worker threads.
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/load.ts';
+import { MiB } from '../../src/core/config-values.ts';
+import { memoryShares } from '../../src/core/memory-budget.ts';
+
+const KEY = 'abcdef0123456789abcdef0123456789';
+const intake = (name: string, more = ''): string => `  - name: ${name}\n    intake_key: ${KEY}\n    inputs: [{ type: tcp, port: 0 }]\n${more}`;
+
+describe('memory_bytes', () => {
+  it('at the default (128 MiB), one intake: a 24 MiB memory queue and a 16 MiB resend window', () => {
+    const c = parseConfig(`intakes:\n${intake('a')}`, 'x.yaml', {});
+    expect(c.memory_bytes).toBe(128 * MiB);
+    expect(c.intakes[0]!.queue).toMatchObject({ type: 'memory', max_bytes: 24 * MiB });
+    expect(c.intakes[0]!.output).toMatchObject({ type: 'syslog', resend_window_bytes: 16 * MiB, windowBytes: 16 * MiB });
+  });
+
+  it('a sidecar\'s 64 MiB, shared by two intakes: each gets (64 - 32) / 2 = 16 MiB', () => {
+    const c = parseConfig(`memory_bytes: ${64 * MiB}\nintakes:\n${intake('a')}${intake('b', '    queue: { type: disk }\n    output: { type: http, url: "https://127.0.0.1:1" }\n')}`, 'x.yaml', {});
+    expect(c.intakes[0]!.queue).toMatchObject({ type: 'memory', max_bytes: Math.floor((16 * MiB) / 4) });
+    expect(c.intakes[0]!.output).toMatchObject({ resend_window_bytes: Math.floor((16 * MiB) / 6) });
+    // A disk queue's memory part takes a sixth; the HTTP output two requests at least.
+    expect(c.intakes[1]!.queue).toMatchObject({ type: 'disk', memory_bytes: Math.floor((16 * MiB) / 6) });
+    expect(c.intakes[1]!.output).toMatchObject({ type: 'http', max_concurrency: 2 });
+  });
+
+  it('a bound set by hand wins over its derived default', () => {
+    const more = `    queue: { max_bytes: 1000000 }\n    output: { type: syslog, resend_window_bytes: 2000000 }\n`;
+    const c = parseConfig(`memory_bytes: ${64 * MiB}\nintakes:\n${intake('a', more)}`, 'x.yaml', {});
+    expect(c.intakes[0]!.queue).toMatchObject({ max_bytes: 1_000_000 });
+    expect(c.intakes[0]!.output).toMatchObject({ resend_window_bytes: 2_000_000, windowBytes: 2_000_000 });
+  });
+
+  it('with many intakes, each keeps a floor; with workers, each thread its own window', () => {
+    expect(memoryShares(128 * MiB, 100, 1)).toEqual({ intakeBytes: 4 * MiB, perThreadBytes: 4 * MiB });
+    // 4 threads: 3 more runtimes of 16 MiB; the window is per thread, the queue split later by threads.
+    expect(memoryShares(256 * MiB, 1, 4)).toEqual({ intakeBytes: 176 * MiB, perThreadBytes: 44 * MiB });
+    const c = parseConfig(`memory_bytes: ${256 * MiB}\nworkers: 4\nintakes:\n${intake('a')}`, 'x.yaml', {});
+    expect(c.intakes[0]!.output).toMatchObject({ resend_window_bytes: Math.floor((44 * MiB) / 6) });
+  });
+
+  it('below the least a relay runs in: a configuration error naming the key', () => {
+    expect(() => parseConfig(`memory_bytes: ${16 * MiB}\nintakes:\n${intake('a')}`, 'x.yaml', {})).toThrow(/memory_bytes/);
+  });
+});
