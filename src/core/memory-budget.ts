@@ -21,11 +21,11 @@ export const DEFAULT_MEMORY_BYTES = 128 * MiB;
 /** The least memory_bytes accepted: the runtime's part and a little for events. */
 export const MIN_MEMORY_BYTES = 48 * MiB;
 /**
- * Set aside for the runtime: measured at rest with one intake, 25 MiB of anonymous memory (the
- * heap after start, Node.js's own), and a few MiB of buffers that do not grow with the events.
+ * Set aside for the runtime: measured at rest with one intake, 31 MiB of anonymous memory (the
+ * heap after start with its 16 MiB young generation, Node.js's own).
  * What is not given to a bound (a quarter of each share at least: batches being formatted, socket
- * buffers, V8's young generation, up to 16 MiB under load with the start scripts' setting) is the
- * slack the rest of the work takes.
+ * buffers, the old generation's garbage between collections) is the slack the rest of the work
+ * takes.
  */
 export const RUNTIME_BYTES = 32 * MiB;
 /** Each worker thread beyond the first: its own V8 isolate and young generation. */

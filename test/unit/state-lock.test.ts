@@ -57,5 +57,6 @@ describe('state locks through flock(1)', () => {
     expect((caught as { code: string }).code).toBe('ERELAY_STATE_LOCKED');
     expect(freeFromOutside(one)).toBe(true);
     expect(locks.dirs).toEqual([]);
-  });
+    // Spawning flock (here and in each freeFromOutside) takes seconds on a loaded 2-core machine.
+  }, 30_000);
 });
