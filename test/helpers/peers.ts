@@ -17,15 +17,28 @@ export function requirePeer(what: string, ok: boolean): void {
   if (!ok) throw new Error(`${what} is not installed: run scripts/install-test-peers.sh (as .ci/run does).`);
 }
 
+/** Ports each test worker picks from: its own slice of 20000-31999, by its pool id. */
+const PORT_SLICE = 1_500;
+const portBase = 20_000 + ((Math.max(1, Number(process.env.VITEST_POOL_ID ?? 1)) - 1) % 8) * PORT_SLICE;
+/** Ports this worker handed out: a test that stops a peer and starts it again on the same port (a
+ * restart after kill -9) must not find it taken by another test of this worker meanwhile. */
+const handedOut = new Set<number>();
+
 /**
  * A free TCP and UDP port on loopback (for peers that cannot listen on port 0 and tell us). Picked
  * at random below the kernel's ephemeral range (32768+), so that sockets other tests bind to port
- * 0 meanwhile never take it, and checked free for both protocols.
+ * 0 meanwhile never take it; from this worker's own slice, so that files running in parallel never
+ * pick the same one; never one this worker handed out already; and checked free for both protocols.
  */
 export async function freePort(): Promise<number> {
+  if (handedOut.size > PORT_SLICE / 2) handedOut.clear();
   for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if ((await bindable(port, 'tcp')) && (await bindable(port, 'udp'))) return port;
+    const port = portBase + Math.floor(Math.random() * PORT_SLICE);
+    if (handedOut.has(port)) continue;
+    if ((await bindable(port, 'tcp')) && (await bindable(port, 'udp'))) {
+      handedOut.add(port);
+      return port;
+    }
   }
 }
 
