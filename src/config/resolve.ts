@@ -116,6 +116,7 @@ export function resolveConfig(cfg: RawConfig, r: Resolving): Omit<Config, 'warni
     const queue: ResolvedQueue = rest.queue.type === 'disk'
       ? { ...rest.queue, path: resolvePath(r.base, rest.queue.path ?? join(dataDir, 'queues', fileSafe(intake.name))), memory_bytes: rest.queue.memory_bytes ?? diskMemoryBytesOf(memory.intakeBytes) }
       : { ...rest.queue, max_bytes: rest.queue.max_bytes ?? queueBytesOf(memory.intakeBytes) };
+    overBudget(rest.queue, memory.intakeBytes, i, r);
     if (queue.type === 'disk') {
       const other = queuePaths.get(queue.path);
       if (other !== undefined) problems.push(`${place(['intakes', i, 'queue'])}: the disk queue directory ${queue.path} is also intakes[${other}]'s`);
@@ -146,6 +147,19 @@ export function resolveConfig(cfg: RawConfig, r: Resolving): Omit<Config, 'warni
     }
   }
   return { ...cfg, region, file: r.file, format: r.format, dataDir, intakes, listeners };
+}
+
+/**
+ * A queue bound set by hand above the intake's share of memory_bytes: said at load, since a full
+ * queue then takes more memory than the relay was given (a memory queue's events 2 to 3 times their
+ * bytes). The official forwarder's layout sizes its queues from its own variables: not said there.
+ */
+function overBudget(q: IntakeConfig['queue'], share: number, i: number, r: Resolving): void {
+  if (r.format !== 'native') return;
+  const [key, value] = q.type === 'disk' ? ['memory_bytes', q.memory_bytes] : ['max_bytes', q.max_bytes];
+  if (value === undefined || value <= share) return;
+  const mib = (n: number): string => `${Math.round((n / 1024 / 1024) * 10) / 10} MiB`;
+  r.warnings.push(`${r.written(['intakes', i, 'queue'])}.${key} (${mib(value)}) is more than this intake's share of memory_bytes (${mib(share)}): when the queue fills, the relay uses more memory than memory_bytes says. Raise memory_bytes or leave ${key} out to have it derived.`);
 }
 
 /** The intake key, from intake_key or intake_key_file; problems for a missing, empty or malformed one. */

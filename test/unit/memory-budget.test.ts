@@ -44,3 +44,17 @@ describe('memory_bytes', () => {
     expect(() => parseConfig(`memory_bytes: ${16 * MiB}\nintakes:\n${intake('a')}`, 'x.yaml', {})).toThrow(/memory_bytes/);
   });
 });
+
+describe('a queue bound set above the intake\'s share', () => {
+  it('is said at load (validate and the start log show warnings), naming the key and both sizes', () => {
+    const c = parseConfig(`memory_bytes: ${64 * MiB}\nintakes:\n${intake('a', '    queue: { max_bytes: 67108864 }\n')}`, 'x.yaml', {});
+    expect(c.warnings).toEqual([
+      'intakes[0].queue.max_bytes (64 MiB) is more than this intake\'s share of memory_bytes (32 MiB): when the queue fills, the relay uses more memory than memory_bytes says. Raise memory_bytes or leave max_bytes out to have it derived.',
+    ]);
+    const disk = parseConfig(`memory_bytes: ${64 * MiB}\nintakes:\n${intake('a', '    queue: { type: disk, memory_bytes: 50000000 }\n')}`, 'x.yaml', {});
+    expect(disk.warnings).toHaveLength(1);
+    expect(disk.warnings[0]).toMatch(/^intakes\[0\]\.queue\.memory_bytes \(47\.7 MiB\) is more than/);
+    // Within the share: nothing to say.
+    expect(parseConfig(`intakes:\n${intake('a', '    queue: { max_bytes: 67108864 }\n')}`, 'x.yaml', {}).warnings).toEqual([]);
+  });
+});
