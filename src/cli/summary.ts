@@ -9,6 +9,7 @@ import { workerConfig, workerCount, workerForwards } from '../pipeline/worker-pl
 import { stateDirs } from '../pipeline/state-dirs.ts';
 import { holderText, lockMethod, stateHolder } from '../platform/state-lock.ts';
 import { hostname } from 'node:os';
+import { memoryShares } from '../core/memory-budget.ts';
 import { resolve } from 'node:path';
 
 export function summarize(cfg: Config): string {
@@ -17,6 +18,8 @@ export function summarize(cfg: Config): string {
   // With ENDPOINT (REGION=OTHER) the region says little on its own: the intake host is the endpoints'.
   const host = cfg.endpoints.syslog_host ?? cfg.endpoints.relp_host;
   lines.push(`region: ${cfg.region}${host ? ` (intake host set by endpoints: ${host})` : ''}`);
+  const share = memoryShares(cfg.memory_bytes, cfg.intakes.length, workerCount(cfg.workers)).intakeBytes;
+  lines.push(`memory: ${mib(cfg.memory_bytes)} (memory_bytes), ${mib(share)} for each intake's queue and output buffers`);
   for (const i of cfg.intakes) {
     lines.push(`intake "${i.name}":`);
     lines.push(`  key: ${i.toEmulator ? 'not set: forwards to the local emulator' : `set (${i.intakeKey.length} characters, from ${i.keySource})`}`);
@@ -28,7 +31,7 @@ export function summarize(cfg: Config): string {
     const q = i.queue;
     lines.push(q.type === 'memory'
       ? `  queue: memory, ${q.max_events} events / ${q.max_bytes} bytes, when full: ${q.when_full}`
-      : `  queue: disk in ${q.path}, ${q.max_bytes} bytes (memory stage ${q.memory_events} events), fsync every ${q.fsync_interval_ms} ms, when full: ${q.when_full}`);
+      : `  queue: disk in ${q.path}, ${q.max_bytes} bytes (memory stage ${q.memory_events} events / ${q.memory_bytes} bytes), fsync every ${q.fsync_interval_ms} ms, when full: ${q.when_full}`);
     if (q.type === 'memory' && answersFromMemory(cfg, i)) lines.push('  note: RELP senders are answered once their messages are in this memory queue: a crash or kill -9 loses what it holds (queue: { type: disk }, or respond_when: delivered, keeps them)');
     lines.push(`  batch: ${i.batch.max_events} events / ${i.batch.max_bytes} bytes / ${i.batch.linger_ms} ms`);
     for (const f of i.filters) lines.push(`  filter "${f.description}"${f.enabled ? '' : ' (disabled)'}: drops events where ${f.filters.map((c) => `${c.field} ${c.operator} ${JSON.stringify(c.value)}`).join(' and ')}`);
@@ -107,4 +110,9 @@ export function effectiveYaml(cfg: Config): string {
     return { name: rest.name, intake_key: intakeKey === '' ? '' : '[redacted]', ...rest, output };
   });
   return `# ${cfg.file}: effective configuration (defaults filled in, secrets redacted)\n${stringify(plain)}`;
+}
+
+/** Bytes as MiB with one decimal at most ("64 MiB", "10.7 MiB"). */
+function mib(n: number): string {
+  return `${Math.round((n / 1024 / 1024) * 10) / 10} MiB`;
 }

@@ -82,7 +82,7 @@ export const syslogOutput = {
   },
 
   describe: (o) =>
-    `syslog over TLS to ${o.host}:${o.port}${o.server_name ? ` (certificate name ${o.server_name})` : ''}, CA ${o.ca_file ?? 'system store'}, timestamp ${o.timestamp}`,
+    `syslog over TLS to ${o.host}:${o.port}${o.server_name ? ` (certificate name ${o.server_name})` : ''}, CA ${o.ca_file ?? 'system store'}, timestamp ${o.timestamp}, resend window ${o.windowBytes} bytes`,
   where: (o) => `${o.host}:${o.port}`,
   endpoint: (o) => ({ host: o.host, port: o.port, serverName: o.server_name ?? o.host, ca: o.caPem, cert: o.clientCertPem, key: o.clientKeyPem }),
   effective: (o) => o,
