@@ -9,7 +9,7 @@ import { workerConfig, workerCount, workerForwards } from '../pipeline/worker-pl
 import { stateDirs } from '../pipeline/state-dirs.ts';
 import { holderText, lockMethod, stateHolder } from '../platform/state-lock.ts';
 import { hostname } from 'node:os';
-import { memoryShares } from '../core/memory-budget.ts';
+import { mibText } from '../core/memory-budget.ts';
 import { resolve } from 'node:path';
 
 export function summarize(cfg: Config): string {
@@ -18,8 +18,9 @@ export function summarize(cfg: Config): string {
   // With ENDPOINT (REGION=OTHER) the region says little on its own: the intake host is the endpoints'.
   const host = cfg.endpoints.syslog_host ?? cfg.endpoints.relp_host;
   lines.push(`region: ${cfg.region}${host ? ` (intake host set by endpoints: ${host})` : ''}`);
-  const share = memoryShares(cfg.memory_bytes, cfg.intakes.length, workerCount(cfg.workers)).intakeBytes;
-  lines.push(`memory: ${mib(cfg.memory_bytes)} (memory_bytes), ${mib(share)} for each intake's queue and output buffers`);
+  // Every intake has the same share (resolve.ts).
+  const share = cfg.intakes[0]?.memory.intakeBytes ?? 0;
+  lines.push(`memory: ${mibText(cfg.memory_bytes)} (memory_bytes), ${mibText(share)} for each intake's queue and output buffers`);
   for (const i of cfg.intakes) {
     lines.push(`intake "${i.name}":`);
     lines.push(`  key: ${i.toEmulator ? 'not set: forwards to the local emulator' : `set (${i.intakeKey.length} characters, from ${i.keySource})`}`);
@@ -92,7 +93,7 @@ export function stateInUse(cfg: Config): { readonly lines: string[]; readonly co
  * are replaced, file contents (certificates) left out: keys, key files' contents, bearer tokens.
  */
 export function effectiveYaml(cfg: Config): string {
-  const internal = new Set(['label', 'tlsFiles', 'caPem', 'clientCertPem', 'clientKeyPem', 'proofBytes', 'windowBytes', 'keySource', 'toEmulator', 'endpoint', 'file', 'format', 'warnings']);
+  const internal = new Set(['label', 'tlsFiles', 'caPem', 'clientCertPem', 'clientKeyPem', 'proofBytes', 'windowBytes', 'keySource', 'toEmulator', 'memory', 'endpoint', 'file', 'format', 'warnings']);
   const plain = JSON.parse(
     JSON.stringify(cfg, (k, v: unknown) => {
       if (internal.has(k) || Buffer.isBuffer(v)) return undefined;
@@ -110,9 +111,4 @@ export function effectiveYaml(cfg: Config): string {
     return { name: rest.name, intake_key: intakeKey === '' ? '' : '[redacted]', ...rest, output };
   });
   return `# ${cfg.file}: effective configuration (defaults filled in, secrets redacted)\n${stringify(plain)}`;
-}
-
-/** Bytes as MiB with one decimal at most ("64 MiB", "10.7 MiB"). */
-function mib(n: number): string {
-  return `${Math.round((n / 1024 / 1024) * 10) / 10} MiB`;
 }

@@ -10,7 +10,7 @@ import { fileSafe, workerCount } from '../core/config-values.ts';
 import { inputOf, type ResolvedInput, type ResolvedListener } from '../inputs/registry.ts';
 import { outputOf, type ResolvedOutput } from '../outputs/registry.ts';
 import { REGIONS, type Region } from './regions.ts';
-import { diskMemoryBytesOf, memoryShares, queueBytesOf } from '../core/memory-budget.ts';
+import { diskMemoryBytesOf, memoryShares, mibText, queueBytesOf, type MemoryShares } from '../core/memory-budget.ts';
 import type { DiskQueueConfig, IntakeConfig, RawConfig } from './schema.ts';
 
 /** A queue with its bounds filled in (from memory_bytes where the file does not set them). */
@@ -28,6 +28,8 @@ export interface ResolvedIntake extends Omit<IntakeConfig, 'inputs' | 'output' |
   readonly output: ResolvedOutput;
   /** Forwarded to the local emulator because it has no key (emulator.when: no_intake_key). */
   readonly toEmulator: boolean;
+  /** Its share of memory_bytes (the emulator's output takes its resend window from it). */
+  readonly memory: MemoryShares;
 }
 
 export interface Config extends Omit<RawConfig, 'intakes' | 'region' | 'listeners'> {
@@ -122,7 +124,7 @@ export function resolveConfig(cfg: RawConfig, r: Resolving): Omit<Config, 'warni
       if (other !== undefined) problems.push(`${place(['intakes', i, 'queue'])}: the disk queue directory ${queue.path} is also intakes[${other}]'s`);
       queuePaths.set(queue.path, i);
     }
-    return { ...rest, queue, intakeKey, keySource, inputs, output, toEmulator };
+    return { ...rest, queue, intakeKey, keySource, inputs, output, toEmulator, memory };
   });
 
   const labels = new Set<string>();
@@ -158,8 +160,7 @@ function overBudget(q: IntakeConfig['queue'], share: number, i: number, r: Resol
   if (r.format !== 'native') return;
   const [key, value] = q.type === 'disk' ? ['memory_bytes', q.memory_bytes] : ['max_bytes', q.max_bytes];
   if (value === undefined || value <= share) return;
-  const mib = (n: number): string => `${Math.round((n / 1024 / 1024) * 10) / 10} MiB`;
-  r.warnings.push(`${r.written(['intakes', i, 'queue'])}.${key} (${mib(value)}) is more than this intake's share of memory_bytes (${mib(share)}): when the queue fills, the relay uses more memory than memory_bytes says. Raise memory_bytes or leave ${key} out to have it derived.`);
+  r.warnings.push(`${r.written(['intakes', i, 'queue'])}.${key} (${mibText(value)}) is more than this intake's share of memory_bytes (${mibText(share)}): when the queue fills, the relay uses more memory than memory_bytes says. Raise memory_bytes or leave ${key} out to have it derived.`);
 }
 
 /** The intake key, from intake_key or intake_key_file; problems for a missing, empty or malformed one. */

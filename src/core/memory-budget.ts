@@ -47,6 +47,11 @@ export function memoryShares(memoryBytes: number, intakes: number, threads: numb
   return { intakeBytes, perThreadBytes: Math.max(MIN_SHARE_BYTES, Math.floor(intakeBytes / Math.max(1, threads))) };
 }
 
+/** Bytes as MiB with one decimal at most ("64 MiB", "10.7 MiB"), for messages. */
+export function mibText(n: number): string {
+  return `${Math.round((n / MiB) * 10) / 10} MiB`;
+}
+
 /** A memory queue's max_bytes from the intake's share. */
 export const queueBytesOf = (intakeBytes: number): number => Math.floor(intakeBytes / 4);
 /** A disk queue's memory_bytes from the intake's share. */

@@ -89,7 +89,7 @@ export class Pipeline {
     const tools = { metrics, intake: intake.name };
     const emulator = intake.toEmulator ? this.#env.emulator() : undefined;
     const sink = emulator
-      ? syslogOutput.create(emulatorOutput(emulator.port, emulator.caPem), { intake: intake.name, intakeKey: EMULATOR_DEMO_KEY, tools })
+      ? syslogOutput.create(emulatorOutput(emulator.port, emulator.caPem, intake.memory.perThreadBytes), { intake: intake.name, intakeKey: EMULATOR_DEMO_KEY, tools })
       : def.create(o, { intake: intake.name, intakeKey: intake.intakeKey, tools });
     metrics.configInfo.set({ intake: intake.name, output: sink.type }, 1);
     return new SinkRunner({

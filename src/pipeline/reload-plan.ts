@@ -57,7 +57,8 @@ export function emptyReport(): ReloadReport {
 
 const json = (v: unknown): string => JSON.stringify(v);
 /** What a new output (runner + sink) is needed for. */
-const outputKey = (i: ResolvedIntake): string => json([i.intakeKey, i.output, i.batch, i.toEmulator]);
+// The emulator's output takes its window from the intake's share of memory_bytes, not from i.output.
+const outputKey = (i: ResolvedIntake): string => json([i.intakeKey, i.output, i.batch, i.toEmulator, i.toEmulator ? i.memory : null]);
 
 export function planReload(old: Config, next: Config): ReloadPlan {
   const notApplied: string[] = [];

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
 import { MiB } from '../../src/core/config-values.ts';
 import { memoryShares } from '../../src/core/memory-budget.ts';
+import { emulatorOutput } from '../../src/outputs/syslog/definition.ts';
 
 const KEY = 'abcdef0123456789abcdef0123456789';
 const intake = (name: string, more = ''): string => `  - name: ${name}\n    intake_key: ${KEY}\n    inputs: [{ type: tcp, port: 0 }]\n${more}`;
@@ -56,5 +57,13 @@ describe('a queue bound set above the intake\'s share', () => {
     expect(disk.warnings[0]).toMatch(/^intakes\[0\]\.queue\.memory_bytes \(47\.7 MiB\) is more than/);
     // Within the share: nothing to say.
     expect(parseConfig(`intakes:\n${intake('a', '    queue: { max_bytes: 67108864 }\n')}`, 'x.yaml', {}).warnings).toEqual([]);
+  });
+});
+
+describe('the local emulator\'s output', () => {
+  it('takes its resend window from the intake\'s share, as a syslog output of its own would', () => {
+    const c = parseConfig(`memory_bytes: ${64 * MiB}\nemulator: { when: no_intake_key }\nintakes:\n  - name: a\n    intake_key: ""\n    inputs: [{ type: tcp, port: 0 }]\n`, 'x.yaml', {});
+    expect(c.intakes[0]!.toEmulator).toBe(true);
+    expect(emulatorOutput(1, 'ca', c.intakes[0]!.memory.perThreadBytes)).toMatchObject({ resend_window_bytes: Math.floor((32 * MiB) / 6), windowBytes: Math.floor((32 * MiB) / 6) });
   });
 });

@@ -2,9 +2,14 @@
 // configuration, how it is resolved (region defaults, files, the proof distance), and how it is
 // built and described.
 
-import type { OutputDefinition } from '../../core/component.ts';
-import type { ResolveContext } from '../../core/component.ts';
+import type { OutputDefinition, ResolveContext } from '../../core/component.ts';
 import type { SyslogEndpoints, SyslogOutputConfig } from './schema.ts';
+import { Rfc5424Formatter } from '../../syslog/format.ts';
+import { SyslogTlsSink } from './sink.ts';
+import { resendWindowBytes } from './options.ts';
+import { resendWindowOf } from '../../core/memory-budget.ts';
+import { unreadCapacityBytes } from './tcp-buffers.ts';
+import { checkTlsFiles } from '../tls-check.ts';
 
 /** The platform's syslog-over-TLS port. */
 const SYSLOG_PORT = 10514;
@@ -13,13 +18,6 @@ const SYSLOG_PORT = 10514;
 function endpoints(ctx: ResolveContext): SyslogEndpoints {
   return ctx.endpoints.overrides as SyslogEndpoints;
 }
-import { Rfc5424Formatter } from '../../syslog/format.ts';
-import { SyslogTlsSink } from './sink.ts';
-import { resendWindowBytes } from './options.ts';
-import { DEFAULT_MEMORY_BYTES, memoryShares, resendWindowOf } from '../../core/memory-budget.ts';
-import { unreadCapacityBytes } from './tcp-buffers.ts';
-import { checkTlsFiles } from '../tls-check.ts';
-
 
 export interface ResolvedSyslogOutput extends SyslogOutputConfig {
   readonly host: string;
@@ -104,10 +102,13 @@ export const SYSLOG_OUTPUT_DEFAULTS: SyslogOutputConfig = {
   backoff: { initial_ms: 500, max_ms: 30_000 },
 };
 
-/** The output of intakes without a key when emulator.when is no_intake_key: the local emulator, whatever they say. */
-export function emulatorOutput(port: number, caPem: string): ResolvedSyslogOutput {
+/**
+ * The output of intakes without a key when emulator.when is no_intake_key: the local emulator,
+ * whatever they say, with the resend window the intake's share of memory_bytes gives
+ * (`perThreadBytes`, as a syslog output of its own would have).
+ */
+export function emulatorOutput(port: number, caPem: string, perThreadBytes: number): ResolvedSyslogOutput {
   const o = SYSLOG_OUTPUT_DEFAULTS;
-  // The emulator is local and light: the window of one intake at the default memory_bytes.
-  const window = resendWindowOf(memoryShares(DEFAULT_MEMORY_BYTES, 1, 1).perThreadBytes);
+  const window = resendWindowOf(perThreadBytes);
   return { ...o, host: '127.0.0.1', port, server_name: 'localhost', caPem: Buffer.from(caPem), clientCertPem: undefined, clientKeyPem: undefined, resend_window_bytes: window, proofBytes: unreadCapacityBytes(), windowBytes: resendWindowBytes(window, unreadCapacityBytes()) };
 }
