@@ -387,23 +387,28 @@ export class BoundedQueue implements EventQueue {
   }
 
   #cut(limits: BatchLimits): Batch {
-    const out: LogEvent[] = [];
+    let out: LogEvent[] | undefined;
+    let taken = 0;
     let bytes = 0;
     const seq = (this.#seqs[0] ?? this.#nextSeq) + this.#head;
-    while (this.#chunks.length > 0 && out.length < limits.maxEvents) {
+    while (this.#chunks.length > 0 && taken < limits.maxEvents) {
       // A batch holds consecutive numbers: stop where chunks put back out of order meet.
-      if (out.length > 0 && this.#seqs[0] !== seq + out.length) break;
+      if (taken > 0 && this.#seqs[0] !== seq + taken) break;
       const chunk = this.#chunks[0] as LogEvent[];
-      let i = this.#head;
-      while (i < chunk.length && out.length < limits.maxEvents) {
+      const from = this.#head;
+      let i = from;
+      while (i < chunk.length && taken < limits.maxEvents) {
         const e = chunk[i] as LogEvent;
         // Always take at least one event, so an event larger than maxBytes still moves.
         const size = e.end - e.start;
-        if (out.length > 0 && bytes + size > limits.maxBytes) break;
-        out.push(e);
+        if (taken > 0 && bytes + size > limits.maxBytes) break;
         bytes += size;
+        taken++;
         i++;
       }
+      // A chunk's run is copied at once (a read's worth of events), not pushed one by one.
+      if (out === undefined) out = chunk.slice(from, i);
+      else for (let k = from; k < i; k++) out.push(chunk[k] as LogEvent);
       if (i >= chunk.length) {
         this.#chunks.shift();
         this.#seqs.shift();
@@ -413,13 +418,13 @@ export class BoundedQueue implements EventQueue {
         break;
       }
     }
-    this.#events -= out.length;
+    this.#events -= taken;
     this.#bytes -= bytes;
-    this.#inFlightEvents += out.length;
+    this.#inFlightEvents += taken;
     this.#inFlightBytes += bytes;
     // Fewer events wait now: readers held by the soft mark may go on (an HTTP output takes many).
     this.#maybeWakeWriters();
-    return { events: out, bytes, seq };
+    return { events: out ?? [], bytes, seq };
   }
 
   /** No more offers; `take` hands out what remains, then undefined. Wakes paused writers. */

@@ -34,7 +34,7 @@ const MAX_MSGID = 32;
  * APP-NAME, PROCID and MSGID, so a field with the same bytes reuses the previous string instead of
  * allocating one per event. `repaired`: events whose header did not fit RFC 5424 (a field cleaned or
  * cut, a BSD tag or malformed STRUCTURED-DATA left in MSG), for the input to count and reset once
- * per read.
+ * per read. `tail`: the last header's fields after its timestamp, by their bytes (see HeaderTail).
  */
 export interface FieldCache {
   host: string;
@@ -42,10 +42,62 @@ export interface FieldCache {
   proc: string;
   msgId: string;
   repaired: number;
+  readonly tail: HeaderTail;
 }
 
+/**
+ * The bytes after the timestamp up to STRUCTURED-DATA (RFC 5424: "host app procid msgid ") or MSG
+ * (BSD: "host app[pid]: "), and the fields they gave. Every decision the parser made there looked
+ * only at these bytes and found each of them before the end of the frame, so a frame with the same
+ * bytes at the same place, and more after them, gives the same fields: they are taken whole, after
+ * one comparison, instead of being searched for and compared field by field. Kept only for a
+ * header that needed no repair.
+ */
+interface HeaderTail {
+  readonly bytes: Uint8Array;
+  /** Bytes held; 0: none. */
+  length: number;
+  /** Which parse stored it (3164 or 5424): the same bytes mean other fields in the other one. */
+  format: number;
+  host: string;
+  app: string;
+  proc: string;
+  msgId: string;
+}
+
+/** The longest tail kept: longer ones (a 255-byte HOSTNAME) are parsed each time. */
+const MAX_TAIL = 128;
+
 export function fieldCache(): FieldCache {
-  return { host: '', app: '', proc: '', msgId: '', repaired: 0 };
+  return {
+    host: '', app: '', proc: '', msgId: '', repaired: 0,
+    tail: { bytes: new Uint8Array(MAX_TAIL), length: 0, format: 0, host: '', app: '', proc: '', msgId: '' },
+  };
+}
+
+/** Whether buf[at, end) starts with the tail (of the parse `format`) and has more after it. */
+function tailMatches(t: HeaderTail, format: number, buf: Buffer, at: number, end: number): boolean {
+  const n = t.length;
+  if (n === 0 || t.format !== format || at + n >= end) return false;
+  const b = t.bytes;
+  for (let k = 0; k < n; k++) if (buf[at + k] !== b[k]) return false;
+  return true;
+}
+
+/** Keeps buf[at, next) as the tail that gave these fields (none when it is too long). */
+function keepTail(t: HeaderTail, format: number, buf: Buffer, at: number, next: number, host: string, app: string, proc: string, msgId: string): void {
+  const n = next - at;
+  if (n <= 0 || n > MAX_TAIL) {
+    t.length = 0;
+    return;
+  }
+  t.bytes.set(new Uint8Array(buf.buffer, buf.byteOffset + at, n));
+  t.length = n;
+  t.format = format;
+  t.host = host;
+  t.app = app;
+  t.proc = proc;
+  t.msgId = msgId;
 }
 
 // Scratch state of the parse in progress (parsing is synchronous, one frame at a time): set by the
@@ -162,12 +214,28 @@ function parse5424(
   receivedAt: number, sender: string, d: HeaderDefaults, cache: FieldCache,
 ): LogEvent | undefined {
   const tsEnd = fieldEnd(buf, at, end);
-  const hostEnd = fieldEnd(buf, tsEnd + 1, end);
-  const appEnd = fieldEnd(buf, hostEnd + 1, end);
-  const procEnd = fieldEnd(buf, appEnd + 1, end);
-  if (procEnd >= end) return undefined; // too few fields: not RFC 5424
-  const msgIdEnd = fieldEnd(buf, procEnd + 1, end);
-  const sd = msgIdEnd + 1;
+  const tail = cache.tail;
+  let hostname: string;
+  let appName: string;
+  let procId: string;
+  let msgId: string;
+  let sd: number;
+  if (tailMatches(tail, 5424, buf, tsEnd + 1, end)) {
+    ({ host: hostname, app: appName, proc: procId, msgId } = tail);
+    sd = tsEnd + 1 + tail.length;
+  } else {
+    const hostEnd = fieldEnd(buf, tsEnd + 1, end);
+    const appEnd = fieldEnd(buf, hostEnd + 1, end);
+    const procEnd = fieldEnd(buf, appEnd + 1, end);
+    if (procEnd >= end) return undefined; // too few fields: not RFC 5424
+    const msgIdEnd = fieldEnd(buf, procEnd + 1, end);
+    sd = msgIdEnd + 1;
+    hostname = cache.host = repeatOr(buf, cache.host, tsEnd + 1, hostEnd, MAX_HOSTNAME);
+    appName = cache.app = repeatOr(buf, cache.app, hostEnd + 1, appEnd, MAX_APP_NAME);
+    procId = cache.proc = repeatOr(buf, cache.proc, appEnd + 1, procEnd, MAX_PROCID);
+    msgId = cache.msgId = repeatOr(buf, cache.msgId, procEnd + 1, msgIdEnd, MAX_MSGID);
+    if (!repaired && msgIdEnd < end) keepTail(tail, 5424, buf, tsEnd + 1, sd, hostname, appName, procId, msgId);
+  }
   let sdStart = sd;
   let sdEnd = sd;
   let msgStart: number;
@@ -195,10 +263,6 @@ function parse5424(
   }
   msgStart = Math.min(msgStart, end);
   if (sdEnd === sd || sdStart === sdEnd) sdStart = sdEnd = msgStart;
-  const hostname = (cache.host = repeatOr(buf, cache.host, tsEnd + 1, hostEnd, MAX_HOSTNAME));
-  const appName = (cache.app = repeatOr(buf, cache.app, hostEnd + 1, appEnd, MAX_APP_NAME));
-  const procId = (cache.proc = repeatOr(buf, cache.proc, appEnd + 1, procEnd, MAX_PROCID));
-  const msgId = (cache.msgId = repeatOr(buf, cache.msgId, procEnd + 1, msgIdEnd, MAX_MSGID));
   const tsNil = tsEnd - at === 1 && buf[at] === 0x2d;
   return event(
     buf, start, end, pri, 5424, tsNil ? start : at, tsNil ? start : tsEnd, sdStart, sdEnd, msgStart,
@@ -313,6 +377,11 @@ function parse3164(
     tsStart = i;
     tsEnd = i + tsLen;
     i += tsLen + 1;
+    const tail = cache.tail;
+    if (tailMatches(tail, 3164, buf, i, end)) {
+      return bsdEvent(buf, start, end, pri, tsStart, tsEnd, i + tail.length, receivedAt, sender, d, tail.host, tail.app, tail.proc);
+    }
+    const at = i;
     // HOSTNAME, unless the next token is already the TAG ("app:" or "app[pid]:"), or is longer
     // than a HOSTNAME may be (a JSON payload right after the timestamp): such text stays whole in MSG.
     const sp = indexOfByte(buf, 0x20, i, Math.min(end, i + MAX_HOSTNAME + 1));
@@ -320,6 +389,13 @@ function parse3164(
       hostname = cache.host = repeatOr(buf, cache.host, i, sp, MAX_HOSTNAME);
       i = sp + 1;
     }
+    // Kept only with a TAG: without one, the scan for it looked at bytes past the HOSTNAME.
+    const next = scanTag(buf, i, end);
+    if (next < 0) return bsdEvent(buf, start, end, pri, tsStart, tsEnd, i, receivedAt, sender, d, hostname, '', '');
+    const appName = (cache.app = repeatOr(buf, cache.app, i, tagNameEnd, MAX_APP_NAME));
+    const procId = tagPidStart >= 0 ? (cache.proc = repeatOr(buf, cache.proc, tagPidStart, tagPidEnd, MAX_PROCID)) : '';
+    if (!repaired && next < end) keepTail(tail, 3164, buf, at, next, hostname, appName, procId, '');
+    return bsdEvent(buf, start, end, pri, tsStart, tsEnd, next, receivedAt, sender, d, hostname, appName, procId);
   }
   let appName = '';
   let procId = '';
@@ -329,8 +405,16 @@ function parse3164(
     if (tagPidStart >= 0) procId = cache.proc = repeatOr(buf, cache.proc, tagPidStart, tagPidEnd, MAX_PROCID);
     i = next;
   }
+  return bsdEvent(buf, start, end, pri, tsStart, tsEnd, i, receivedAt, sender, d, hostname, appName, procId);
+}
+
+/** A BSD line's event: MSG from `msgStart`; the input's defaults for the fields it did not carry. */
+function bsdEvent(
+  buf: Buffer, start: number, end: number, pri: number, tsStart: number, tsEnd: number, msgStart: number,
+  receivedAt: number, sender: string, d: HeaderDefaults, hostname: string, appName: string, procId: string,
+): LogEvent {
   return event(
-    buf, start, end, pri, 3164, tsStart, tsEnd, i, i, i, receivedAt, sender,
+    buf, start, end, pri, 3164, tsStart, tsEnd, msgStart, msgStart, msgStart, receivedAt, sender,
     hostname || d.hostname || sender,
     appName || d.appName,
     procId || (appName ? '' : d.procId),

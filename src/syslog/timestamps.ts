@@ -5,13 +5,19 @@ import { byteAt, indexOfByte, isDigit } from './bytes.ts';
 
 const MONTHS = 'JanFebMarAprMayJunJulAugSepOctNovDec';
 /** Each month's three letters as one number (the bytes' values, big-endian). */
-const MONTH_CODES = Array.from({ length: 12 }, (_, m) => (MONTHS.charCodeAt(3 * m) << 16) | (MONTHS.charCodeAt(3 * m + 1) << 8) | MONTHS.charCodeAt(3 * m + 2));
+const MONTH_CODES = Int32Array.from({ length: 12 }, (_, m) => (MONTHS.charCodeAt(3 * m) << 16) | (MONTHS.charCodeAt(3 * m + 1) << 8) | MONTHS.charCodeAt(3 * m + 2));
+
+/** Whether `code` is a month's three letters (a loop the compiler inlines: this runs per BSD line). */
+function isMonth(code: number): boolean {
+  for (let m = 0; m < 12; m++) if (MONTH_CODES[m] === code) return true;
+  return false;
+}
 
 /** Length of a BSD timestamp at buf[at] ("Mmm dd hh:mm:ss", optional .fraction and year) before `end`, or 0. */
 export function bsdTimestampAt(buf: Uint8Array, at: number, end: number): number {
   if (end - at < 15) return 0;
   const month = ((buf[at] as number) << 16) | ((buf[at + 1] as number) << 8) | (buf[at + 2] as number);
-  if (!MONTH_CODES.includes(month) || buf[at + 3] !== 0x20) return 0;
+  if (!isMonth(month) || buf[at + 3] !== 0x20) return 0;
   const d1 = buf[at + 4] as number;
   if (!(d1 === 0x20 || isDigit(d1)) || !isDigit(buf[at + 5] as number) || buf[at + 6] !== 0x20) return 0;
   let i = at + 7;

@@ -109,6 +109,58 @@ describe('a frame inside a shared read buffer', () => {
   });
 });
 
+describe('a stream parsed with one cache (the header after the timestamp taken whole when it repeats)', () => {
+  const fields = (e: ReturnType<typeof parseSyslog>, cache?: ReturnType<typeof fieldCache>) => ({
+    pri: e.pri, format: e.format, ts: timestampText(e), host: e.hostname, app: e.appName, pid: e.procId, msgid: e.msgId,
+    sd: structuredDataText(e), msg: messageText(e), repaired: cache?.repaired ?? 0,
+  });
+  const alone = (frame: string, d: HeaderDefaults) => {
+    const cache = fieldCache();
+    return fields(parseSyslog(Buffer.from(frame), 0, Buffer.byteLength(frame), 1, '10.1.2.3', d, cache), cache);
+  };
+
+  it('gives each frame exactly what it gives alone, whatever came before it', () => {
+    const heads = [
+      '<14>Nov 22 10:00:00 host app[12]: ', '<14>Nov 22 10:00:01 host app[12]: ', '<14>Nov 22 10:00:00 host app: ',
+      '<14>Nov 22 10:00:00 host app[12] ', '<14>Nov 22 10:00:00 app[12]: ', '<14>Nov 22 10:00:00 host ', '<14>Nov 22 10:00:00 host app[1 2]: ',
+      '<14>Nov 22 10:00:00 host - ', '<14>Nov 22 10:00:00 - app: ', '<14>Nov 22 10:00:00 host app:', '<14>Nov 22 10:00:00 host app[12]:',
+      '<14>Nov 22 10:00:00 h\tst app[12]: ', `<14>Nov 22 10:00:00 host ${'a'.repeat(60)}: `, `<14>Nov 22 10:00:00 ${'h'.repeat(120)} app[12]: `,
+      '<14>2026-11-22T10:00:00Z host app[12]: ', '<14>host app[12]: ',
+      '<13>1 2026-11-22T10:00:00Z host app 12 ID47 ', '<13>1 2026-11-22T10:00:01Z host app 12 ID47 ', '<13>1 - host app 12 ID47 ',
+      '<13>1 - host app 12 ', '<13>1 - host app 12 ID47', '<13>1 - h\tst app 12 ID47 ', `<13>1 - host ${'a'.repeat(60)} 12 ID47 `,
+      '<13>1 - - - - - ', '<13>1 - host  12 ID47 ',
+    ];
+    const tails = ['', 'm', ' m', '- m', '[x@1 v="1"] m', '[x@1 v="1"', 'app[12]: m', ': m', 'x'];
+    const d: HeaderDefaults = { pri: 13, hostname: '', appName: 'dflt', procId: '7' };
+    const frames: string[] = [];
+    // A fixed pseudo-random order, so that each header follows many others (and itself).
+    let seed = 12345;
+    const next = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    // A frame that ends inside the previous header's bytes, the read's next bytes completing them.
+    for (const [first, cut] of [['<14>Nov 22 10:00:00 host app[12]: m', 30], ['<13>1 - host app 12 ID47 - m', 20]] as const) {
+      const c = fieldCache();
+      parseSyslog(Buffer.from(first), 0, first.length, 1, '10.1.2.3', d, c);
+      const e = parseSyslog(Buffer.from(first), 0, cut, 1, '10.1.2.3', d, c);
+      expect(fields(e, c), first.slice(0, cut)).toEqual(alone(first.slice(0, cut), d));
+    }
+    for (let k = 0; k < 3000; k++) frames.push((heads[next(heads.length)] as string) + (tails[next(tails.length)] as string));
+    const cache = fieldCache();
+    // The frames one after another in one buffer, as in a read.
+    const buf = Buffer.from(frames.join(''));
+    let at = 0;
+    for (const frame of frames) {
+      const end = at + Buffer.byteLength(frame);
+      cache.repaired = 0;
+      const e = parseSyslog(buf, at, end, 1, '10.1.2.3', d, cache);
+      expect(fields(e, cache), frame).toEqual(alone(frame, d));
+      at = end;
+    }
+  });
+});
+
 describe('BSD lines whose first token is not what it looks like', () => {
   it('a token longer than a HOSTNAME may be after the timestamp stays whole in MSG (nothing cut, nothing lost)', () => {
     const json = `{"k":"${'a'.repeat(300)}","ua":"Mozilla/5.0 (X11)"}`;
