@@ -8,7 +8,6 @@ import { timestampText } from '../core/event.ts';
 import { utf8Boundary } from '../core/utf8.ts';
 import { isoUtc } from '../core/iso-time.ts';
 import { bsdConversion } from './timestamps.ts';
-import { copyBytes } from './bytes.ts';
 
 export type TimestampMode = 'received' | 'source';
 
@@ -199,11 +198,11 @@ export class Rfc5424Formatter {
         off += head.length;
       }
       const fit = fits?.get(i);
-      if (e.sdEnd > e.sdStart && (fit === undefined || fit.keepSd)) off += copyBytes(e.buf, e.sdStart, e.sdEnd, out, off);
+      if (e.sdEnd > e.sdStart && (fit === undefined || fit.keepSd)) off += e.buf.copy(out, off, e.sdStart, e.sdEnd);
       const msgEnd = fit === undefined ? e.end : fit.msgEnd;
       if (msgEnd > e.msgStart) {
         out[off++] = 0x20;
-        off += copyBytes(e.buf, e.msgStart, msgEnd, out, off);
+        off += e.buf.copy(out, off, e.msgStart, msgEnd);
       }
       if (framing.trailer) out[off++] = 0x0a;
     }

@@ -91,7 +91,7 @@ function keepTail(t: HeaderTail, format: number, buf: Buffer, at: number, next: 
     t.length = 0;
     return;
   }
-  t.bytes.set(new Uint8Array(buf.buffer, buf.byteOffset + at, n));
+  buf.copy(t.bytes, 0, at, next);
   t.length = n;
   t.format = format;
   t.host = host;
