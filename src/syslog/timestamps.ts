@@ -7,9 +7,18 @@ const MONTHS = 'JanFebMarAprMayJunJulAugSepOctNovDec';
 /** Each month's three letters as one number (the bytes' values, big-endian). */
 const MONTH_CODES = Int32Array.from({ length: 12 }, (_, m) => (MONTHS.charCodeAt(3 * m) << 16) | (MONTHS.charCodeAt(3 * m + 1) << 8) | MONTHS.charCodeAt(3 * m + 2));
 
-/** Whether `code` is a month's three letters (a loop the compiler inlines: this runs per BSD line). */
+/** The last month's code seen: a stream's lines share their month. */
+let lastMonth = 0;
+
+/** Whether `code` is a month's three letters (runs per BSD line: no builtin call, the last one first). */
 function isMonth(code: number): boolean {
-  for (let m = 0; m < 12; m++) if (MONTH_CODES[m] === code) return true;
+  if (code === lastMonth) return true;
+  for (let m = 0; m < 12; m++) {
+    if (MONTH_CODES[m] === code) {
+      lastMonth = code;
+      return true;
+    }
+  }
   return false;
 }
 
