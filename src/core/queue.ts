@@ -45,6 +45,9 @@ export class BoundedQueue implements EventQueue {
   #drainedSinceMark = 0;
   #markAt = Date.now();
   #dataWaiter: (() => void) | undefined;
+  /** What wakes the waiting taker: this many events or bytes queued (a batch while it lingers). */
+  #wakeEvents = 1;
+  #wakeBytes = 1;
   #writableWaiters: (() => void)[] = [];
   /** When the output last released a batch (performance.now(): monotonic), -1 before the first. */
   #releasedAt = -1;
@@ -286,7 +289,7 @@ export class BoundedQueue implements EventQueue {
     this.#bytes += bytes;
     const pending = this.#events + this.#inFlightEvents;
     if (pending > this.#highWater) this.#highWater = pending;
-    this.#wakeTaker();
+    if (this.#events >= this.#wakeEvents || this.#bytes >= this.#wakeBytes) this.#wakeTaker();
   }
 
   #wakeTaker(): void {
@@ -363,15 +366,19 @@ export class BoundedQueue implements EventQueue {
         if (this.#closed || this.#events >= limits.maxEvents || this.#bytes >= limits.maxBytes || now >= lingerUntil) {
           return this.#cut(limits);
         }
-        await this.#waitData(lingerUntil - now, signal);
+        // Lingering: woken when the batch is full (or at the linger's end), not at every offer.
+        await this.#waitData(lingerUntil - now, signal, limits.maxEvents, limits.maxBytes);
       } else {
         if (this.#closed) return undefined;
-        await this.#waitData(0, signal);
+        await this.#waitData(0, signal, 1, 1);
       }
     }
   }
 
-  #waitData(timeoutMs: number, signal: AbortSignal): Promise<void> {
+  /** Until `events` or `bytes` are queued, `timeoutMs` passed (0: no timeout), the queue closes or `signal` aborts. */
+  #waitData(timeoutMs: number, signal: AbortSignal, events: number, bytes: number): Promise<void> {
+    this.#wakeEvents = events;
+    this.#wakeBytes = bytes;
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined;
       const done = (): void => {

@@ -138,6 +138,18 @@ describe('BoundedQueue', () => {
     expect(q.offer(evs(2), 20, 'pause')).toEqual({ result: 'dropped', dropped: 2, droppedBytes: 20 });
   });
 
+  it('a lingering take is woken by a full batch of bytes, or at the linger\'s end with what is there', async () => {
+    const q = new BoundedQueue({ maxEvents: 100, maxBytes: 10_000, whenFull: 'block' });
+    const byBytes = q.take({ maxEvents: 50, maxBytes: 30, lingerMs: 60_000 }, signal);
+    q.offer(evs(1), 10, 'pause');
+    q.offer(evs(1), 10, 'pause');
+    q.offer(evs(1), 10, 'pause');
+    expect((await byBytes)?.events).toHaveLength(3);
+    const short = q.take({ maxEvents: 50, maxBytes: 10_000, lingerMs: 20 }, signal);
+    q.offer(evs(2), 20, 'pause');
+    expect((await short)?.events).toHaveLength(2);
+  });
+
   it('writable() resolves below 90% of the limits, once the output has stopped draining (else below half the soft mark)', async () => {
     await withFakeClock(async () => {
       const q = new BoundedQueue({ maxEvents: 10, maxBytes: 10_000, whenFull: 'block' });
