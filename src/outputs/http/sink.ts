@@ -8,11 +8,12 @@
 import { promisify } from 'node:util';
 import { gzip as gzipCb, constants as zlib } from 'node:zlib';
 import type { Dispatcher } from 'undici';
-import type { Batch, LogEvent } from '../../core/event.ts';
+import type { Batch } from '../../core/event.ts';
 import { RelayError, classifyConnectError } from '../../core/errors.ts';
 import { PeerTextRedactor } from '../../core/peer-text.ts';
 import type { Concurrency, SendResult, Sink, SinkEvents } from '../../core/contracts.ts';
 import type { HttpOutputTelemetry } from '../../core/telemetry.ts';
+import { jsonEventsBody } from './json-body.ts';
 
 const gzip = promisify(gzipCb);
 /** Of an answer's body, what is read: an error page's head explains it; the rest is not kept. */
@@ -88,22 +89,11 @@ export class HttpJsonSink implements Sink {
     else this.#dispatcher = new ProxyAgent({ ...agentOptions, uri: o.proxy, requestTls });
   }
 
-  /** `{"events": [...]}` of the batch; JSON.stringify escapes, once per body. */
-  #encode(events: readonly LogEvent[]): Buffer {
-    const strings = new Array<string>(events.length);
-    const line = this.#o.event === 'line';
-    for (let i = 0; i < events.length; i++) {
-      const e = events[i] as LogEvent;
-      strings[i] = e.buf.toString('utf8', line ? e.start : e.msgStart, e.end);
-    }
-    return Buffer.from(JSON.stringify({ events: strings }));
-  }
-
   async send(batch: Batch, signal: AbortSignal): Promise<SendResult> {
     const o = this.#o;
     const n = batch.events.length;
     if (n === 0) return { status: 'sent' };
-    const json = this.#encode(batch.events);
+    const json = jsonEventsBody(batch.events, o.event === 'line');
     if (json.length > o.maxBodyBytes) {
       // Never send what the intake would refuse: split before sending.
       return { status: 'permanent', reason: 'too_large', bisect: true, error: new RelayError('ERELAY_BODY_TOO_LARGE', `Body of ${json.length} bytes exceeds max_body_bytes (${o.maxBodyBytes}).`) };
