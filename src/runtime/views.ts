@@ -4,14 +4,14 @@
 // (one viewer per thread joined into one output). The operations server asks this.
 
 import type { Writable } from 'node:stream';
-import { AggregatorRegistry, type Registry } from 'prom-client';
+import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, type Registry } from 'prom-client';
 import type { Config } from '../config/resolve.ts';
 import type { SenderTable, SenderTables } from '../pipeline/senders.ts';
 import { joinedTap, MAX_VIEWERS, type TapQuery } from '../pipeline/tap.ts';
 import type { Topology } from '../pipeline/topology.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { HealthSource, IntakeHealth, IntakeProgress, ListenerHealth } from '../telemetry/ops-server.ts';
-import { snapshotOf, type Snapshot } from '../telemetry/snapshot.ts';
+import { SNAPSHOT_METRICS, snapshotOf, type Snapshot } from '../telemetry/snapshot.ts';
 import { VERSION } from '../version.ts';
 import type { BacklogWatch } from './backlog.ts';
 import type { ThreadHandle } from './thread-handle.ts';
@@ -125,9 +125,14 @@ export class OperatorView implements HealthSource {
     this.#watch.sample(await this.#read());
   }
 
-  /** Every thread's metrics and the intakes' health, now. */
+  /**
+   * Every thread's metrics and the intakes' health, now. One thread: only the metrics a snapshot
+   * uses (all of them, process metrics included, took milliseconds of the event loop every few
+   * seconds); with workers, every thread's, added up.
+   */
   async #read(): Promise<Snapshot> {
-    const metrics = await (await this.gather()).getMetricsAsJSON();
+    const s = this.#s();
+    const metrics = s.threads.length <= 1 ? await metricsNamed(s.metrics.registry, SNAPSHOT_METRICS) : await (await this.gather()).getMetricsAsJSON();
     return snapshotOf(metrics, this.health(), { at: Date.now(), version: VERSION, phase: this.phase });
   }
 
@@ -172,4 +177,10 @@ export class OperatorView implements HealthSource {
   endTaps(): void {
     for (const out of this.#joined) out.end();
   }
+}
+
+/** The metrics of `registry` named in `names` (those it has), collected as getMetricsAsJSON() would. */
+async function metricsNamed(registry: Registry, names: readonly string[]): Promise<MetricObjectWithValues<MetricValue<string>>[]> {
+  const got = await Promise.all(names.map((n) => registry.getSingleMetric(n)?.get()));
+  return got.filter((m) => m !== undefined);
 }

@@ -60,20 +60,35 @@ export interface Snapshot {
 type Metric = MetricObjectWithValues<MetricValue<string>>;
 type Labels = Readonly<Partial<Record<string, string | number>>>;
 
+/**
+ * The metrics a snapshot is made of, and no others: the relay reads just these every few seconds
+ * (views.ts), not the whole registry (whose process metrics read /proc and walk histograms). The
+ * readers below take only these names, so a snapshot cannot use one that is not read.
+ */
+export const SNAPSHOT_METRICS = [
+  'intake_relay_events_received_total', 'intake_relay_events_sent_total', 'intake_relay_events_resent_total',
+  'intake_relay_events_filtered_total', 'intake_relay_events_dropped_total',
+  'intake_relay_queue_bytes', 'intake_relay_queue_max_events', 'intake_relay_queue_max_bytes',
+  'intake_relay_queue_oldest_event_age_seconds', 'intake_relay_disk_queue_events', 'intake_relay_disk_queue_bytes',
+  'intake_relay_senders', 'intake_relay_senders_silent', 'intake_relay_input_connections',
+  'intake_relay_udp_kernel_drops_total', 'intake_relay_thread_utilization',
+] as const;
+type SnapshotMetric = (typeof SNAPSHOT_METRICS)[number];
+
 /** The values of one metric, by name, with their labels (none when the metric is absent). */
-function series(metrics: readonly Metric[], name: string): readonly { readonly labels: Labels; readonly value: number }[] {
+function series(metrics: readonly Metric[], name: SnapshotMetric): readonly { readonly labels: Labels; readonly value: number }[] {
   return metrics.find((m) => m.name === name)?.values ?? [];
 }
 
 /** The sum of a metric's values whose labels match `where`. */
-function sum(metrics: readonly Metric[], name: string, where: Labels): number {
+function sum(metrics: readonly Metric[], name: SnapshotMetric, where: Labels): number {
   let n = 0;
   for (const v of series(metrics, name)) if (Object.entries(where).every(([k, x]) => v.labels[k] === x)) n += v.value;
   return n;
 }
 
 /** The value of a gauge with these labels, or null when it has none. */
-function gauge(metrics: readonly Metric[], name: string, where: Labels): number | null {
+function gauge(metrics: readonly Metric[], name: SnapshotMetric, where: Labels): number | null {
   const v = series(metrics, name).find((s) => Object.entries(where).every(([k, x]) => s.labels[k] === x));
   return v ? v.value : null;
 }
@@ -112,7 +127,7 @@ export function snapshotOf(metrics: readonly Metric[], health: readonly IntakeHe
   // Each input once, with its owner: its intake, or '' for a shared listener (whose events are
   // counted under the intakes it routed them to).
   const rows = new Map<string, { readonly intake: string; readonly input: string }>();
-  for (const name of ['intake_relay_senders', 'intake_relay_input_connections']) {
+  for (const name of ['intake_relay_senders', 'intake_relay_input_connections'] as const) {
     for (const v of series(metrics, name)) {
       const row = { intake: String(v.labels.intake ?? ''), input: String(v.labels.input ?? '') };
       if (row.input) rows.set(`${row.intake}\0${row.input}`, row);
