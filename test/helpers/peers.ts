@@ -17,9 +17,13 @@ export function requirePeer(what: string, ok: boolean): void {
   if (!ok) throw new Error(`${what} is not installed: run scripts/install-test-peers.sh (as .ci/run does).`);
 }
 
-/** Ports each test worker picks from: its own slice of 20000-31999, by its pool id. */
-const PORT_SLICE = 1_500;
-const portBase = 20_000 + ((Math.max(1, Number(process.env.VITEST_POOL_ID ?? 1)) - 1) % 8) * PORT_SLICE;
+/**
+ * Ports each test worker picks from: its own slice of 21000-32199, by its pool id. Above
+ * 20516-20566, which the official forwarder's compose file publishes whole
+ * (forwarder-compose.test.ts): a port another worker had picked there failed that test's start.
+ */
+const PORT_SLICE = 1_400;
+const portBase = 21_000 + ((Math.max(1, Number(process.env.VITEST_POOL_ID ?? 1)) - 1) % 8) * PORT_SLICE;
 /** Ports this worker handed out: a test that stops a peer and starts it again on the same port (a
  * restart after kill -9) must not find it taken by another test of this worker meanwhile. */
 const handedOut = new Set<number>();
