@@ -8,8 +8,8 @@ import { outputOf } from '../outputs/registry.ts';
 import { workerConfig, workerCount, workerForwards } from '../pipeline/worker-plan.ts';
 import { stateDirs } from '../pipeline/state-dirs.ts';
 import { holderText, lockMethod, stateHolder } from '../platform/state-lock.ts';
-import { hostname } from 'node:os';
 import { mibText } from '../core/memory-budget.ts';
+import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 
 export function summarize(cfg: Config): string {

@@ -373,7 +373,8 @@ function parse3164(
   let tsEnd = start;
   let hostname = '';
   const tsLen = bsdTimestampAt(buf, i, end) || isoTimestampAt(buf, i, end);
-  if (tsLen > 0 && byteAt(buf, i + tsLen, end) === 0x20) {
+  const stamped = tsLen > 0 && byteAt(buf, i + tsLen, end) === 0x20;
+  if (stamped) {
     tsStart = i;
     tsEnd = i + tsLen;
     i += tsLen + 1;
@@ -381,7 +382,6 @@ function parse3164(
     if (tailMatches(tail, 3164, buf, i, end)) {
       return bsdEvent(buf, start, end, pri, tsStart, tsEnd, i + tail.length, receivedAt, sender, d, tail.host, tail.app, tail.proc);
     }
-    const at = i;
     // HOSTNAME, unless the next token is already the TAG ("app:" or "app[pid]:"), or is longer
     // than a HOSTNAME may be (a JSON payload right after the timestamp): such text stays whole in MSG.
     const sp = indexOfByte(buf, 0x20, i, Math.min(end, i + MAX_HOSTNAME + 1));
@@ -389,23 +389,15 @@ function parse3164(
       hostname = cache.host = repeatOr(buf, cache.host, i, sp, MAX_HOSTNAME);
       i = sp + 1;
     }
-    // Kept only with a TAG: without one, the scan for it looked at bytes past the HOSTNAME.
-    const next = scanTag(buf, i, end);
-    if (next < 0) return bsdEvent(buf, start, end, pri, tsStart, tsEnd, i, receivedAt, sender, d, hostname, '', '');
-    const appName = (cache.app = repeatOr(buf, cache.app, i, tagNameEnd, MAX_APP_NAME));
-    const procId = tagPidStart >= 0 ? (cache.proc = repeatOr(buf, cache.proc, tagPidStart, tagPidEnd, MAX_PROCID)) : '';
-    if (!repaired && next < end) keepTail(tail, 3164, buf, at, next, hostname, appName, procId, '');
-    return bsdEvent(buf, start, end, pri, tsStart, tsEnd, next, receivedAt, sender, d, hostname, appName, procId);
   }
-  let appName = '';
-  let procId = '';
   const next = scanTag(buf, i, end);
-  if (next >= 0) {
-    appName = cache.app = repeatOr(buf, cache.app, i, tagNameEnd, MAX_APP_NAME);
-    if (tagPidStart >= 0) procId = cache.proc = repeatOr(buf, cache.proc, tagPidStart, tagPidEnd, MAX_PROCID);
-    i = next;
-  }
-  return bsdEvent(buf, start, end, pri, tsStart, tsEnd, i, receivedAt, sender, d, hostname, appName, procId);
+  if (next < 0) return bsdEvent(buf, start, end, pri, tsStart, tsEnd, i, receivedAt, sender, d, hostname, '', '');
+  const appName = (cache.app = repeatOr(buf, cache.app, i, tagNameEnd, MAX_APP_NAME));
+  const procId = tagPidStart >= 0 ? (cache.proc = repeatOr(buf, cache.proc, tagPidStart, tagPidEnd, MAX_PROCID)) : '';
+  // The tail after a timestamp is kept only with a TAG: without one, the scan for it looked at
+  // bytes past the HOSTNAME.
+  if (stamped && !repaired && next < end) keepTail(cache.tail, 3164, buf, tsEnd + 1, next, hostname, appName, procId, '');
+  return bsdEvent(buf, start, end, pri, tsStart, tsEnd, next, receivedAt, sender, d, hostname, appName, procId);
 }
 
 /** A BSD line's event: MSG from `msgStart`; the input's defaults for the fields it did not carry. */

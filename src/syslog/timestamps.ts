@@ -5,21 +5,17 @@ import { byteAt, indexOfByte, isDigit } from './bytes.ts';
 
 const MONTHS = 'JanFebMarAprMayJunJulAugSepOctNovDec';
 /** Each month's three letters as one number (the bytes' values, big-endian). */
-const MONTH_CODES = Int32Array.from({ length: 12 }, (_, m) => (MONTHS.charCodeAt(3 * m) << 16) | (MONTHS.charCodeAt(3 * m + 1) << 8) | MONTHS.charCodeAt(3 * m + 2));
+const MONTH_CODES = Array.from({ length: 12 }, (_, m) => (MONTHS.charCodeAt(3 * m) << 16) | (MONTHS.charCodeAt(3 * m + 1) << 8) | MONTHS.charCodeAt(3 * m + 2));
 
-/** The last month's code seen: a stream's lines share their month. */
+/** The last month's code seen: a stream's lines share their month, so the list is rarely searched. */
 let lastMonth = 0;
 
-/** Whether `code` is a month's three letters (runs per BSD line: no builtin call, the last one first). */
+/** Whether `code` is a month's three letters. */
 function isMonth(code: number): boolean {
   if (code === lastMonth) return true;
-  for (let m = 0; m < 12; m++) {
-    if (MONTH_CODES[m] === code) {
-      lastMonth = code;
-      return true;
-    }
-  }
-  return false;
+  if (!MONTH_CODES.includes(code)) return false;
+  lastMonth = code;
+  return true;
 }
 
 /** Length of a BSD timestamp at buf[at] ("Mmm dd hh:mm:ss", optional .fraction and year) before `end`, or 0. */
