@@ -38,7 +38,7 @@ function buildNative() {
   mkdirSync(dirname(NATIVE_OUT), { recursive: true });
   const tmp = `${NATIVE_OUT}.tmp`;
   try {
-    execFileSync(cc, ['-O2', '-Wall', '-Wextra', '-shared', '-fPIC', '-fvisibility=hidden', `-I${include}`, '-o', tmp, ...SOURCES], { stdio: ['ignore', 'pipe', 'pipe'] });
+    execFileSync(cc, ['-O2', '-Wall', '-Wextra', '-shared', '-fPIC', '-fvisibility=hidden', '-pthread', `-I${include}`, '-o', tmp, ...SOURCES], { stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (err) {
     const e = /** @type {NodeJS.ErrnoException & { stderr?: Buffer }} */ (err);
     const why = e.code === 'ENOENT' ? `no C compiler (${cc}); install gcc and libc6-dev` : (e.stderr?.toString().trim().split('\n').slice(-3).join(' ') ?? e.message);

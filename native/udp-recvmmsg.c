@@ -1,8 +1,17 @@
-// Batched UDP receive for the relay's UDP input (Linux): the socket is polled on the calling
-// thread's libuv loop and each time it is readable, recvmmsg(2) takes up to BATCH datagrams per
-// system call, and JavaScript is called once per batch with the datagrams' bytes back to back in
+// Batched UDP receive for the relay's UDP input (Linux): recvmmsg(2) takes up to BATCH datagrams
+// per system call, and JavaScript is called once per batch with the datagrams' bytes back to back in
 // one Buffer, their ends, and their senders (an address once per run of datagrams from it). Node's dgram path costs a
 // recvmsg, a C++ to JS call, a Buffer and an rinfo object per datagram; this costs them per batch.
+//
+// Two ways to read, chosen at start():
+// - polled: the socket is polled on the calling thread's libuv loop and read when readable (a UDP
+//   receive thread's own loop, which does nothing else);
+// - with a reader thread (a backlog bound given): a thread of this addon reads the socket as rsyslog's
+//   imudp does, into a backlog of chunks, and wakes the loop, which hands the backlog to JavaScript.
+//   While the loop is busy (a collection, a burst of output, a connection being set up) the socket
+//   is still drained, so the kernel's buffer need not hold the stall: the backlog holds up to the
+//   bound, and what would pass it is dropped and counted. The reader waits COALESCE_NS after the
+//   first datagram that finds it idle, so it and the loop wake ~1,000 times a second at most.
 //
 // Node-API only (ABI-stable: any Node with NAPI 8), built by native/compile.mjs; where it is
 // missing or fails to load, the input falls back to dgram (src/inputs/udp/native.ts).
@@ -10,7 +19,8 @@
 // JavaScript API (src/inputs/udp/native.ts):
 //   open(address, port, ipv6, reusePort, rcvbuf) -> handle   (throws Error{code, syscall} on failure)
 //   info(handle) -> [port, rcvbuf]                          (rcvbuf as the kernel reports it)
-//   start(handle, onBatch(buf, ends, from, addrs), onError(code))
+//   start(handle, onBatch(buf, ends, from, addrs, dropped), onError(code), backlogBytes)
+//                   backlogBytes > 0: a reader thread with that bound; 0 or missing: polled
 //   drain(handle)   read what the socket holds now, synchronously, calling onBatch (for a stop)
 //   close(handle)   idempotent; info/start on a closed handle throw, drain does nothing
 // registered by addon.c, with process.c's calls, in the one addon (native/build/relay.node).
@@ -21,11 +31,18 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <node_api.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -39,6 +56,34 @@
 #define RETRY_MS 100
 /** How many of the newest senders a datagram's address is compared with before it gets an entry of its own. */
 #define ADDR_LOOKBACK 16
+/** The reader thread's backlog is kept in chunks of this size, mapped when needed and unmapped when taken (a stall's backlog goes back to the system). */
+#define CHUNK (256 * 1024)
+/** Chunks kept mapped for reuse once taken, so that a steady flow maps none. */
+#define SPARES 2
+/** How long the reader lets datagrams gather after one arrives on an idle socket. */
+#define COALESCE_NS 1000000L
+
+/** A backlog chunk: records back to back from data[0] to data[used]. */
+typedef struct chunk {
+  struct chunk *next;
+  size_t used;
+  unsigned char data[];
+} chunk;
+#define CHUNK_DATA (CHUNK - offsetof(chunk, data))
+
+/** A datagram in the backlog: this header, then its bytes, the whole padded to 8 bytes. */
+typedef struct record {
+  uint32_t len;
+  uint32_t addr_len;
+  union {
+    struct sockaddr_in v4;
+    struct sockaddr_in6 v6;
+  } addr;
+} record;
+
+static size_t record_size(size_t len) {
+  return (sizeof(record) + len + 7) & ~(size_t)7;
+}
 
 struct receiver;
 
@@ -59,11 +104,30 @@ typedef struct receiver {
   int depth;
   uv_poll_t poll;
   uv_timer_t retry;
-  /** libuv handles (poll, retry) still to close before the memory can go. */
+  /** libuv handles (poll and retry, or async) still to close before the memory can go. */
   int open_handles;
+  /* With a reader thread (threaded): it reads the socket (msgs, iov, from and slots are its own
+     while it runs) and appends to the backlog; `async` wakes the loop to take it. Under `lock`:
+     the backlog, its size, what was dropped at its bound, the last failed read. */
+  int threaded;
+  int reading;
+  pthread_t thread;
+  int stop_fd;
+  uv_async_t async;
+  pthread_mutex_t lock;
+  chunk *head;
+  chunk *tail;
+  size_t backlog;
+  size_t backlog_max;
+  uint64_t dropped;
+  int read_error;
+  chunk *spares[SPARES];
+  int nspares;
+  /** Dropped at the bound, taken from the backlog and not yet handed to JavaScript. */
+  uint64_t dropped_out;
   napi_ref on_batch;
   napi_ref on_error;
-  napi_async_context async;
+  napi_async_context async_context;
   struct mmsghdr msgs[BATCH];
   struct iovec iov[BATCH];
   struct sockaddr_storage from[BATCH];
@@ -117,7 +181,7 @@ static receiver *receiver_of(napi_env env, napi_callback_info info, size_t n, na
  * Index of `sa` among the batch's senders, added if it is not among the newest ADDR_LOOKBACK (so a
  * batch from many senders costs no more per datagram; an address listed twice is still right).
  */
-static unsigned sender_index(receiver *r, const struct sockaddr_storage *sa, socklen_t len) {
+static unsigned sender_index(receiver *r, const void *sa, socklen_t len) {
   unsigned stop = r->naddrs > ADDR_LOOKBACK ? r->naddrs - ADDR_LOOKBACK : 0;
   for (unsigned i = r->naddrs; i-- > stop;) {
     if (r->addr_lens[i] == len && memcmp(&r->addrs[i], sa, len) == 0) return i;
@@ -131,9 +195,9 @@ static unsigned sender_index(receiver *r, const struct sockaddr_storage *sa, soc
 static void release_js(receiver *r) {
   if (r->on_batch) napi_delete_reference(r->env, r->on_batch);
   if (r->on_error) napi_delete_reference(r->env, r->on_error);
-  if (r->async) napi_async_destroy(r->env, r->async);
+  if (r->async_context) napi_async_destroy(r->env, r->async_context);
   r->on_batch = r->on_error = NULL;
-  r->async = NULL;
+  r->async_context = NULL;
 }
 
 /** Calls `cb` with the callback's async context (or plainly, from inside a JavaScript call). */
@@ -143,7 +207,7 @@ static void call_js(receiver *r, napi_ref ref, size_t argc, napi_value *argv, in
   napi_get_reference_value(env, ref, &cb);
   napi_get_global(env, &global);
   r->depth++;
-  napi_status s = in_js ? napi_call_function(env, global, cb, argc, argv, &result) : napi_make_callback(env, r->async, global, cb, argc, argv, &result);
+  napi_status s = in_js ? napi_call_function(env, global, cb, argc, argv, &result) : napi_make_callback(env, r->async_context, global, cb, argc, argv, &result);
   r->depth--;
   if (s == napi_pending_exception && !in_js) {
     napi_value err;
@@ -159,17 +223,44 @@ static void reset_batch(receiver *r) {
   r->naddrs = 0;
 }
 
+/** Room in the batch's bytes for `need` more; ENOMEM when there is none to be had. */
+static int reserve(receiver *r, size_t need) {
+  if (r->out_len + need <= r->out_cap) return 0;
+  size_t cap = r->out_cap ? r->out_cap : 64 * 1024;
+  while (cap < r->out_len + need) cap *= 2;
+  unsigned char *grown = realloc(r->out, cap);
+  if (grown == NULL) return ENOMEM;
+  r->out = grown;
+  r->out_cap = cap;
+  return 0;
+}
+
+/** Appends one datagram to the batch (room reserved). */
+static void add(receiver *r, const void *sa, socklen_t sa_len, const unsigned char *bytes, size_t len) {
+  unsigned who = sender_index(r, sa, sa_len);
+  memcpy(r->out + r->out_len, bytes, len);
+  r->out_len += len;
+  r->ends[r->count] = (uint32_t)r->out_len;
+  r->who[r->count] = who;
+  r->count++;
+}
+
+/** Makes the first n of msgs ready for a recvmmsg. */
+static void ready_msgs(receiver *r, int n) {
+  for (int i = 0; i < n; i++) {
+    r->msgs[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_storage);
+    r->msgs[i].msg_hdr.msg_flags = 0;
+    r->msgs[i].msg_len = 0;
+  }
+}
+
 /**
  * Reads into the batch until the socket is empty, the batch is full or a read fails. Returns 0, or
  * the errno of a failed read other than EAGAIN and EINTR.
  */
 static int gather(receiver *r) {
   while (r->count + BATCH <= PER_CALL) {
-    for (int i = 0; i < BATCH; i++) {
-      r->msgs[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_storage);
-      r->msgs[i].msg_hdr.msg_flags = 0;
-      r->msgs[i].msg_len = 0;
-    }
+    ready_msgs(r, BATCH);
     int n = recvmmsg(r->fd, r->msgs, BATCH, MSG_DONTWAIT, NULL);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -179,22 +270,8 @@ static int gather(receiver *r) {
     if (n == 0) return 0;
     size_t need = 0;
     for (int i = 0; i < n; i++) need += r->msgs[i].msg_len;
-    if (r->out_len + need > r->out_cap) {
-      size_t cap = r->out_cap ? r->out_cap : 64 * 1024;
-      while (cap < r->out_len + need) cap *= 2;
-      unsigned char *grown = realloc(r->out, cap);
-      if (grown == NULL) return ENOMEM;
-      r->out = grown;
-      r->out_cap = cap;
-    }
-    for (int i = 0; i < n; i++) {
-      unsigned who = sender_index(r, &r->from[i], r->msgs[i].msg_hdr.msg_namelen);
-      memcpy(r->out + r->out_len, r->slots + (size_t)i * SLOT, r->msgs[i].msg_len);
-      r->out_len += r->msgs[i].msg_len;
-      r->ends[r->count] = (uint32_t)r->out_len;
-      r->who[r->count] = who;
-      r->count++;
-    }
+    if (reserve(r, need)) return ENOMEM;
+    for (int i = 0; i < n; i++) add(r, &r->from[i], r->msgs[i].msg_hdr.msg_namelen, r->slots + (size_t)i * SLOT, r->msgs[i].msg_len);
     if (n < BATCH) return 0;
   }
   return 0;
@@ -209,16 +286,17 @@ static napi_value address_text(napi_env env, const struct sockaddr_storage *sa) 
   return v;
 }
 
-/** Hands the gathered batch to onBatch(buf, ends, from, addrs). */
+/** Hands the gathered batch to onBatch(buf, ends, from, addrs, dropped), and what was dropped since the last. */
 static void deliver(receiver *r, int in_js) {
   napi_env env = r->env;
-  if (r->count == 0 || r->closed) {
+  if ((r->count == 0 && r->dropped_out == 0) || r->closed) {
     reset_batch(r);
     return;
   }
-  napi_value argv[4], ab;
+  napi_value argv[5], ab;
   void *data;
-  napi_create_buffer_copy(env, r->out_len, r->out, NULL, &argv[0]);
+  if (r->out_len > 0) napi_create_buffer_copy(env, r->out_len, r->out, NULL, &argv[0]);
+  else napi_create_buffer(env, 0, &data, &argv[0]);
   napi_create_arraybuffer(env, r->count * 4, &data, &ab);
   memcpy(data, r->ends, r->count * 4);
   napi_create_typedarray(env, napi_uint32_array, r->count, ab, 0, &argv[1]);
@@ -227,6 +305,8 @@ static void deliver(receiver *r, int in_js) {
   napi_create_typedarray(env, napi_uint32_array, r->count, ab, 0, &argv[2]);
   napi_create_array_with_length(env, r->naddrs, &argv[3]);
   for (unsigned i = 0; i < r->naddrs; i++) napi_set_element(env, argv[3], i, address_text(env, &r->addrs[i]));
+  napi_create_double(env, (double)r->dropped_out, &argv[4]);
+  r->dropped_out = 0;
   reset_batch(r);
   if (r->out_cap > 1024 * 1024) {
     /* A burst of large datagrams grew it: give it back rather than hold it for good. */
@@ -234,13 +314,176 @@ static void deliver(receiver *r, int in_js) {
     r->out = NULL;
     r->out_cap = 0;
   }
-  call_js(r, r->on_batch, 4, argv, in_js);
+  call_js(r, r->on_batch, 5, argv, in_js);
 }
 
 static void report_error(receiver *r, int err) {
   napi_value code;
   napi_create_int32(r->env, err, &code);
   call_js(r, r->on_error, 1, &code, 0);
+}
+
+/* ---- The reader thread and its backlog ---- */
+
+static chunk *chunk_new(receiver *r) {
+  if (r->nspares > 0) return r->spares[--r->nspares];
+  void *p = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : (chunk *)p;
+}
+
+/** Back to the spares, or to the system (under the lock while the reader runs). */
+static void chunk_free(receiver *r, chunk *c) {
+  if (r->nspares < SPARES) r->spares[r->nspares++] = c;
+  else munmap(c, CHUNK);
+}
+
+/** The reader's n datagrams just read, appended to the backlog; those past its bound dropped. */
+static void append(receiver *r, int n) {
+  pthread_mutex_lock(&r->lock);
+  for (int i = 0; i < n; i++) {
+    size_t len = r->msgs[i].msg_len;
+    size_t size = record_size(len);
+    chunk *c = r->tail;
+    if (r->backlog + size > r->backlog_max) {
+      r->dropped++;
+      continue;
+    }
+    if (c == NULL || c->used + size > CHUNK_DATA) {
+      c = chunk_new(r);
+      if (c == NULL) {
+        r->dropped++;
+        continue;
+      }
+      c->next = NULL;
+      c->used = 0;
+      if (r->tail) r->tail->next = c;
+      else r->head = c;
+      r->tail = c;
+    }
+    record *rec = (record *)(c->data + c->used);
+    socklen_t alen = r->msgs[i].msg_hdr.msg_namelen;
+    rec->len = (uint32_t)len;
+    rec->addr_len = alen <= sizeof rec->addr ? alen : 0;
+    memcpy(&rec->addr, &r->from[i], rec->addr_len);
+    memcpy(rec + 1, r->slots + (size_t)i * SLOT, len);
+    c->used += size;
+    r->backlog += size;
+  }
+  pthread_mutex_unlock(&r->lock);
+}
+
+static void read_failed(receiver *r, int err) {
+  pthread_mutex_lock(&r->lock);
+  r->read_error = err;
+  pthread_mutex_unlock(&r->lock);
+}
+
+/** Reads the socket into the backlog until told to stop (stop_fd readable). */
+static void *reader_main(void *arg) {
+  receiver *r = (receiver *)arg;
+  struct pollfd fds[2] = {{.fd = r->fd, .events = POLLIN}, {.fd = r->stop_fd, .events = POLLIN}};
+  const struct timespec coalesce = {0, COALESCE_NS};
+  for (;;) {
+    ready_msgs(r, BATCH);
+    int n = recvmmsg(r->fd, r->msgs, BATCH, MSG_DONTWAIT, NULL);
+    if (n > 0) {
+      append(r, n);
+      uv_async_send(&r->async);
+      /* A full batch: the socket likely holds more, read on at once. */
+      if (n == BATCH) continue;
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+      /* A failed read (ENOMEM, ...): said, and retried after a pause, not in a loop. */
+      read_failed(r, errno);
+      uv_async_send(&r->async);
+      if (poll(&fds[1], 1, RETRY_MS) > 0) break;
+      continue;
+    }
+    /* Empty: wait for the next datagram or the stop, then let others gather behind it. */
+    if (poll(fds, 2, -1) < 0 && errno != EINTR) {
+      read_failed(r, errno);
+      uv_async_send(&r->async);
+      if (poll(&fds[1], 1, RETRY_MS) > 0) break;
+      continue;
+    }
+    if (fds[1].revents) break;
+    nanosleep(&coalesce, NULL);
+  }
+  return NULL;
+}
+
+/** Tells the reader to stop and waits for it (it is between two reads within COALESCE_NS or RETRY_MS). */
+static void stop_reader(receiver *r) {
+  if (!r->reading) return;
+  uint64_t one = 1;
+  ssize_t w;
+  do w = write(r->stop_fd, &one, sizeof one);
+  while (w < 0 && errno == EINTR);
+  pthread_join(r->thread, NULL);
+  r->reading = 0;
+}
+
+/**
+ * Hands the backlog to JavaScript in batches of PER_CALL, with what was dropped at its bound, and a
+ * failed read to onError. The reader may go on appending meanwhile: what it appends comes next time.
+ */
+static void take_backlog(receiver *r, int in_js) {
+  pthread_mutex_lock(&r->lock);
+  chunk *c = r->head;
+  r->head = r->tail = NULL;
+  r->backlog = 0;
+  r->dropped_out += r->dropped;
+  r->dropped = 0;
+  int err = r->read_error;
+  r->read_error = 0;
+  pthread_mutex_unlock(&r->lock);
+  while (c != NULL) {
+    size_t at = 0;
+    while (at < c->used && !r->closed) {
+      const record *rec = (const record *)(c->data + at);
+      if (r->count == PER_CALL || (r->out_len > 0 && r->out_len + rec->len > 1024 * 1024)) deliver(r, in_js);
+      if (r->closed) break;
+      if (reserve(r, rec->len)) {
+        /* No memory for the batch: this datagram is counted as dropped, not lost unsaid. */
+        r->dropped_out++;
+      } else {
+        add(r, &rec->addr, rec->addr_len, (const unsigned char *)(rec + 1), rec->len);
+      }
+      at += record_size(rec->len);
+    }
+    chunk *next = c->next;
+    if (r->closed) {
+      munmap(c, CHUNK);
+    } else {
+      pthread_mutex_lock(&r->lock);
+      chunk_free(r, c);
+      pthread_mutex_unlock(&r->lock);
+    }
+    c = next;
+  }
+  deliver(r, in_js);
+  if (err && !r->closed) report_error(r, err);
+}
+
+static void on_backlog(uv_async_t *handle) {
+  receiver *r = (receiver *)handle->data;
+  if (r->closed) return;
+  napi_handle_scope scope;
+  napi_open_handle_scope(r->env, &scope);
+  take_backlog(r, 0);
+  napi_close_handle_scope(r->env, scope);
+}
+
+/** Unmaps the backlog and the spares (the reader has stopped). */
+static void free_backlog(receiver *r) {
+  for (chunk *c = r->head, *next; c != NULL; c = next) {
+    next = c->next;
+    munmap(c, CHUNK);
+  }
+  r->head = r->tail = NULL;
+  r->backlog = 0;
+  while (r->nspares > 0) munmap(r->spares[--r->nspares], CHUNK);
 }
 
 static void on_readable(uv_poll_t *handle, int status, int events);
@@ -270,6 +513,11 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
 /** Frees the receiver, and tells Node its teardown need not wait for it any more. */
 static void finish(receiver *r) {
   if (r->cleanup) napi_remove_async_cleanup_hook(r->cleanup);
+  if (r->threaded) {
+    free_backlog(r);
+    pthread_mutex_destroy(&r->lock);
+  }
+  if (r->stop_fd >= 0) close(r->stop_fd);
   free(r->slots);
   free(r->out);
   free(r);
@@ -290,9 +538,14 @@ static void shut(receiver *r) {
   }
   /* From inside a callback (close() in onBatch): the async context is still in use until it returns. */
   if (r->depth == 0) release_js(r);
+  /* The reader first: it reads the socket until it is told to stop. */
+  stop_reader(r);
   close(r->fd);
   r->fd = -1;
-  if (r->polling) {
+  if (r->threaded) {
+    r->open_handles = 1;
+    uv_close((uv_handle_t *)&r->async, on_handle_closed);
+  } else if (r->polling) {
     r->open_handles = 2;
     uv_poll_stop(&r->poll);
     uv_timer_stop(&r->retry);
@@ -386,6 +639,7 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
   r->holder = h;
   r->env = env;
   r->fd = fd;
+  r->stop_fd = -1;
   r->slots = slots;
   for (int i = 0; i < BATCH; i++) {
     r->iov[i].iov_base = slots + (size_t)i * SLOT;
@@ -420,21 +674,62 @@ static napi_value js_info(napi_env env, napi_callback_info info) {
   return out;
 }
 
+/** Starts the reader thread (signals blocked in it: they are the main thread's to take). */
+static int start_reader(receiver *r, uv_loop_t *loop, size_t backlog_max) {
+  int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (fd < 0) return errno;
+  int rc = uv_async_init(loop, &r->async, on_backlog);
+  if (rc < 0) {
+    close(fd);
+    return -rc;
+  }
+  r->async.data = r;
+  r->stop_fd = fd;
+  r->threaded = 1;
+  r->backlog_max = backlog_max;
+  pthread_mutex_init(&r->lock, NULL);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  rc = pthread_create(&r->thread, &attr, reader_main, r);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) return rc;
+  pthread_setname_np(r->thread, "udp-reader");
+  r->reading = 1;
+  return 0;
+}
+
 static napi_value js_start(napi_env env, napi_callback_info info) {
-  napi_value argv[3];
-  receiver *r = receiver_of(env, info, 3, argv, 1);
+  napi_value argv[4];
+  receiver *r = receiver_of(env, info, 4, argv, 1);
   if (r == NULL) return NULL;
-  if (r->polling) {
+  if (r->polling || r->threaded) {
     napi_throw_error(env, NULL, "UDP receiver already started");
+    return NULL;
+  }
+  int64_t backlog = 0;
+  napi_valuetype type;
+  napi_typeof(env, argv[3], &type);
+  if (type != napi_undefined && (napi_get_value_int64(env, argv[3], &backlog) != napi_ok || backlog < 0)) {
+    napi_throw_type_error(env, NULL, "start(handle, onBatch, onError, backlogBytes): backlogBytes is a number of bytes, 0 or more");
     return NULL;
   }
   napi_value name;
   napi_create_string_utf8(env, "intake-relay:udp-recvmmsg", NAPI_AUTO_LENGTH, &name);
   napi_create_reference(env, argv[1], 1, &r->on_batch);
   napi_create_reference(env, argv[2], 1, &r->on_error);
-  napi_async_init(env, NULL, name, &r->async);
+  napi_async_init(env, NULL, name, &r->async_context);
   uv_loop_t *loop;
   napi_get_uv_event_loop(env, &loop);
+  if (backlog > 0) {
+    int err = start_reader(r, loop, (size_t)backlog);
+    if (err) return throw_errno(env, "pthread_create", err);
+    return NULL;
+  }
   int rc = uv_poll_init(loop, &r->poll, r->fd);
   if (rc < 0) return throw_errno(env, "uv_poll_init", -rc);
   uv_timer_init(loop, &r->retry);
@@ -450,6 +745,16 @@ static napi_value js_drain(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   receiver *r = receiver_of(env, info, 1, argv, 0);
   if (r == NULL || r->on_batch == NULL) return NULL;
+  /* The reader stops, and what it read is handed over before what the socket still holds. */
+  if (r->threaded) {
+    stop_reader(r);
+    napi_handle_scope scope;
+    napi_open_handle_scope(env, &scope);
+    take_backlog(r, 1);
+    napi_close_handle_scope(env, scope);
+    bool pending;
+    if (napi_is_exception_pending(env, &pending) == napi_ok && pending) return NULL;
+  }
   /* Bounded (65,536 datagrams): a sender that keeps sending cannot hold a stop for long. Each
      batch in its own handle scope, so that what JavaScript is done with can be collected. */
   for (int calls = 0; calls < 256 && !r->closed; calls++) {

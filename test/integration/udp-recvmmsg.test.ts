@@ -1,15 +1,18 @@
-// The UDP input's native batched receive (native/udp-recvmmsg.c: recvmmsg on the thread's loop, one
-// JavaScript call per batch) and its fallback, Node's dgram: the same events either way (each
-// datagram once, from its own sender, oversized ones counted, invalid UTF-8 repaired); a stop reads
-// what the kernel holds, so every datagram sent is received or counted as a kernel drop; a port in
-// use is a clear error. The tests peers' script installs gcc, so the addon is built at `npm ci`.
+// The UDP input's native batched receive (native/udp-recvmmsg.c: recvmmsg by the addon's reader
+// thread into a bounded backlog, or polled on the thread's loop; one JavaScript call per batch) and
+// its fallback, Node's dgram: the same events either way (each datagram once, from its own sender,
+// oversized ones counted, invalid UTF-8 repaired); a burst while the main thread is blocked is
+// read by the reader thread, not dropped by the kernel, and what passes the backlog's bound is
+// counted; a stop reads what the reader and the kernel hold, so every datagram sent is received or
+// counted as a drop; a port in use is a clear error. The tests peers' script installs gcc, so the
+// addon is built at `npm ci`.
 import { spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { nativeUdp } from '../../src/inputs/udp/native.ts';
 import { books, startRelay } from '../helpers/relay.ts';
-import { holdUdpPort, recvmmsgFailingShim, sendUdp, startTestIntake } from '../helpers/peers.ts';
+import { holdUdpPort, recvmmsgFailingShim, sendUdp, startTestIntake, udpBurstWhileBlocked } from '../helpers/peers.ts';
 import { relayYaml } from '../helpers/config.ts';
 import { track } from '../helpers/cleanup.ts';
 
@@ -26,91 +29,125 @@ describe('native UDP receive (recvmmsg)', () => {
     expect(nativeUdp().reason).toBe('recvmmsg');
   });
 
-  it('the addon: IPv6 senders, close() from inside a batch callback, errors with their code', async () => {
-    const udp = nativeUdp().udp;
-    if (!udp) throw new Error('native UDP receive not built');
-    const h = udp.open('::1', 0, true, false, 0);
-    const [port] = udp.info(h);
-    const got: string[] = [];
-    let batches = 0;
-    const closed = new Promise<void>((resolve) => {
-      udp.start(h, (buf, ends, from, addrs) => {
-        batches++;
-        let start = 0;
-        for (let i = 0; i < ends.length; i++) {
-          got.push(`${addrs[from[i] as number]} ${buf.toString('utf8', start, ends[i])}`);
-          start = ends[i] as number;
-        }
-        // Closing from inside the callback: no further call, nothing freed under it.
-        udp.close(h);
-        resolve();
-      }, () => {});
+  // Polled (a receive thread's loop) and with the addon's reader thread (a backlog bound given).
+  for (const backlog of [0, 1 << 20]) {
+    const mode = backlog ? 'reader thread' : 'polled';
+    it(`the addon (${mode}): IPv6 senders, close() from inside a batch callback, errors with their code`, async () => {
+      const udp = nativeUdp().udp;
+      if (!udp) throw new Error('native UDP receive not built');
+      const h = udp.open('::1', 0, true, false, 0);
+      const [port] = udp.info(h);
+      const got: string[] = [];
+      let batches = 0;
+      const closed = new Promise<void>((resolve) => {
+        udp.start(h, (buf, ends, from, addrs) => {
+          batches++;
+          let start = 0;
+          for (let i = 0; i < ends.length; i++) {
+            got.push(`${addrs[from[i] as number]} ${buf.toString('utf8', start, ends[i])}`);
+            start = ends[i] as number;
+          }
+          // Closing from inside the callback: no further call, nothing freed under it.
+          udp.close(h);
+          resolve();
+        }, () => {}, backlog);
+      });
+      const s = dgram.createSocket('udp6');
+      await new Promise<void>((r) => s.bind(0, '::1', () => r()));
+      await new Promise<void>((r) => s.send('héllo', port, '::1', () => r()));
+      await closed;
+      await new Promise<void>((r) => s.send('after close', port, '::1', () => r()));
+      await new Promise((r) => setTimeout(r, 100));
+      s.close();
+      expect(batches).toBe(1);
+      expect(got).toEqual(['::1 héllo']);
+      // A bound port: the errno's name as code, as Node's own errors have it.
+      const holder = udp.open('127.0.0.1', 0, false, false, 0);
+      try {
+        expect(() => udp.open('127.0.0.1', udp.info(holder)[0], false, false, 0)).toThrow(expect.objectContaining({ code: 'EADDRINUSE', syscall: 'bind' }));
+        expect(() => udp.open('not an address', 0, false, false, 0)).toThrow(expect.objectContaining({ code: 'EINVAL' }));
+      } finally {
+        udp.close(holder);
+      }
     });
-    const s = dgram.createSocket('udp6');
-    await new Promise<void>((r) => s.bind(0, '::1', () => r()));
-    await new Promise<void>((r) => s.send('héllo', port, '::1', () => r()));
-    await closed;
-    await new Promise<void>((r) => s.send('after close', port, '::1', () => r()));
-    await new Promise((r) => setTimeout(r, 100));
-    s.close();
-    expect(batches).toBe(1);
-    expect(got).toEqual(['::1 héllo']);
-    // A bound port: the errno's name as code, as Node's own errors have it.
-    const holder = udp.open('127.0.0.1', 0, false, false, 0);
-    try {
-      expect(() => udp.open('127.0.0.1', udp.info(holder)[0], false, false, 0)).toThrow(expect.objectContaining({ code: 'EADDRINUSE', syscall: 'bind' }));
-      expect(() => udp.open('not an address', 0, false, false, 0)).toThrow(expect.objectContaining({ code: 'EINVAL' }));
-    } finally {
-      udp.close(holder);
-    }
-  });
 
-  it('the addon: a worker thread that ends with a receiver open, or throws in its callback, does not bring the process down', () => {
-    // The main thread never loads the addon here: each worker's copy goes with the worker, so the
-    // receiver must be closed before Node unloads it (an async cleanup hook), or the process crashes.
-    const addon = new URL('../../native/build/relay.node', import.meta.url).pathname;
-    const child = spawnSync(process.execPath, ['-e', `
-      const { Worker } = require('node:worker_threads');
-      const body = \`
-        const { parentPort, workerData } = require('node:worker_threads');
-        const m = { exports: {} }; process.dlopen(m, workerData.addon);
+    it(`the addon (${mode}): a worker thread that ends with a receiver open, or throws in its callback, does not bring the process down`, () => {
+      // The main thread never loads the addon here: each worker's copy goes with the worker, so the
+      // receiver must be closed before Node unloads it (an async cleanup hook), or the process crashes.
+      const addon = new URL('../../native/build/relay.node', import.meta.url).pathname;
+      const child = spawnSync(process.execPath, ['-e', `
+        const { Worker } = require('node:worker_threads');
+        const body = \`
+          const { parentPort, workerData } = require('node:worker_threads');
+          const m = { exports: {} }; process.dlopen(m, workerData.addon);
+          const h = m.exports.open('127.0.0.1', 0, false, false, 0);
+          m.exports.start(h, () => { if (workerData.throwIn) throw new Error('thrown in onBatch'); }, () => {}, ${backlog});
+          const port = m.exports.info(h)[0];
+          if (workerData.throwIn) require('node:dgram').createSocket('udp4').send('x', port, '127.0.0.1');
+          parentPort.postMessage('ready');\`;
+        (async () => {
+          for (const throwIn of [false, true, false]) {
+            const w = new Worker(body, { eval: true, workerData: { addon: ${JSON.stringify(addon)}, throwIn } });
+            w.on('error', () => {});
+            await new Promise((r) => w.once(throwIn ? 'exit' : 'message', r));
+            await w.terminate();
+          }
+          await new Promise((r) => setTimeout(r, 200));
+          console.log('survived');
+        })();`], { encoding: 'utf8' });
+      expect(child.stderr).toBe('');
+      expect({ status: child.status, signal: child.signal, out: child.stdout }).toEqual({ status: 0, signal: null, out: 'survived\n' });
+    });
+
+    it(`the addon (${mode}): a read that keeps failing is retried every 100 ms, not in a loop that takes the whole core`, () => {
+      // recvmmsg made to fail with ENOBUFS (a preloaded shim, built here with the same compiler):
+      // the datagram stays readable, so without a pause the poll would call again at once, forever.
+      const shim = recvmmsgFailingShim();
+      const addon = new URL('../../native/build/relay.node', import.meta.url).pathname;
+      const child = spawnSync(process.execPath, ['-e', `
+        const m = { exports: {} }; process.dlopen(m, ${JSON.stringify(addon)});
         const h = m.exports.open('127.0.0.1', 0, false, false, 0);
-        m.exports.start(h, () => { if (workerData.throwIn) throw new Error('thrown in onBatch'); }, () => {});
-        const port = m.exports.info(h)[0];
-        if (workerData.throwIn) require('node:dgram').createSocket('udp4').send('x', port, '127.0.0.1');
-        parentPort.postMessage('ready');\`;
-      (async () => {
-        for (const throwIn of [false, true, false]) {
-          const w = new Worker(body, { eval: true, workerData: { addon: ${JSON.stringify(addon)}, throwIn } });
-          w.on('error', () => {});
-          await new Promise((r) => w.once(throwIn ? 'exit' : 'message', r));
-          await w.terminate();
-        }
-        await new Promise((r) => setTimeout(r, 200));
-        console.log('survived');
-      })();`], { encoding: 'utf8' });
-    expect(child.stderr).toBe('');
-    expect({ status: child.status, signal: child.signal, out: child.stdout }).toEqual({ status: 0, signal: null, out: 'survived\n' });
-  });
+        let errors = 0, code = 0;
+        m.exports.start(h, () => {}, (errno) => { errors++; code = errno; }, ${backlog});
+        const s = require('node:dgram').createSocket('udp4');
+        s.send('x', m.exports.info(h)[0], '127.0.0.1', () => s.close());
+        setTimeout(() => { m.exports.close(h); console.log(JSON.stringify({ errors, code })); process.exit(0); }, 1000);`], { encoding: 'utf8', env: { ...process.env, LD_PRELOAD: shim } });
+      expect(child.stderr).toBe('');
+      const r = JSON.parse(child.stdout) as { errors: number; code: number };
+      expect(r.code).toBe(105); // ENOBUFS
+      expect(r.errors).toBeGreaterThanOrEqual(3);
+      expect(r.errors).toBeLessThanOrEqual(20);
+    });
 
-  it('the addon: a read that keeps failing is retried every 100 ms, not in a loop that takes the whole core', () => {
-    // recvmmsg made to fail with ENOBUFS (a preloaded shim, built here with the same compiler):
-    // the datagram stays readable, so without a pause the poll would call again at once, forever.
-    const shim = recvmmsgFailingShim();
+  }
+
+  it('the addon (reader thread): while the loop is blocked the reader drains the socket; past the backlog\'s bound datagrams are dropped and counted', () => {
+    // The loop is blocked (Atomics.wait) while another process sends 1,000 datagrams of 1,000 bytes:
+    // the socket's buffer (the kernel's default) holds far fewer, the backlog (64 KiB) about 60.
+    // Received + dropped at the bound + dropped by the kernel = sent, and the bound held.
     const addon = new URL('../../native/build/relay.node', import.meta.url).pathname;
     const child = spawnSync(process.execPath, ['-e', `
+      const { spawnSync } = require('node:child_process');
       const m = { exports: {} }; process.dlopen(m, ${JSON.stringify(addon)});
-      const h = m.exports.open('127.0.0.1', 0, false, false, 0);
-      let errors = 0, code = 0;
-      m.exports.start(h, () => {}, (errno) => { errors++; code = errno; });
-      const s = require('node:dgram').createSocket('udp4');
-      s.send('x', m.exports.info(h)[0], '127.0.0.1', () => s.close());
-      setTimeout(() => { m.exports.close(h); console.log(JSON.stringify({ errors, code })); process.exit(0); }, 1000);`], { encoding: 'utf8', env: { ...process.env, LD_PRELOAD: shim } });
+      const h = m.exports.open('127.0.0.1', 0, false, false, 4194304);
+      const port = m.exports.info(h)[0];
+      let received = 0, dropped = 0, bytes = 0, calls = 0;
+      m.exports.start(h, (buf, ends, from, addrs, d) => { calls++; received += ends.length; bytes += buf.length; dropped += d; }, () => {}, 65536);
+      spawnSync(process.execPath, ['-e', "const s = require('node:dgram').createSocket('udp4'); const p = Buffer.alloc(1000, 97); let i = 0; const next = () => { if (i++ === 1000) return s.close(); s.send(p, " + port + ", '127.0.0.1', next); }; next();"]);
+      setTimeout(() => {
+        const drops = require('node:fs').readFileSync('/proc/net/udp', 'latin1').split('\\n').find((l) => l.includes(':' + port.toString(16).toUpperCase().padStart(4, '0') + ' ')).trim().split(/\\s+/).pop();
+        m.exports.close(h);
+        console.log(JSON.stringify({ received, dropped, bytes, calls, kernel: Number(drops) }));
+      }, 300);`], { encoding: 'utf8' });
     expect(child.stderr).toBe('');
-    const r = JSON.parse(child.stdout) as { errors: number; code: number };
-    expect(r.code).toBe(105); // ENOBUFS
-    expect(r.errors).toBeGreaterThanOrEqual(3);
-    expect(r.errors).toBeLessThanOrEqual(20);
+    const r = JSON.parse(child.stdout) as { received: number; dropped: number; bytes: number; calls: number; kernel: number };
+    expect(r.kernel).toBe(0);
+    expect(r.received + r.dropped).toBe(1000);
+    expect(r.bytes).toBe(r.received * 1000);
+    // 64 KiB of records of 1,000 bytes and a 40-byte header: at most 63 held while the loop was blocked.
+    expect(r.received).toBeGreaterThan(0);
+    expect(r.received).toBeLessThanOrEqual(63);
+    expect(r.dropped).toBeGreaterThanOrEqual(1000 - 63);
   });
 
   it('the addon: a receive buffer beyond net.core.rmem_max where the process has CAP_NET_ADMIN (as rsyslog\'s imudp), capped by it without', () => {
@@ -147,6 +184,24 @@ describe('native UDP receive (recvmmsg)', () => {
     udp.drain(h);
     expect(() => udp.info(h)).toThrow('UDP receiver closed');
     expect(() => udp.start(h, () => {}, () => {})).toThrow('UDP receiver closed');
+    expect(() => udp.start(h, () => {}, () => {}, 1 << 20)).toThrow('UDP receiver closed');
+  });
+
+  it('a burst while the main thread is blocked is read by the addon\'s reader thread, not dropped by the kernel', async () => {
+    const intake = track(await startTestIntake());
+    // The socket's receive buffer is the kernel's default (net.core.rmem_default).
+    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs: input() })));
+    const port = relay.port('t', 'udp/0');
+    // 1,500 datagrams of 1,000 bytes over about a second from another process, while this thread
+    // (the relay's main thread) sleeps for 2 s: about 3 MB, far more than the default receive
+    // buffer holds, so without the reader thread the kernel would drop most of them.
+    const sent = 1_500;
+    await udpBurstWhileBlocked(port, { count: sent, perTick: 15, tickMs: 10, blockMs: 2_000, prefix: '<14>burst ' });
+    await vi.waitFor(async () => expect(await relay.metric('intake_relay_events_received_total')).toBe(sent), { timeout: 15_000 });
+    expect(await relay.metric('intake_relay_udp_kernel_drops_total')).toBe(0);
+    expect(await relay.metric('intake_relay_udp_receive_drops_total')).toBe(0);
+    await vi.waitFor(() => expect(intake.received).toHaveLength(sent), { timeout: 15_000 });
+    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: sent, sent, dropped: 0, balanced: true }));
   });
 
   for (const path of ['recvmmsg', 'dgram'] as const) {

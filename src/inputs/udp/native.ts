@@ -1,5 +1,6 @@
-// The native batched UDP receive (native/udp-recvmmsg.c, recvmmsg(2) on the thread's own event
-// loop, one JavaScript call per batch of datagrams), when the relay's native addon was built and
+// The native batched UDP receive (native/udp-recvmmsg.c: recvmmsg(2), one JavaScript call per batch
+// of datagrams; read by a thread of the addon into a bounded backlog, or polled on the thread's own
+// event loop), when the relay's native addon was built and
 // loads (src/platform/native-addon.ts); otherwise the UDP input uses Node's dgram, one call per
 // datagram. INTAKE_RELAY_UDP_RECVMMSG=0 turns it off (troubleshooting: the dgram path is always there).
 
@@ -13,9 +14,14 @@ export interface NativeUdp {
   open(address: string, port: number, ipv6: boolean, reusePort: boolean, rcvbuf: number): NativeHandle;
   /** [bound port, receive buffer as the kernel reports it]. */
   info(h: NativeHandle): [number, number];
-  /** Polls the socket on this thread's loop: each batch is the datagrams back to back in buf. */
-  start(h: NativeHandle, onBatch: (buf: Buffer, ends: Uint32Array, from: Uint32Array, addrs: string[]) => void, onError: (errno: number) => void): void;
-  /** Reads what the socket holds now and hands it to onBatch before returning (a stop). */
+  /**
+   * Receives: each batch is the datagrams back to back in buf, with those dropped since the last
+   * batch. With `backlogBytes`, a reader thread keeps the socket drained into a backlog of at most
+   * that many bytes (past it, datagrams are dropped and counted) and this thread's loop takes it;
+   * without, the socket is polled on this thread's loop.
+   */
+  start(h: NativeHandle, onBatch: (buf: Buffer, ends: Uint32Array, from: Uint32Array, addrs: string[], dropped: number) => void, onError: (errno: number) => void, backlogBytes?: number): void;
+  /** Stops the reader thread, and hands what it read and what the socket holds now to onBatch before returning (a stop). */
   drain(h: NativeHandle): void;
   close(h: NativeHandle): void;
 }

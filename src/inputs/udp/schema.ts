@@ -10,7 +10,7 @@ export const udpInputSchema = z.strictObject({
   receive_buffer_bytes: z.int().min(8 * KiB).max(1024 * MiB).optional()
     .describe('Socket receive buffer. Beyond the kernel\'s net.core.rmem_max where the relay has CAP_NET_ADMIN (SO_RCVBUFFORCE, as rsyslog\'s imudp; root has it), else capped by it (and always with Node\'s dgram receive).'),
   receive_threads: z.int().min(0).max(64).default(0)
-    .describe('Threads that receive the datagrams, each on its own socket on the port (SO_REUSEPORT: the kernel spreads senders over them), handing them to the main thread to parse and queue. They keep the sockets drained while the main thread is busy, so a burst is not dropped by the kernel; it costs a core each while busy. 0: the main thread receives. See "Performance".'),
+    .describe('Threads that receive the datagrams, each on its own socket on the port (SO_REUSEPORT: the kernel spreads senders over them), handing them to the main thread to parse and queue. They keep the sockets drained while the main thread is busy, as the reader thread of the native receive does; they are for hosts where the native addon cannot load (with Node\'s dgram the main thread reads), or to spread reading over cores; each costs a core while busy. 0: the reader thread of the native receive (or, with dgram, the input\'s own thread) receives. See "Performance".'),
 });
 
 export const udpListenerSchema = udpInputSchema.extend({ ...routingFields, type: z.literal('udp').describe('Syslog over UDP, shared by several intakes through routes.') });
