@@ -1,12 +1,11 @@
 // The one place that owns delivery for an intake: takes batches from the queue, keeps up to the
-// output's concurrency in flight (p-queue; adaptive when the output asks), retries with capped
+// output's concurrency in flight (adaptive when the output asks), retries with capped
 // backoff (forever unless max_retries is set), pauses the whole output when the intake throttles
 // or refuses the key, splits refused batches to isolate the events at fault, keeps an idle sink's
 // unacknowledged writes moving (while it stops too), lets the sink give back what it keeps once a
 // lull begins and says so (busy, idle: process-wide memory is the process's housekeeping's), and
 // reports through its telemetry. Each send is one attempt by the sink.
 
-import PQueue from 'p-queue';
 import type { Batch } from './event.ts';
 import { AdaptiveConcurrency } from './adaptive-concurrency.ts';
 import { backoffDelay, sleep, type BackoffOptions } from './backoff.ts';
@@ -50,7 +49,11 @@ const EMPTY: Batch = { events: [], bytes: 0, seq: 0 };
 export class SinkRunner {
   readonly #o: RunnerOptions;
   readonly #abort = new AbortController();
-  readonly #inFlight: PQueue;
+  /** Batches that may be in delivery at once (an attempt or its backoff): the output's concurrency, or the adaptive limit. */
+  #limit: number;
+  /** Batches in delivery now, and the loop waiting for one to end (for a free slot, or for none left at a stop). */
+  #delivering = 0;
+  #deliveryEnded: (() => void) | undefined;
   readonly #adaptive: AdaptiveConcurrency | undefined;
   #loop: Promise<void> | undefined;
   /** Aborted to wake the loop from waiting on the queue: a lost connection has writes to redo. */
@@ -89,11 +92,11 @@ export class SinkRunner {
     const { sink, telemetry: t } = options;
     const c = sink.concurrency;
     this.#adaptive = 'adaptive' in c ? new AdaptiveConcurrency(c.adaptive.min, c.adaptive.max) : undefined;
-    this.#inFlight = new PQueue({ concurrency: 'adaptive' in c ? (this.#adaptive as AdaptiveConcurrency).limit : c.fixed });
+    this.#limit = 'adaptive' in c ? (this.#adaptive as AdaptiveConcurrency).limit : c.fixed;
     this.#t = t;
     t.connected(false);
     t.keyRejected(false);
-    t.concurrency(this.#inFlight.concurrency);
+    t.concurrency(this.#limit);
   }
 
   get state(): OutputState {
@@ -187,15 +190,30 @@ export class SinkRunner {
           continue;
         }
       }
-      const b = batch;
-      void this.#inFlight.add(() => this.#deliver(b));
-      // Take the next batch only once a send slot is free: the queue keeps the rest.
-      await this.#inFlight.onSizeLessThan(1);
+      // A batch in reserve at most: it waits for a slot, and the next is taken only once it has
+      // one (the queue keeps the rest).
+      while (this.#delivering >= this.#limit) await this.#oneEnded();
+      this.#delivering++;
+      void this.#deliver(batch).finally(() => {
+        this.#delivering--;
+        this.#wakeLoop();
+      });
     }
-    await this.#inFlight.onIdle();
+    while (this.#delivering > 0) await this.#oneEnded();
     // Put back together, oldest first: sends end in any order (a batch waiting for a slot ends
     // before the one ahead of it, in its backoff), and the next runner must not send a later batch first.
     if (this.#unsent.length > 0) queue.requeue(this.#unsent.splice(0).sort((a, b) => a.seq - b.seq));
+  }
+
+  /** Resolves when a batch in delivery ends (delivered, dropped, or put back at a stop) or the limit grows. */
+  #oneEnded(): Promise<void> {
+    return new Promise((resolve) => (this.#deliveryEnded = resolve));
+  }
+
+  #wakeLoop(): void {
+    const wake = this.#deliveryEnded;
+    this.#deliveryEnded = undefined;
+    wake?.();
   }
 
   /** A batch was sent: the lull, if any, begins LULL_MS from now. */
@@ -359,7 +377,7 @@ export class SinkRunner {
   /** Takes a place within the limit for one attempt: at once, after waiting for one, or none (the runner stops). */
   async #place(stop: AbortSignal): Promise<'at-once' | 'waited' | 'stopped'> {
     let waited = false;
-    while (this.#sending >= this.#inFlight.concurrency) {
+    while (this.#sending >= this.#limit) {
       if (stop.aborted) return 'stopped';
       waited = true;
       await new Promise<void>((resolve) => {
@@ -388,12 +406,15 @@ export class SinkRunner {
     if (!this.#adaptive) return;
     // Itself included: it has just left its place.
     const limit = this.#adaptive.record({ rttMs, ok, overloaded, inFlight: this.#sending + 1 });
-    if (limit !== this.#inFlight.concurrency) {
-      const grew = limit > this.#inFlight.concurrency;
-      this.#inFlight.concurrency = limit;
+    if (limit !== this.#limit) {
+      const grew = limit > this.#limit;
+      this.#limit = limit;
       this.#t.concurrency(limit);
-      // More places: as many waiters go on.
-      if (grew) for (let i = this.#sending; i < limit; i++) this.#placeWaiters.shift()?.();
+      // More places: as many waiters go on, and the loop takes another batch if it waits for a slot.
+      if (grew) {
+        for (let i = this.#sending; i < limit; i++) this.#placeWaiters.shift()?.();
+        this.#wakeLoop();
+      }
     }
   }
 
