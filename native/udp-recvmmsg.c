@@ -10,8 +10,9 @@
 //   imudp does, into a backlog of chunks, and wakes the loop, which hands the backlog to JavaScript.
 //   While the loop is busy (a collection, a burst of output, a connection being set up) the socket
 //   is still drained, so the kernel's buffer need not hold the stall: the backlog holds up to the
-//   bound, and what would pass it is dropped and counted. The reader waits COALESCE_NS after the
-//   first datagram that finds it idle, so it and the loop wake ~1,000 times a second at most.
+//   bound, and what would pass it is dropped and counted. After a datagram finds it idle the reader
+//   lets others gather for up to COALESCE_NS (less where the socket's buffer would fill at the
+//   last rate), so it and the loop wake ~1,000 times a second at most, not once per datagram.
 //
 // Node-API only (ABI-stable: any Node with NAPI 8), built by native/compile.mjs; where it is
 // missing or fails to load, the input falls back to dgram (src/inputs/udp/native.ts).
@@ -60,12 +61,17 @@
 #define CHUNK (256 * 1024)
 /** Chunks kept mapped for reuse once taken, so that a steady flow maps none. */
 #define SPARES 2
-/** How long the reader lets datagrams gather after one arrives on an idle socket. */
+/** How long the reader lets datagrams gather after one arrives on an idle socket, at most. */
 #define COALESCE_NS 1000000L
+/** Bytes of receive buffer a small datagram takes (the kernel counts its buffers, not its bytes): the wait is sized so that the socket is not filled meanwhile. */
+#define DATAGRAM_TRUESIZE 2048
+/** Datagrams handed to JavaScript per wake of the loop at most: a large backlog is taken over several turns, so that timers and output run between them. */
+#define PER_WAKE (16 * PER_CALL)
 
-/** A backlog chunk: records back to back from data[0] to data[used]. */
+/** A backlog chunk: records back to back from data[start] (those before are handed over) to data[used]. */
 typedef struct chunk {
   struct chunk *next;
+  size_t start;
   size_t used;
   unsigned char data[];
 } chunk;
@@ -106,23 +112,33 @@ typedef struct receiver {
   uv_timer_t retry;
   /** libuv handles (poll and retry, or async) still to close before the memory can go. */
   int open_handles;
-  /* With a reader thread (threaded): it reads the socket (msgs, iov, from and slots are its own
-     while it runs) and appends to the backlog; `async` wakes the loop to take it. Under `lock`:
-     the backlog, its size, what was dropped at its bound, the last failed read. */
+  /* With a reader thread (threaded): it reads the socket (msgs, iov, from, slots and fresh are its
+     own while it runs) and appends to the backlog; `async` wakes the loop to take it. Under `lock`:
+     the backlog's chunks, how many are mapped, what was dropped at its bound, the last failed read,
+     the spares. */
   int threaded;
   int reading;
+  /** Set (before stop_fd is written) to end the reader, whatever it is doing. */
+  int stop;
+  /** The loop is handing the backlog over (a drain from inside onBatch must not reorder it). */
+  int taking;
   pthread_t thread;
   int stop_fd;
   uv_async_t async;
   pthread_mutex_t lock;
   chunk *head;
   chunk *tail;
-  size_t backlog;
+  /** Chunks mapped for the backlog (listed, or taken and not yet handed over): CHUNK each, at most backlog_max. */
+  size_t chunks;
   size_t backlog_max;
+  /** The receive buffer in datagrams it holds at least (sizes the reader's wait). */
+  size_t rcv_datagrams;
   uint64_t dropped;
   int read_error;
   chunk *spares[SPARES];
   int nspares;
+  /** A chunk the reader mapped outside the lock, for the next append that needs one. */
+  chunk *fresh;
   /** Dropped at the bound, taken from the backlog and not yet handed to JavaScript. */
   uint64_t dropped_out;
   napi_ref on_batch;
@@ -270,7 +286,11 @@ static int gather(receiver *r) {
     if (n == 0) return 0;
     size_t need = 0;
     for (int i = 0; i < n; i++) need += r->msgs[i].msg_len;
-    if (reserve(r, need)) return ENOMEM;
+    if (reserve(r, need)) {
+      /* Read, and no memory to hand them over: counted as dropped, not lost unsaid. */
+      r->dropped_out += (uint64_t)n;
+      return ENOMEM;
+    }
     for (int i = 0; i < n; i++) add(r, &r->from[i], r->msgs[i].msg_hdr.msg_namelen, r->slots + (size_t)i * SLOT, r->msgs[i].msg_len);
     if (n < BATCH) return 0;
   }
@@ -286,7 +306,11 @@ static napi_value address_text(napi_env env, const struct sockaddr_storage *sa) 
   return v;
 }
 
-/** Hands the gathered batch to onBatch(buf, ends, from, addrs, dropped), and what was dropped since the last. */
+/**
+ * Hands the gathered batch to onBatch(buf, ends, from, addrs, dropped), and what was dropped since
+ * the last. Where JavaScript cannot be called (an exception pending, the thread terminating), the
+ * batch is let go: the caller stops on the pending exception; a terminating thread loses its socket anyway.
+ */
 static void deliver(receiver *r, int in_js) {
   napi_env env = r->env;
   if ((r->count == 0 && r->dropped_out == 0) || r->closed) {
@@ -294,18 +318,20 @@ static void deliver(receiver *r, int in_js) {
     return;
   }
   napi_value argv[5], ab;
-  void *data;
-  if (r->out_len > 0) napi_create_buffer_copy(env, r->out_len, r->out, NULL, &argv[0]);
-  else napi_create_buffer(env, 0, &data, &argv[0]);
-  napi_create_arraybuffer(env, r->count * 4, &data, &ab);
-  memcpy(data, r->ends, r->count * 4);
-  napi_create_typedarray(env, napi_uint32_array, r->count, ab, 0, &argv[1]);
-  napi_create_arraybuffer(env, r->count * 4, &data, &ab);
-  memcpy(data, r->who, r->count * 4);
-  napi_create_typedarray(env, napi_uint32_array, r->count, ab, 0, &argv[2]);
-  napi_create_array_with_length(env, r->naddrs, &argv[3]);
-  for (unsigned i = 0; i < r->naddrs; i++) napi_set_element(env, argv[3], i, address_text(env, &r->addrs[i]));
-  napi_create_double(env, (double)r->dropped_out, &argv[4]);
+  void *ends = NULL, *who = NULL, *none = NULL;
+  int ok = (r->out_len > 0 ? napi_create_buffer_copy(env, r->out_len, r->out, NULL, &argv[0]) : napi_create_buffer(env, 0, &none, &argv[0])) == napi_ok &&
+           napi_create_arraybuffer(env, r->count * 4, &ends, &ab) == napi_ok && napi_create_typedarray(env, napi_uint32_array, r->count, ab, 0, &argv[1]) == napi_ok &&
+           napi_create_arraybuffer(env, r->count * 4, &who, &ab) == napi_ok && napi_create_typedarray(env, napi_uint32_array, r->count, ab, 0, &argv[2]) == napi_ok &&
+           napi_create_array_with_length(env, r->naddrs, &argv[3]) == napi_ok && napi_create_double(env, (double)r->dropped_out, &argv[4]) == napi_ok;
+  for (unsigned i = 0; ok && i < r->naddrs; i++) ok = napi_set_element(env, argv[3], i, address_text(env, &r->addrs[i])) == napi_ok;
+  if (!ok) {
+    reset_batch(r);
+    return;
+  }
+  if (r->count > 0) {
+    memcpy(ends, r->ends, r->count * 4);
+    memcpy(who, r->who, r->count * 4);
+  }
   r->dropped_out = 0;
   reset_batch(r);
   if (r->out_cap > 1024 * 1024) {
@@ -317,45 +343,51 @@ static void deliver(receiver *r, int in_js) {
   call_js(r, r->on_batch, 5, argv, in_js);
 }
 
-static void report_error(receiver *r, int err) {
+static void report_error(receiver *r, int err, int in_js) {
   napi_value code;
-  napi_create_int32(r->env, err, &code);
-  call_js(r, r->on_error, 1, &code, 0);
+  if (napi_create_int32(r->env, err, &code) == napi_ok) call_js(r, r->on_error, 1, &code, in_js);
+}
+
+/** An exception is pending (thrown by a callback called from JavaScript, or none can be called). */
+static int js_failed(napi_env env) {
+  bool pending = false;
+  return napi_is_exception_pending(env, &pending) != napi_ok || pending;
 }
 
 /* ---- The reader thread and its backlog ---- */
 
-static chunk *chunk_new(receiver *r) {
-  if (r->nspares > 0) return r->spares[--r->nspares];
+static chunk *chunk_map(void) {
   void *p = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   return p == MAP_FAILED ? NULL : (chunk *)p;
 }
 
-/** Back to the spares, or to the system (under the lock while the reader runs). */
-static void chunk_free(receiver *r, chunk *c) {
-  if (r->nspares < SPARES) r->spares[r->nspares++] = c;
-  else munmap(c, CHUNK);
-}
-
-/** The reader's n datagrams just read, appended to the backlog; those past its bound dropped. */
+/** The reader's n datagrams just read, appended to the backlog; those past its bound dropped and counted. */
 static void append(receiver *r, int n) {
+  /* A chunk mapped outside the lock, in case one is needed: the loop never waits on mmap. */
+  if (r->fresh == NULL) r->fresh = chunk_map();
   pthread_mutex_lock(&r->lock);
   for (int i = 0; i < n; i++) {
     size_t len = r->msgs[i].msg_len;
     size_t size = record_size(len);
     chunk *c = r->tail;
-    if (r->backlog + size > r->backlog_max) {
-      r->dropped++;
-      continue;
-    }
     if (c == NULL || c->used + size > CHUNK_DATA) {
-      c = chunk_new(r);
+      c = NULL;
+      if ((r->chunks + 1) * CHUNK <= r->backlog_max) {
+        if (r->nspares > 0) {
+          c = r->spares[--r->nspares];
+        } else {
+          c = r->fresh;
+          r->fresh = NULL;
+        }
+      }
       if (c == NULL) {
+        /* At the bound (or no memory): dropped, and counted. */
         r->dropped++;
         continue;
       }
+      r->chunks++;
       c->next = NULL;
-      c->used = 0;
+      c->start = c->used = 0;
       if (r->tail) r->tail->next = c;
       else r->head = c;
       r->tail = c;
@@ -367,7 +399,6 @@ static void append(receiver *r, int n) {
     memcpy(&rec->addr, &r->from[i], rec->addr_len);
     memcpy(rec + 1, r->slots + (size_t)i * SLOT, len);
     c->used += size;
-    r->backlog += size;
   }
   pthread_mutex_unlock(&r->lock);
 }
@@ -376,19 +407,36 @@ static void read_failed(receiver *r, int err) {
   pthread_mutex_lock(&r->lock);
   r->read_error = err;
   pthread_mutex_unlock(&r->lock);
+  uv_async_send(&r->async);
 }
 
-/** Reads the socket into the backlog until told to stop (stop_fd readable). */
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int stopping(receiver *r) {
+  return __atomic_load_n(&r->stop, __ATOMIC_ACQUIRE);
+}
+
+/**
+ * Reads the socket into the backlog until told to stop. When it finds the socket empty it waits
+ * for the next datagram, then lets others gather behind it for up to COALESCE_NS, but never longer
+ * than a quarter of the receive buffer takes to fill at the rate of the last round.
+ */
 static void *reader_main(void *arg) {
   receiver *r = (receiver *)arg;
   struct pollfd fds[2] = {{.fd = r->fd, .events = POLLIN}, {.fd = r->stop_fd, .events = POLLIN}};
-  const struct timespec coalesce = {0, COALESCE_NS};
-  for (;;) {
+  int64_t since = now_ns();
+  uint64_t got = 0;
+  while (!stopping(r)) {
     ready_msgs(r, BATCH);
     int n = recvmmsg(r->fd, r->msgs, BATCH, MSG_DONTWAIT, NULL);
     if (n > 0) {
       append(r, n);
       uv_async_send(&r->async);
+      got += (uint64_t)n;
       /* A full batch: the socket likely holds more, read on at once. */
       if (n == BATCH) continue;
     } else if (n < 0 && errno == EINTR) {
@@ -396,83 +444,147 @@ static void *reader_main(void *arg) {
     } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
       /* A failed read (ENOMEM, ...): said, and retried after a pause, not in a loop. */
       read_failed(r, errno);
-      uv_async_send(&r->async);
-      if (poll(&fds[1], 1, RETRY_MS) > 0) break;
+      poll(&fds[1], 1, RETRY_MS);
       continue;
     }
-    /* Empty: wait for the next datagram or the stop, then let others gather behind it. */
-    if (poll(fds, 2, -1) < 0 && errno != EINTR) {
-      read_failed(r, errno);
-      uv_async_send(&r->async);
-      if (poll(&fds[1], 1, RETRY_MS) > 0) break;
+    /* Empty: wait for the next datagram or the stop. */
+    if (poll(fds, 2, -1) < 0) {
+      if (errno != EINTR) {
+        read_failed(r, errno);
+        poll(&fds[1], 1, RETRY_MS);
+      }
       continue;
     }
     if (fds[1].revents) break;
-    nanosleep(&coalesce, NULL);
+    int64_t now = now_ns();
+    int64_t wait = COALESCE_NS;
+    if (got > 0) {
+      /* At `got` datagrams in `now - since`, a quarter of the buffer fills in this long. */
+      double quarter = (double)(now - since) * (double)r->rcv_datagrams / 4.0 / (double)got;
+      if (quarter < (double)wait) wait = (int64_t)quarter;
+    }
+    since = now;
+    got = 0;
+    if (wait >= 20000) {
+      const struct timespec ts = {0, (long)wait};
+      nanosleep(&ts, NULL);
+    }
   }
   return NULL;
 }
 
-/** Tells the reader to stop and waits for it (it is between two reads within COALESCE_NS or RETRY_MS). */
+/** Tells the reader to stop and waits for it: it looks at the flag before each read, and the poll it may wait in sees stop_fd. */
 static void stop_reader(receiver *r) {
   if (!r->reading) return;
+  __atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
   uint64_t one = 1;
   ssize_t w;
   do w = write(r->stop_fd, &one, sizeof one);
   while (w < 0 && errno == EINTR);
   pthread_join(r->thread, NULL);
   r->reading = 0;
+  if (r->fresh) {
+    munmap(r->fresh, CHUNK);
+    r->fresh = NULL;
+  }
+}
+
+/** A chunk handed over: kept as a spare, or unmapped (outside the lock). */
+static void release_chunk(receiver *r, chunk *c) {
+  pthread_mutex_lock(&r->lock);
+  r->chunks--;
+  int kept = !r->closed && r->nspares < SPARES;
+  if (kept) r->spares[r->nspares++] = c;
+  pthread_mutex_unlock(&r->lock);
+  if (!kept) munmap(c, CHUNK);
+}
+
+/** Chunks taken and not handed over (c first, from its start) go back to the front of the backlog. */
+static void put_back(receiver *r, chunk *c) {
+  chunk *last = c;
+  while (last->next) last = last->next;
+  pthread_mutex_lock(&r->lock);
+  last->next = r->head;
+  r->head = c;
+  if (r->tail == NULL) r->tail = last;
+  pthread_mutex_unlock(&r->lock);
 }
 
 /**
- * Hands the backlog to JavaScript in batches of PER_CALL, with what was dropped at its bound, and a
- * failed read to onError. The reader may go on appending meanwhile: what it appends comes next time.
+ * Hands the backlog to JavaScript in batches of PER_CALL, each in its own handle scope, with what
+ * was dropped at the bound, and a failed read to onError. At most PER_WAKE datagrams per call from
+ * the loop (`limit`); the rest is put back and the loop woken again. Stops where a callback threw
+ * or closed the receiver. The reader may go on appending meanwhile: that comes next time.
  */
-static void take_backlog(receiver *r, int in_js) {
+static void take_backlog(receiver *r, int in_js, unsigned limit) {
+  napi_env env = r->env;
   pthread_mutex_lock(&r->lock);
   chunk *c = r->head;
   r->head = r->tail = NULL;
-  r->backlog = 0;
   r->dropped_out += r->dropped;
   r->dropped = 0;
   int err = r->read_error;
   r->read_error = 0;
   pthread_mutex_unlock(&r->lock);
+  r->taking = 1;
+  unsigned handed = 0;
+  int halted = 0;
   while (c != NULL) {
-    size_t at = 0;
-    while (at < c->used && !r->closed) {
-      const record *rec = (const record *)(c->data + at);
-      if (r->count == PER_CALL || (r->out_len > 0 && r->out_len + rec->len > 1024 * 1024)) deliver(r, in_js);
-      if (r->closed) break;
+    while (c->start < c->used) {
+      const record *rec = (const record *)(c->data + c->start);
+      if (r->count == PER_CALL || (r->out_len > 0 && r->out_len + rec->len > 1024 * 1024)) {
+        napi_handle_scope scope;
+        napi_open_handle_scope(env, &scope);
+        deliver(r, in_js);
+        napi_close_handle_scope(env, scope);
+        if (r->closed || js_failed(env) || handed >= limit) {
+          halted = 1;
+          break;
+        }
+      }
       if (reserve(r, rec->len)) {
         /* No memory for the batch: this datagram is counted as dropped, not lost unsaid. */
         r->dropped_out++;
       } else {
         add(r, &rec->addr, rec->addr_len, (const unsigned char *)(rec + 1), rec->len);
+        handed++;
       }
-      at += record_size(rec->len);
+      c->start += record_size(rec->len);
     }
+    if (halted) break;
     chunk *next = c->next;
-    if (r->closed) {
-      munmap(c, CHUNK);
-    } else {
-      pthread_mutex_lock(&r->lock);
-      chunk_free(r, c);
-      pthread_mutex_unlock(&r->lock);
-    }
+    release_chunk(r, c);
     c = next;
   }
+  r->taking = 0;
+  if (halted) {
+    /* Closed: the rest goes with the receiver. Otherwise it is taken next, first. */
+    if (r->closed) {
+      while (c != NULL) {
+        chunk *next = c->next;
+        release_chunk(r, c);
+        c = next;
+      }
+    } else if (c != NULL) {
+      put_back(r, c);
+      if (!in_js) uv_async_send(&r->async);
+    }
+  }
+  if (r->closed || js_failed(env)) {
+    reset_batch(r);
+    return;
+  }
+  napi_handle_scope scope;
+  napi_open_handle_scope(env, &scope);
   deliver(r, in_js);
-  if (err && !r->closed) report_error(r, err);
+  if (err && !r->closed && !js_failed(env)) report_error(r, err, in_js);
+  napi_close_handle_scope(env, scope);
 }
 
 static void on_backlog(uv_async_t *handle) {
   receiver *r = (receiver *)handle->data;
   if (r->closed) return;
-  napi_handle_scope scope;
-  napi_open_handle_scope(r->env, &scope);
-  take_backlog(r, 0);
-  napi_close_handle_scope(r->env, scope);
+  take_backlog(r, 0, PER_WAKE);
 }
 
 /** Unmaps the backlog and the spares (the reader has stopped). */
@@ -482,7 +594,7 @@ static void free_backlog(receiver *r) {
     munmap(c, CHUNK);
   }
   r->head = r->tail = NULL;
-  r->backlog = 0;
+  r->chunks = 0;
   while (r->nspares > 0) munmap(r->spares[--r->nspares], CHUNK);
 }
 
@@ -501,7 +613,7 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
   napi_open_handle_scope(r->env, &scope);
   int err = status < 0 ? -status : gather(r);
   deliver(r, 0);
-  if (err && !r->closed) report_error(r, err);
+  if (err && !r->closed) report_error(r, err, 0);
   if (err && !r->closed) {
     /* Level-triggered: polling on at once would call again at once, and fail again. */
     uv_poll_stop(&r->poll);
@@ -674,19 +786,30 @@ static napi_value js_info(napi_env env, napi_callback_info info) {
   return out;
 }
 
-/** Starts the reader thread (signals blocked in it: they are the main thread's to take). */
-static int start_reader(receiver *r, uv_loop_t *loop, size_t backlog_max) {
+/**
+ * Starts the reader thread (signals blocked in it: they are the main thread's to take). Returns 0,
+ * or an errno with the call that failed in *syscall.
+ */
+static int start_reader(receiver *r, uv_loop_t *loop, size_t backlog_max, const char **syscall) {
   int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (fd < 0) return errno;
+  if (fd < 0) {
+    *syscall = "eventfd";
+    return errno;
+  }
   int rc = uv_async_init(loop, &r->async, on_backlog);
   if (rc < 0) {
     close(fd);
+    *syscall = "uv_async_init";
     return -rc;
   }
   r->async.data = r;
   r->stop_fd = fd;
   r->threaded = 1;
   r->backlog_max = backlog_max;
+  int rcvbuf = 0;
+  socklen_t optlen = sizeof rcvbuf;
+  getsockopt(r->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &optlen);
+  r->rcv_datagrams = rcvbuf > DATAGRAM_TRUESIZE ? (size_t)rcvbuf / DATAGRAM_TRUESIZE : 1;
   pthread_mutex_init(&r->lock, NULL);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -697,7 +820,10 @@ static int start_reader(receiver *r, uv_loop_t *loop, size_t backlog_max) {
   rc = pthread_create(&r->thread, &attr, reader_main, r);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
-  if (rc != 0) return rc;
+  if (rc != 0) {
+    *syscall = "pthread_create";
+    return rc;
+  }
   pthread_setname_np(r->thread, "udp-reader");
   r->reading = 1;
   return 0;
@@ -720,14 +846,17 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   }
   napi_value name;
   napi_create_string_utf8(env, "intake-relay:udp-recvmmsg", NAPI_AUTO_LENGTH, &name);
+  /* A start that failed before left its references: this one replaces them. */
+  release_js(r);
   napi_create_reference(env, argv[1], 1, &r->on_batch);
   napi_create_reference(env, argv[2], 1, &r->on_error);
   napi_async_init(env, NULL, name, &r->async_context);
   uv_loop_t *loop;
   napi_get_uv_event_loop(env, &loop);
   if (backlog > 0) {
-    int err = start_reader(r, loop, (size_t)backlog);
-    if (err) return throw_errno(env, "pthread_create", err);
+    const char *syscall = "";
+    int err = start_reader(r, loop, (size_t)backlog, &syscall);
+    if (err) return throw_errno(env, syscall, err);
     return NULL;
   }
   int rc = uv_poll_init(loop, &r->poll, r->fd);
@@ -745,21 +874,19 @@ static napi_value js_drain(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   receiver *r = receiver_of(env, info, 1, argv, 0);
   if (r == NULL || r->on_batch == NULL) return NULL;
-  /* The reader stops, and what it read is handed over before what the socket still holds. */
+  /* The reader stops, and what it read is handed over before what the socket still holds. From
+     inside onBatch while the backlog is handed over, only the stop: the handing over goes on. */
   if (r->threaded) {
     stop_reader(r);
-    napi_handle_scope scope;
-    napi_open_handle_scope(env, &scope);
-    take_backlog(r, 1);
-    napi_close_handle_scope(env, scope);
-    bool pending;
-    if (napi_is_exception_pending(env, &pending) == napi_ok && pending) return NULL;
+    if (r->taking) return NULL;
+    take_backlog(r, 1, UINT32_MAX);
+    if (js_failed(env)) return NULL;
   }
   /* Bounded (65,536 datagrams): a sender that keeps sending cannot hold a stop for long. Each
      batch in its own handle scope, so that what JavaScript is done with can be collected. */
   for (int calls = 0; calls < 256 && !r->closed; calls++) {
     gather(r);
-    if (r->count == 0) break;
+    if (r->count == 0 && r->dropped_out == 0) break;
     napi_handle_scope scope;
     napi_open_handle_scope(env, &scope);
     deliver(r, 1);

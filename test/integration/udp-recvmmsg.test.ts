@@ -122,8 +122,8 @@ describe('native UDP receive (recvmmsg)', () => {
   }
 
   it('the addon (reader thread): while the loop is blocked the reader drains the socket; past the backlog\'s bound datagrams are dropped and counted', () => {
-    // The loop is blocked (Atomics.wait) while another process sends 1,000 datagrams of 1,000 bytes:
-    // the socket's buffer (the kernel's default) holds far fewer, the backlog (64 KiB) about 60.
+    // The loop is blocked (spawnSync) while another process sends 1,000 datagrams of 1,000 bytes:
+    // the backlog is bounded at 512 KiB, two chunks of 256 KiB, 252 such datagrams each.
     // Received + dropped at the bound + dropped by the kernel = sent, and the bound held.
     const addon = new URL('../../native/build/relay.node', import.meta.url).pathname;
     const child = spawnSync(process.execPath, ['-e', `
@@ -132,7 +132,7 @@ describe('native UDP receive (recvmmsg)', () => {
       const h = m.exports.open('127.0.0.1', 0, false, false, 4194304);
       const port = m.exports.info(h)[0];
       let received = 0, dropped = 0, bytes = 0, calls = 0;
-      m.exports.start(h, (buf, ends, from, addrs, d) => { calls++; received += ends.length; bytes += buf.length; dropped += d; }, () => {}, 65536);
+      m.exports.start(h, (buf, ends, from, addrs, d) => { calls++; received += ends.length; bytes += buf.length; dropped += d; }, () => {}, 524288);
       spawnSync(process.execPath, ['-e', "const s = require('node:dgram').createSocket('udp4'); const p = Buffer.alloc(1000, 97); let i = 0; const next = () => { if (i++ === 1000) return s.close(); s.send(p, " + port + ", '127.0.0.1', next); }; next();"]);
       setTimeout(() => {
         const drops = require('node:fs').readFileSync('/proc/net/udp', 'latin1').split('\\n').find((l) => l.includes(':' + port.toString(16).toUpperCase().padStart(4, '0') + ' ')).trim().split(/\\s+/).pop();
@@ -144,10 +144,36 @@ describe('native UDP receive (recvmmsg)', () => {
     expect(r.kernel).toBe(0);
     expect(r.received + r.dropped).toBe(1000);
     expect(r.bytes).toBe(r.received * 1000);
-    // 64 KiB of records of 1,000 bytes and a 40-byte header: at most 63 held while the loop was blocked.
+    // Records of 1,000 bytes and a 40-byte header: at most 2 x 252 held while the loop was blocked.
     expect(r.received).toBeGreaterThan(0);
-    expect(r.received).toBeLessThanOrEqual(63);
-    expect(r.dropped).toBeGreaterThanOrEqual(1000 - 63);
+    expect(r.received).toBeLessThanOrEqual(504);
+    expect(r.dropped).toBeGreaterThanOrEqual(1000 - 504);
+  });
+
+  it('the addon (reader thread): a drain whose callback throws stops there and throws; the next drain hands over the rest, in order', () => {
+    // The loop is blocked while another process sends 1,000 numbered datagrams: the reader holds
+    // them. The first batch handed over (256) throws: drain() throws it, and what the reader held
+    // after that batch is kept, first, for the next drain.
+    const addon = new URL('../../native/build/relay.node', import.meta.url).pathname;
+    const child = spawnSync(process.execPath, ['-e', `
+      const { spawnSync } = require('node:child_process');
+      const m = { exports: {} }; process.dlopen(m, ${JSON.stringify(addon)});
+      const h = m.exports.open('127.0.0.1', 0, false, false, 4194304);
+      const port = m.exports.info(h)[0];
+      const got = []; let throwNext = false;
+      m.exports.start(h, (buf, ends) => {
+        if (throwNext) { throwNext = false; throw new Error('thrown in onBatch'); }
+        let s = 0; for (const e of ends) { got.push(buf.toString('latin1', s, e)); s = e; }
+      }, () => {}, 1 << 22);
+      spawnSync(process.execPath, ['-e', "const s = require('node:dgram').createSocket('udp4'); let i = 0; const next = () => { if (i === 1000) return s.close(); s.send('n ' + i++, " + port + ", '127.0.0.1', next); }; next();"]);
+      throwNext = true;
+      let threw = '';
+      try { m.exports.drain(h); } catch (e) { threw = e.message; }
+      m.exports.drain(h);
+      m.exports.close(h);
+      console.log(JSON.stringify({ threw, count: got.length, first: got[0], inOrder: got.every((g, i) => g === 'n ' + (i + 256)) }));`], { encoding: 'utf8' });
+    expect(child.stderr).toBe('');
+    expect(JSON.parse(child.stdout)).toEqual({ threw: 'thrown in onBatch', count: 744, first: 'n 256', inOrder: true });
   });
 
   it('the addon: a receive buffer beyond net.core.rmem_max where the process has CAP_NET_ADMIN (as rsyslog\'s imudp), capped by it without', () => {
