@@ -1,14 +1,14 @@
-#!/usr/bin/env -S node --max-semi-space-size=8 --min-semi-space-size=8
+#!/usr/bin/env -S node --max-semi-space-size=8
 // The `intake-relay` command. Runs the compiled dist/main.js (`npm run build`); in a source checkout
 // without a build it falls back to src/main.ts through Node's type stripping.
 // --max-semi-space-size=8: an 8 MiB young generation measured less CPU per event and a smaller
 // peak RSS than 16 MiB since readers are held to a short queue (events die young either way), and
 // a smaller peak on TCP than 4 MiB (README, "Performance").
-// --min-semi-space-size=8: the young generation at that size from the start. Grown from V8's 1 MiB
-// under a first burst, it cost 26 ms of scavenges in the load's first 100 ms, and UDP at 100,000
-// datagrams/s lost 182 to 6,208 of 500,000 then (a 4 MiB socket buffer holds about 75 ms); with it,
-// 0 in 3 runs, and 4.2-4.6 us of CPU per datagram instead of 5.3-5.5 (docs/performance.md). The
-// price: about 5 MiB more anonymous memory at rest (31 instead of 26 MiB).
+// The young generation grows from V8's 1 MiB under the first burst. Starting it at 8 MiB
+// (--min-semi-space-size=8, from 0.2.0 until the UDP input got its reader thread) kept that
+// growth's scavenges from stalling a UDP socket's reads; the reader thread now drains the socket
+// through any stall, and without the flag the same CPU per event was measured on TCP, UDP and file
+// paths, with 25 MiB of anonymous memory at rest instead of 30-31 (docs/performance.md).
 //
 // Node.js first, before anything is imported: an older one crashes inside a dependency with a stack
 // trace (undici on 22.12), or cannot read the sources at all (Node 20). The floor is the oldest Node
