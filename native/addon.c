@@ -4,5 +4,6 @@
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   register_udp(env, exports);
   register_process(env, exports);
+  register_copy(env, exports);
   return exports;
 }

@@ -1,6 +1,6 @@
 // Builds native/build/relay.node, the relay's native addon (addon.c, which registers the calls of
 // each concern: udp-recvmmsg.c, the UDP input's batched receive; process.c, the C library's free
-// memory and state directory locks), with the machine's C compiler and the Node-API headers of the
+// memory and state directory locks; copy-runs.c, the batch formatter's copies), with the machine's C compiler and the Node-API headers of the
 // Node running this script. Run by
 // `npm ci` / `npm install` (the install script, also in an installed npm package: plain JavaScript,
 // since Node does not strip types under node_modules), `npm run build` and `npm run package`.
@@ -13,7 +13,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const SOURCES = ['addon.c', 'udp-recvmmsg.c', 'process.c'].map((f) => join(ROOT, 'native', f));
+const SOURCES = ['addon.c', 'udp-recvmmsg.c', 'process.c', 'copy-runs.c'].map((f) => join(ROOT, 'native', f));
 const HEADER = join(ROOT, 'native', 'addon.h');
 const NATIVE_OUT = join(ROOT, 'native', 'build', 'relay.node');
 
@@ -53,6 +53,6 @@ const r = buildNative();
 if (r.built) {
   if (r.reason !== 'up to date') console.error(`intake-relay: native addon ${r.reason}: ${NATIVE_OUT}.`);
 } else {
-  console.warn(`intake-relay: native addon not built: ${r.reason}. UDP inputs use Node's dgram (slower per datagram), memory freed after a burst is not trimmed, and state directories are locked with flock(1) where it exists.`);
+  console.warn(`intake-relay: native addon not built: ${r.reason}. UDP inputs use Node's dgram (slower per datagram), batches are copied event by event, memory freed after a burst is not trimmed, and state directories are locked with flock(1) where it exists.`);
   if (process.argv.includes('--strict')) process.exit(1);
 }

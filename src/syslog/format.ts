@@ -8,6 +8,7 @@ import { timestampText } from '../core/event.ts';
 import { utf8Boundary } from '../core/utf8.ts';
 import { isoUtc } from '../core/iso-time.ts';
 import { bsdConversion } from './timestamps.ts';
+import { copyPlan, type CopyPlan } from './copy-plan.ts';
 
 export type TimestampMode = 'received' | 'source';
 
@@ -66,9 +67,14 @@ export class Rfc5424Formatter {
     bytes: Buffer.alloc(64), length: -1, format: -1, text: undefined, validFrom: 0, validUntil: 0,
   };
 
-  constructor(intakeKey: string, mode: TimestampMode) {
+  /** The batch's copies in one native call, where the addon is loaded; each run copied here otherwise. */
+  readonly #plan: CopyPlan | undefined;
+
+  /** `nativeCopy: false`: copy run by run even where the addon is loaded (tests compare both). */
+  constructor(intakeKey: string, mode: TimestampMode, o: { readonly nativeCopy?: boolean } = {}) {
     this.#sd = intakeKeyElement(intakeKey);
     this.#mode = mode;
+    this.#plan = o.nativeCopy === false ? undefined : copyPlan();
   }
 
   #received(ms: number): string {
@@ -186,6 +192,8 @@ export class Rfc5424Formatter {
       total += framing.size(i, n);
     }
     const out = alloc(total);
+    const plan = this.#plan;
+    plan?.clear();
     let off = 0;
     for (let i = 0; i < count; i++) {
       const e = events[from + i] as LogEvent;
@@ -194,18 +202,26 @@ export class Rfc5424Formatter {
       if (typeof head === 'string') {
         off += out.write(head, off, 'latin1');
       } else {
-        out.set(head, off);
+        if (plan) plan.add(head, 0, head.length, off);
+        else out.set(head, off);
         off += head.length;
       }
       const fit = fits?.get(i);
-      if (e.sdEnd > e.sdStart && (fit === undefined || fit.keepSd)) off += e.buf.copy(out, off, e.sdStart, e.sdEnd);
+      if (e.sdEnd > e.sdStart && (fit === undefined || fit.keepSd)) {
+        if (plan) plan.add(e.buf, e.sdStart, e.sdEnd, off);
+        else e.buf.copy(out, off, e.sdStart, e.sdEnd);
+        off += e.sdEnd - e.sdStart;
+      }
       const msgEnd = fit === undefined ? e.end : fit.msgEnd;
       if (msgEnd > e.msgStart) {
         out[off++] = 0x20;
-        off += e.buf.copy(out, off, e.msgStart, msgEnd);
+        if (plan) plan.add(e.buf, e.msgStart, msgEnd, off);
+        else e.buf.copy(out, off, e.msgStart, msgEnd);
+        off += msgEnd - e.msgStart;
       }
       if (framing.trailer) out[off++] = 0x0a;
     }
+    plan?.run(out);
     return out;
   }
 

@@ -86,7 +86,10 @@ async function written(queue: BoundedQueue): Promise<Buffer[]> {
   while (queue.pendingEvents > 0) {
     const batch = (await queue.take({ maxEvents: 500, maxBytes: 1 << 30, lingerMs: 0 }, new AbortController().signal))!;
     for (const mode of ['received', 'source'] as const) {
-      const frames = octetFrames(new Rfc5424Formatter('AbCdEf0123', mode).frames(batch.events));
+      const bytes = new Rfc5424Formatter('AbCdEf0123', mode).frames(batch.events);
+      // The copies done in one native call (copy-plan.ts) or run by run: the same bytes.
+      expect(bytes.equals(new Rfc5424Formatter('AbCdEf0123', mode, { nativeCopy: false }).frames(batch.events))).toBe(true);
+      const frames = octetFrames(bytes);
       expect(frames).toHaveLength(batch.events.length);
       if (mode === 'received') out.push(...frames);
       for (const f of frames) expect(assertRfc5424Frame(f).intakeKey).toBe('AbCdEf0123');

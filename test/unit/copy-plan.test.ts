@@ -1,0 +1,89 @@
+// The batch formatter's copies done in one native call (src/syslog/copy-plan.ts, native/copy-runs.c):
+// byte for byte the frames the formatter writes run by run, for every kind of run (a shared header,
+// the source's SD, MSG, one cut to the intake's limit, RELP framing, reads of many buffers); and
+// the native call refuses a plan that would read or write out of bounds, copying nothing.
+import { describe, expect, it } from 'vitest';
+import { copyPlan } from '../../src/syslog/copy-plan.ts';
+import { INTAKE_MAX_EVENT_BYTES, Rfc5424Formatter } from '../../src/syslog/format.ts';
+import { nativeAddon } from '../../src/platform/native-addon.ts';
+import { parseSyslog, type HeaderDefaults } from '../../src/syslog/parse.ts';
+import type { LogEvent } from '../../src/core/event.ts';
+import { prng } from '../helpers/prng.ts';
+
+const D: HeaderDefaults = { pri: 13, hostname: '', appName: '', procId: '' };
+
+/** `n` events from `reads` buffers (each event a view of its read), over a few milliseconds of reception. */
+function events(n: number, reads: number, seed: number): LogEvent[] {
+  const rnd = prng(seed);
+  const lines = Array.from({ length: n }, (_, i) => {
+    // One in 50 over the intake's limit (cut), the others of four kinds at random.
+    const kind = i % 50 === 25 ? 4 : Math.floor(rnd() * 4);
+    const msg = 'x'.repeat(Math.floor(rnd() * 300)) + ` é€ ${i}`;
+    if (kind === 0) return `<165>1 2003-10-11T22:14:15.003Z host app 42 ID47 [a@1 x="${i}"][b@2 y="]"] ${msg}`;
+    if (kind === 1) return `<34>Oct 11 22:14:15 host${i % 3} su[${i % 2}]: ${msg}`;
+    if (kind === 2) return `<13>1 - h a - - -`;
+    if (kind === 3) return msg;
+    return `<14>1 2026-11-22T10:00:00Z big app - - [s@1 k="v"] ${'y'.repeat(INTAKE_MAX_EVENT_BYTES)}`;
+  });
+  const out: LogEvent[] = [];
+  const per = Math.ceil(n / reads);
+  for (let r = 0; r < reads; r++) {
+    const part = lines.slice(r * per, (r + 1) * per);
+    const buf = Buffer.from(part.join('\n'));
+    let start = 0;
+    for (const l of part) {
+      const end = start + Buffer.byteLength(l);
+      out.push(parseSyslog(buf, start, end, Date.UTC(2026, 10, 22, 10, 0, 0, Math.floor(out.length / 7)), '192.0.2.7', D));
+      start = end + 1;
+    }
+  }
+  return out;
+}
+
+describe('copy plan (the formatter\'s copies in one native call)', () => {
+  it('is in use on this machine (the addon is built by npm ci)', () => {
+    expect(copyPlan()).toBeDefined();
+  });
+
+  it.each([
+    ['one read', 200, 1, 1],
+    ['a read per event or two (more sources than the call names without allocating)', 300, 150, 2],
+    ['long batches', 3_000, 40, 3],
+  ])('the same bytes as copied run by run: %s', (_what, n, reads, seed) => {
+    const batch = events(n, reads, seed);
+    for (const mode of ['received', 'source'] as const) {
+      const native = new Rfc5424Formatter('AbC"d]e\\f', mode);
+      const plain = new Rfc5424Formatter('AbC"d]e\\f', mode, { nativeCopy: false });
+      expect(native.frames(batch).equals(plain.frames(batch))).toBe(true);
+      const cut = native.takeCut();
+      expect(cut).toBe(plain.takeCut());
+      expect(cut).toBe(Math.floor((n + 24) / 50));
+      const txnr = (i: number): number => 7 + i;
+      expect(native.relpFrames(batch, 3, batch.length - 1, txnr).equals(plain.relpFrames(batch, 3, batch.length - 1, txnr))).toBe(true);
+    }
+  });
+
+  it('the native call checks every run before copying anything', () => {
+    const copyRuns = nativeAddon().exports?.copyRuns as (out: Uint8Array, sources: Uint8Array[], plan: Int32Array, n: number) => void;
+    const out = Buffer.alloc(8);
+    const src = Buffer.from('abcdefgh');
+    copyRuns(out, [src], Int32Array.from([0, 0, 4, 4, 0, 4, 8, 0]), 2);
+    expect(out.toString()).toBe('efghabcd');
+    const fresh = (): Buffer => Buffer.alloc(8, 0x2d);
+    for (const plan of [
+      [0, 0, 9, 0], // past the source's end
+      [0, 0, 4, 5], // past out's end
+      [1, 0, 1, 0], // no such source
+      [0, 3, 2, 0], // end before start
+      [0, -1, 2, 0], // negative
+    ]) {
+      const o = fresh();
+      // A valid run first: nothing is copied when a later one is refused.
+      expect(() => copyRuns(o, [src], Int32Array.from([0, 0, 2, 0, ...plan]), 2)).toThrow(RangeError);
+      expect(o.equals(fresh())).toBe(true);
+    }
+    expect(() => copyRuns(out, [src], Int32Array.from([0, 0, 1, 0]), 2)).toThrow(TypeError); // n past the plan
+    expect(() => copyRuns(out, ['abc' as unknown as Uint8Array], Int32Array.from([0, 0, 1, 0]), 1)).toThrow(TypeError);
+    expect(() => copyRuns(out, [src], new Uint32Array(4) as unknown as Int32Array, 1)).toThrow(TypeError);
+  });
+});
