@@ -166,6 +166,7 @@ export class Relay {
       throw err;
     }
     this.#phase = 'running';
+    this.#housekeeping.started();
     this.#reloaded(true);
     this.#log.info(
       {

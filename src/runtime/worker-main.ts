@@ -98,6 +98,7 @@ class WorkerThread {
     try {
       await topology.start();
       this.#env.senders.start();
+      this.#housekeeping.started();
       this.#state();
       this.#post({ kind: 'started' });
     } catch (err) {
