@@ -46,7 +46,7 @@ afterAll(() => {
 
 describe('npm package', () => {
   it('holds what the command needs, and no tests, fixtures, keys or sources', () => {
-    for (const f of ['package.json', 'README.md', 'LICENSE', 'bin/intake-relay.js', 'dist/main.js', 'dist/build-info.json', 'config/intake-relay.yaml', 'deploy/intake-relay.service', 'native/addon.c', 'native/addon.h', 'native/udp-recvmmsg.c', 'native/process.c', 'native/compile.mjs']) expect(files).toContain(f);
+    for (const f of ['package.json', 'README.md', 'LICENSE', 'bin/intake-relay.js', 'dist/main.js', 'dist/build-info.json', 'config/intake-relay.yaml', 'deploy/intake-relay.service', 'native/addon.c', 'native/addon.h', 'native/udp-recvmmsg.c', 'native/process.c', 'native/copy-runs.c', 'native/compile.mjs']) expect(files).toContain(f);
     // The native UDP receive is built where the package is installed, never shipped as a binary.
     expect(files.filter((f) => f.endsWith('.node'))).toEqual([]);
     const unwanted = files.filter((f) => /^(test|src|scripts|bench|build|node_modules)\/|fixtures|\.(key|pem|crt|p12|tgz)$|key\.pem|\.ts$/.test(f));
