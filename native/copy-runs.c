@@ -40,35 +40,44 @@ static napi_value js_copy_runs(napi_env env, napi_callback_info info) {
   size_t argc = 4;
   napi_value argv[4];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  const unsigned char *out_c;
-  size_t out_len;
-  if (argc < 4 || !bytes_of(env, argv[0], &out_c, &out_len)) {
-    if (argc < 4) napi_throw_type_error(env, NULL, "copyRuns(out, sources, plan, n)");
+  uint32_t n, nsources;
+  bool is_array;
+  if (argc < 4 || napi_is_array(env, argv[1], &is_array) != napi_ok || !is_array || napi_get_array_length(env, argv[1], &nsources) != napi_ok ||
+      napi_get_value_uint32(env, argv[3], &n) != napi_ok) {
+    napi_throw_type_error(env, NULL, "copyRuns(out, sources, plan, n): sources an array, n a count");
     return NULL;
   }
+  source stack[STACK_SOURCES];
+  napi_value stack_values[STACK_SOURCES];
+  source *src = nsources <= STACK_SOURCES ? stack : malloc(sizeof(source) * nsources);
+  napi_value *values = nsources <= STACK_SOURCES ? stack_values : malloc(sizeof(napi_value) * nsources);
+  napi_value result = NULL;
+  if (src == NULL || values == NULL) {
+    napi_throw_error(env, "ENOMEM", "copyRuns: out of memory");
+    goto done;
+  }
+  /* The sources' values first: getting an element may run JavaScript (a getter), which could
+     detach or shrink a buffer. Nothing after this runs any, so the pointers taken next stay valid. */
+  for (uint32_t i = 0; i < nsources; i++) {
+    if (napi_get_element(env, argv[1], i, &values[i]) != napi_ok) goto done;
+  }
+  const unsigned char *out_c;
+  size_t out_len;
+  if (!bytes_of(env, argv[0], &out_c, &out_len)) goto done;
   unsigned char *out = (unsigned char *)out_c;
   napi_typedarray_type type;
   size_t plan_len, offset;
   void *plan_p;
   napi_value ab;
   bool is;
-  uint32_t n, nsources;
   if (napi_is_typedarray(env, argv[2], &is) != napi_ok || !is || napi_get_typedarray_info(env, argv[2], &type, &plan_len, &plan_p, &ab, &offset) != napi_ok || type != napi_int32_array ||
-      napi_get_value_uint32(env, argv[3], &n) != napi_ok || (size_t)n * 4 > plan_len || napi_get_array_length(env, argv[1], &nsources) != napi_ok) {
-    napi_throw_type_error(env, NULL, "copyRuns(out, sources, plan, n): sources an array, plan an Int32Array of at least 4n");
-    return NULL;
+      (size_t)n * 4 > plan_len) {
+    napi_throw_type_error(env, NULL, "copyRuns(out, sources, plan, n): plan an Int32Array of at least 4n");
+    goto done;
   }
   const int32_t *plan = (const int32_t *)plan_p;
-  source stack[STACK_SOURCES];
-  source *src = nsources <= STACK_SOURCES ? stack : malloc(sizeof(source) * nsources);
-  if (src == NULL) {
-    napi_throw_error(env, "ENOMEM", "copyRuns: out of memory");
-    return NULL;
-  }
-  napi_value result = NULL;
   for (uint32_t i = 0; i < nsources; i++) {
-    napi_value v;
-    if (napi_get_element(env, argv[1], i, &v) != napi_ok || !bytes_of(env, v, &src[i].data, &src[i].len)) goto done;
+    if (!bytes_of(env, values[i], &src[i].data, &src[i].len)) goto done;
   }
   /* Checked whole before anything is written. */
   for (uint32_t i = 0; i < n; i++) {
@@ -80,11 +89,13 @@ static napi_value js_copy_runs(napi_env env, napi_callback_info info) {
   }
   for (uint32_t i = 0; i < n; i++) {
     const int32_t *r = plan + 4 * (size_t)i;
-    memcpy(out + r[3], src[r[0]].data + r[1], (size_t)(r[2] - r[1]));
+    /* An empty run may have no memory behind it (an empty or detached array): nothing to copy. */
+    if (r[2] > r[1]) memcpy(out + r[3], src[r[0]].data + r[1], (size_t)(r[2] - r[1]));
   }
   napi_get_undefined(env, &result);
 done:
   if (src != stack) free(src);
+  if (values != stack_values) free(values);
   return result;
 }
 

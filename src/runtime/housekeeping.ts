@@ -17,8 +17,11 @@ export const START_COLLECT_MS = 2_000;
 export class Housekeeping {
   #busy = 0;
   #trimmed = true;
-  /** This thread's heap was collected since its last burst (not yet at the start). */
-  #collected = false;
+  /**
+   * This thread's heap was collected since its last burst. True until the start is over: a worker's
+   * report while the others start must not collect in the middle of it (started() clears it).
+   */
+  #collected = true;
   /** The other threads are idle too (the main thread: every worker's last report); undefined in a worker, which never trims. */
   readonly #others: (() => boolean) | undefined;
   readonly #trim: () => unknown;
@@ -31,11 +34,20 @@ export class Housekeeping {
     this.#collect = collect;
   }
 
-  /** The thread has started: its heap is collected START_COLLECT_MS later, if its outputs are idle then. */
+  /** The thread has started: its heap is collected START_COLLECT_MS later, if its outputs are idle then (else at their lull). */
   started(): void {
     clearTimeout(this.#startTimer);
-    this.#startTimer = setTimeout(() => this.check(), START_COLLECT_MS);
+    this.#startTimer = setTimeout(() => {
+      this.#collected = false;
+      this.check();
+    }, START_COLLECT_MS);
     this.#startTimer.unref();
+  }
+
+  /** The thread stops: no collection for the start any more. */
+  stop(): void {
+    clearTimeout(this.#startTimer);
+    this.#startTimer = undefined;
   }
 
   /** One output's activity, for its runner. */

@@ -325,6 +325,7 @@ export class Relay {
   async #stop(): Promise<StopReport> {
     const wasRunning = this.#phase === 'running';
     this.#phase = 'draining';
+    this.#housekeeping.stop();
     const timeoutMs = this.topology.config.shutdown_timeout_ms;
     // Still taking events for shutdown_delay_ms (not ready meanwhile): the last lines of an
     // application stopped at the same time, a load balancer that has not seen this one go yet.

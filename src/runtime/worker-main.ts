@@ -169,6 +169,7 @@ class WorkerThread {
 
   #stopInputs(timeoutMs: number, reply: (value: unknown) => void): void {
     clearInterval(this.#report);
+    this.#housekeeping.stop();
     this.#env.senders.stop();
     this.#env.taps.close();
     this.#delivered = this.#topology.deliveredNow();

@@ -192,7 +192,8 @@ export class Rfc5424Formatter {
       total += framing.size(i, n);
     }
     const out = alloc(total);
-    const plan = this.#plan;
+    // Offsets go to the plan as 32-bit integers: a batch of 2 GiB or more is copied run by run.
+    const plan = total <= 0x7fffffff ? this.#plan : undefined;
     plan?.clear();
     let off = 0;
     for (let i = 0; i < count; i++) {

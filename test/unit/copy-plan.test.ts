@@ -85,5 +85,13 @@ describe('copy plan (the formatter\'s copies in one native call)', () => {
     expect(() => copyRuns(out, [src], Int32Array.from([0, 0, 1, 0]), 2)).toThrow(TypeError); // n past the plan
     expect(() => copyRuns(out, ['abc' as unknown as Uint8Array], Int32Array.from([0, 0, 1, 0]), 1)).toThrow(TypeError);
     expect(() => copyRuns(out, [src], new Uint32Array(4) as unknown as Int32Array, 1)).toThrow(TypeError);
+    // A source whose getter detaches out: the sources are read before any pointer is taken, so
+    // the call sees out as it is then (detached: no bytes) and refuses the run, not a freed buffer.
+    const big = new Uint8Array(new ArrayBuffer(1 << 20));
+    const sources: Uint8Array[] = [];
+    Object.defineProperty(sources, 0, { enumerable: true, get: () => (big.buffer.transfer(8), src) });
+    expect(() => copyRuns(big, sources, Int32Array.from([0, 0, 8, 0]), 1)).toThrow(RangeError);
+    // An empty run of an empty source: nothing to copy, no error.
+    copyRuns(out, [new Uint8Array(0)], Int32Array.from([0, 0, 0, 8]), 1);
   });
 });

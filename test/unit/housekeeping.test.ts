@@ -29,6 +29,16 @@ describe('housekeeping', () => {
     expect(calls).toEqual(['collect']);
   });
 
+  it('nothing is collected before the start is over (a worker reporting idle while the others start), nor after a stop', () => {
+    const { h, calls } = rig(() => true);
+    h.check();
+    expect(calls).toEqual([]);
+    h.started();
+    h.stop();
+    vi.advanceTimersByTime(START_COLLECT_MS);
+    expect(calls).toEqual([]);
+  });
+
   it('an output busy at that moment: collected at its lull instead, then trimmed; once per lull', () => {
     let othersIdle = false;
     const { h, calls } = rig(() => othersIdle);
@@ -53,6 +63,7 @@ describe('housekeeping', () => {
 
   it('in a worker: its own heap is collected at each lull, the process is never trimmed there', () => {
     const { h, calls } = rig(undefined);
+    h.started();
     const a = h.activity();
     a.busy();
     a.idle();
