@@ -5,6 +5,7 @@
 // writes it; every other byte is copied as it is.
 
 import type { LogEvent } from '../../core/event.ts';
+import { copyPlan, type CopyPlan } from '../../syslog/copy-plan.ts';
 
 const HEAD = Buffer.from('{"events":[', 'latin1');
 const TAIL = Buffer.from(']}', 'latin1');
@@ -18,6 +19,9 @@ const ESCAPES: (Buffer | undefined)[] = Array.from({ length: 256 }, (_, b) => {
   if (short !== undefined) return Buffer.from(short, 'latin1');
   return b < 0x20 ? Buffer.from(`\\u00${HEX[b >> 4]}${HEX[b & 15]}`, 'latin1') : undefined;
 });
+/** The messages that need no escape are copied in one native call per body where the addon is loaded (syslog/copy-plan.ts). */
+let plan: CopyPlan | undefined | null = null;
+
 /** Bytes each byte adds when escaped (0: copied as it is). */
 const EXTRA = Uint8Array.from(ESCAPES, (e) => (e ? e.length - 1 : 0));
 
@@ -47,20 +51,28 @@ export function jsonEventsBody(events: readonly LogEvent[], line: boolean): Buff
     size += 2 + (e.end - from) + x;
   }
   const out = Buffer.allocUnsafe(size);
+  if (plan === null) plan = copyPlan();
+  // Offsets go to the plan as 32-bit integers: a body of 2 GiB or more is copied message by message.
+  const runs = size <= 0x7fffffff ? plan : undefined;
+  runs?.clear();
   let off = HEAD.copy(out, 0);
   for (let i = 0; i < events.length; i++) {
     const e = events[i] as LogEvent;
     const from = line ? e.start : e.msgStart;
     if (i > 0) out[off++] = 0x2c;
     out[off++] = 0x22;
-    if (extra[i] === 0) {
-      off += e.buf.copy(out, off, from, e.end);
-    } else {
+    if (extra[i] !== 0) {
       off = writeEscaped(e.buf, from, e.end, out, off);
+    } else if (runs) {
+      runs.add(e.buf, from, e.end, off);
+      off += e.end - from;
+    } else {
+      off += e.buf.copy(out, off, from, e.end);
     }
     out[off++] = 0x22;
   }
   TAIL.copy(out, off);
+  runs?.run(out);
   return out;
 }
 
