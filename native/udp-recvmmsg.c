@@ -22,9 +22,10 @@
 //   info(handle) -> [port, rcvbuf]                          (rcvbuf as the kernel reports it)
 //   start(handle, onBatch(buf, ends, from, addrs, dropped), onError(code), backlogBytes)
 //                   backlogBytes > 0: a reader thread with that bound; 0 or missing: polled
-//   drain(handle)   read what the socket holds now, synchronously, calling onBatch (for a stop)
+//   drain(handle)   a stop: ends the reader thread, then hands over its backlog and what the
+//                   socket holds now, synchronously, calling onBatch
 //   close(handle)   idempotent; info/start on a closed handle throw, drain does nothing
-// registered by addon.c, with process.c's calls, in the one addon (native/build/relay.node).
+// registered by addon.c, with the other concerns' calls, in the one addon (native/build/relay.node).
 
 #define _GNU_SOURCE
 #include "addon.h"
@@ -403,11 +404,13 @@ static void append(receiver *r, int n) {
   pthread_mutex_unlock(&r->lock);
 }
 
-static void read_failed(receiver *r, int err) {
+/** A failed read (ENOMEM, ...): said to the loop, then a pause (or the stop), not a retry in a loop. */
+static void read_failed(receiver *r, int err, struct pollfd *stop) {
   pthread_mutex_lock(&r->lock);
   r->read_error = err;
   pthread_mutex_unlock(&r->lock);
   uv_async_send(&r->async);
+  poll(stop, 1, RETRY_MS);
 }
 
 static int64_t now_ns(void) {
@@ -442,17 +445,12 @@ static void *reader_main(void *arg) {
     } else if (n < 0 && errno == EINTR) {
       continue;
     } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-      /* A failed read (ENOMEM, ...): said, and retried after a pause, not in a loop. */
-      read_failed(r, errno);
-      poll(&fds[1], 1, RETRY_MS);
+      read_failed(r, errno, &fds[1]);
       continue;
     }
     /* Empty: wait for the next datagram or the stop. */
     if (poll(fds, 2, -1) < 0) {
-      if (errno != EINTR) {
-        read_failed(r, errno);
-        poll(&fds[1], 1, RETRY_MS);
-      }
+      if (errno != EINTR) read_failed(r, errno, &fds[1]);
       continue;
     }
     if (fds[1].revents) break;

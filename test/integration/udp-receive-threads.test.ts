@@ -4,7 +4,8 @@
 // a stop hands over what the threads had read; a port in use is a clear error. Books balance.
 import { describe, expect, it, vi } from 'vitest';
 import { books, startRelay } from '../helpers/relay.ts';
-import { holdUdpPort, sendUdp, startTestIntake, udpBurstWhileBlocked } from '../helpers/peers.ts';
+import { holdUdpPort, sendUdp, startTestIntake } from '../helpers/peers.ts';
+import { expectBurstWhileBlockedArrivesWhole } from '../helpers/udp-burst.ts';
 import { relayYaml } from '../helpers/config.ts';
 import { track } from '../helpers/cleanup.ts';
 
@@ -49,19 +50,7 @@ describe('UDP receive threads', () => {
   });
 
   it('a burst while the main thread is blocked is read by the threads, not dropped by the kernel', async () => {
-    const intake = track(await startTestIntake());
-    const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs: input(2) })));
-    const port = relay.port('t', 'udp/0');
-    // 1,500 datagrams of 1,000 bytes over about a second from another process, while this thread
-    // (the relay's main thread) sleeps for 2 s: about 3 MB, far more than a socket's default
-    // receive buffer holds, so without the threads the kernel would drop most of them.
-    const sent = 1_500;
-    await udpBurstWhileBlocked(port, { count: sent, perTick: 15, tickMs: 10, blockMs: 2_000, prefix: '<14>burst ' });
-    await vi.waitFor(async () => expect(await relay.metric('intake_relay_events_received_total')).toBe(sent), { timeout: 15_000 });
-    expect(await relay.metric('intake_relay_udp_kernel_drops_total')).toBe(0);
-    expect(await relay.metric('intake_relay_udp_receive_drops_total')).toBe(0);
-    await vi.waitFor(() => expect(intake.received).toHaveLength(sent), { timeout: 15_000 });
-    await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: sent, sent, dropped: 0, balanced: true }));
+    await expectBurstWhileBlockedArrivesWhole(input(2));
   });
 
   it('a stop hands over what the threads had read: nothing read is lost', async () => {

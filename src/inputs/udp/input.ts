@@ -137,7 +137,7 @@ export class UdpSyslogInput implements Source {
       udp.start(
         h,
         (buf, ends, from, addrs, dropped) => this.#batch(builder, { buf, ends, from, addrs, dropped }),
-        // A read failed (not "nothing to read"): logged once per burst, the socket stays polled.
+        // A read failed (not "nothing to read"): logged once per 1,000; the socket is read again after a pause.
         (errno) => {
           if (failures++ % 1000 === 0) this.#readFailed(errno, failures);
         },

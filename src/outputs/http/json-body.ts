@@ -19,11 +19,10 @@ const ESCAPES: (Buffer | undefined)[] = Array.from({ length: 256 }, (_, b) => {
   if (short !== undefined) return Buffer.from(short, 'latin1');
   return b < 0x20 ? Buffer.from(`\\u00${HEX[b >> 4]}${HEX[b & 15]}`, 'latin1') : undefined;
 });
-/** The messages that need no escape are copied in one native call per body where the addon is loaded (syslog/copy-plan.ts). */
-let plan: CopyPlan | undefined | null = null;
-
 /** Bytes each byte adds when escaped (0: copied as it is). */
 const EXTRA = Uint8Array.from(ESCAPES, (e) => (e ? e.length - 1 : 0));
+/** The messages that need no escape are copied in one native call per body where the addon is loaded (syslog/copy-plan.ts); null until the first body. */
+let plan: CopyPlan | undefined | null = null;
 
 /** Bytes that escaping adds to buf[start, end). */
 function extraBytes(buf: Uint8Array, start: number, end: number): number {
