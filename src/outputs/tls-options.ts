@@ -2,7 +2,7 @@
 // against the given CA (or the system's) and against `name` (an IP is matched against IP SANs; SNI
 // carries names only), with a client certificate when one is configured.
 
-import { isIP } from 'node:net';
+import { isIP, type OnReadOpts } from 'node:net';
 import tls from 'node:tls';
 
 /** How long after the last full handshake sessions are resumed: the intake's certificate is checked again at least this often. */
@@ -78,13 +78,16 @@ export class IntakeTls {
     this.#context ??= tls.createSecureContext({ ca, cert, key, minVersion: MIN_VERSION });
   }
 
-  /** Opens a TLS connection. Throws what tls.createSecureContext throws for bad TLS material. */
-  connect(host: string, port: number): tls.TLSSocket {
+  /**
+   * Opens a TLS connection. Throws what tls.createSecureContext throws for bad TLS material.
+   * `onread`: what is read goes to its callback in its one buffer instead of 'data' events.
+   */
+  connect(host: string, port: number, onread?: OnReadOpts): tls.TLSSocket {
     const { name } = this.#o;
     this.prepare();
     const context = this.#context as tls.SecureContext;
     const session = this.#resumable && performance.now() - this.#fullAt < RESUME_FOR_MS ? this.#session : undefined;
-    const socket = tls.connect({ host, port, ...verifiedName(name), secureContext: context, session });
+    const socket = tls.connect({ host, port, ...verifiedName(name), secureContext: context, session, ...(onread ? { onread } : {}) });
     const state = { tcp: false, secure: false };
     if (session) this.#offered.set(socket, state);
     socket.once('connect', () => {

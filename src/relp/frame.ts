@@ -6,7 +6,11 @@
 // and a frame announcing more is skipped unread (its data is never held).
 
 export interface RelpFrameSink {
-  /** A whole frame: its DATA is buf[start, end) (empty when DATALEN is 0). `buf` is never modified nor reused: it may be kept. */
+  /**
+   * A whole frame: its DATA is buf[start, end) (empty when DATALEN is 0). `buf` is never modified
+   * nor reused (it may be kept), unless the deframer reads borrowed buffers: then it is valid only
+   * during the call.
+   */
   frame(txnr: number, command: string, buf: Buffer, start: number, end: number): void;
   /** A frame whose DATALEN is over the limit: its data was skipped, never read into memory. */
   oversized(txnr: number, command: string, datalen: number): void;
@@ -73,11 +77,17 @@ export class RelpDeframer {
   #skip = 0;
   #skipTrailer = false;
   #error: string | undefined;
+  /** Reads are valid only during push() (a socket's one read buffer): what is kept is copied. */
+  readonly #borrowed: boolean;
 
-  /** `maxData`: the largest DATALEN read; a larger frame is skipped and reported as oversized. */
-  constructor(maxData: number, sink: RelpFrameSink) {
+  /**
+   * `maxData`: the largest DATALEN read; a larger frame is skipped and reported as oversized.
+   * `borrowed`: each read's buffer is reused after push() returns (a socket's `onread` buffer).
+   */
+  constructor(maxData: number, sink: RelpFrameSink, borrowed = false) {
     this.#maxData = maxData;
     this.#sink = sink;
+    this.#borrowed = borrowed;
   }
 
   /** Bytes held back waiting for the rest of a frame. */
@@ -108,7 +118,7 @@ export class RelpDeframer {
     if (this.#need > 0) {
       // The frame's size is known: keep the reads until it is whole, then join them once (not
       // once per read: a sender trickling a large frame must not cost a copy per read).
-      this.#more.push(chunk);
+      this.#more.push(this.#borrowed ? Buffer.from(chunk) : chunk);
       this.#moreLen += chunk.length;
       if (pending.length + this.#moreLen < this.#need) {
         // A byte-at-a-time sender: a Buffer object per byte is memory too; join every so often.
@@ -134,7 +144,7 @@ export class RelpDeframer {
     const need = h.data + h.datalen + 1 - pending.length;
     if (need > chunk.length) {
       this.#pending = pending;
-      this.#more = [chunk];
+      this.#more = [this.#borrowed ? Buffer.from(chunk) : chunk];
       this.#moreLen = chunk.length;
       this.#need = h.data + h.datalen + 1;
       return;
@@ -230,8 +240,12 @@ function isAlpha(c: number): boolean {
 }
 
 function commandOf(buf: Buffer, start: number, end: number): string {
+  // Byte by byte: Buffer#compare is a call into C++, several times the cost for 3 to 11 bytes.
   for (const [bytes, name] of KNOWN) {
-    if (bytes.length === end - start && buf.compare(bytes, 0, bytes.length, start, end) === 0) return name;
+    if (bytes.length !== end - start) continue;
+    let i = 0;
+    while (i < bytes.length && buf[start + i] === bytes[i]) i++;
+    if (i === bytes.length) return name;
   }
   return buf.toString('latin1', start, end);
 }

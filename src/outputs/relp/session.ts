@@ -29,6 +29,13 @@ export interface RelpEndpoint {
 export const CLIENT_OFFERS = `relp_version=0\nrelp_software=intake-relay,${VERSION}\ncommands=syslog`;
 /** The largest frame a server sends us: answers (an "open" answer lists offers; rsp texts are short). */
 const MAX_SERVER_FRAME = 64 * 1024;
+/**
+ * The session's one read buffer: reads go to the deframer in it (the socket's `onread`), not as a
+ * Buffer and a stream event each. An intake answers every message, often one TLS record per
+ * answer: Node's stream path (push, a tick scheduled per read) cost more than the answer itself.
+ * 16 KiB: the most one TLS record holds.
+ */
+const READ_BUFFER_BYTES = 16 * 1024;
 
 export interface OpenSession {
   readonly socket: net.Socket;
@@ -61,7 +68,15 @@ export function openSession(o: RelpEndpoint, signal: AbortSignal, intakeTls?: In
 function openOnce(o: RelpEndpoint, signal: AbortSignal, secure: IntakeTls | undefined): Promise<OpenSession> {
   const where = `${o.host}:${o.port}`;
   return new Promise((resolve, reject) => {
-    const socket: net.Socket = secure ? secure.connect(o.host, o.port) : net.connect({ host: o.host, port: o.port });
+    const readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+    const onread: net.OnReadOpts = {
+      buffer: readBuffer,
+      callback: (n: number) => {
+        read(readBuffer.subarray(0, n));
+        return true;
+      },
+    };
+    const socket: net.Socket = secure ? secure.connect(o.host, o.port, onread) : net.connect({ host: o.host, port: o.port, onread });
     const timer = setTimeout(() => fail(new RelayError('ERELAY_CONNECT_TIMEOUT', `RELP session with ${where} not open after ${o.connectTimeoutMs} ms.`)), o.connectTimeoutMs);
     const onAbort = (): void => fail(new RelayError('ERELAY_SHUTDOWN', 'Connect aborted by shutdown.'));
     signal.addEventListener('abort', onAbort, { once: true });
@@ -70,7 +85,8 @@ function openOnce(o: RelpEndpoint, signal: AbortSignal, secure: IntakeTls | unde
     let handlerError: ((err: RelayError) => void) | undefined;
     let handlerRead: (() => void) | undefined;
     // What the read that carried the open's answer also carried (frames, an oversized frame, a
-    // framing error), kept for the handler: receive() is called only after the open resolved.
+    // framing error), kept for the handler (frames copied out of the read buffer): receive() is
+    // called only after the open resolved.
     const early: ((sink: RelpFrameSink, onError: (err: RelayError) => void) => void)[] = [];
     const cleanup = (): void => {
       settled = true;
@@ -87,7 +103,10 @@ function openOnce(o: RelpEndpoint, signal: AbortSignal, secure: IntakeTls | unde
       frame(txnr, command, buf, start, end) {
         if (settled) {
           if (handler) handler.frame(txnr, command, buf, start, end);
-          else early.push((sink) => sink.frame(txnr, command, buf, start, end));
+          else {
+            const data = Buffer.from(buf.subarray(start, end));
+            early.push((sink) => sink.frame(txnr, command, data, 0, data.length));
+          }
           return;
         }
         if (command === 'serverclose') return fail(new RelayError('ERELAY_RELP_OPEN', `RELP server ${where} closed the session while it opened.`));
@@ -126,11 +145,11 @@ function openOnce(o: RelpEndpoint, signal: AbortSignal, secure: IntakeTls | unde
         fail(new RelayError('ERELAY_RELP_PROTOCOL', `RELP server ${where} sent a ${datalen}-byte "${command}" frame (transaction ${txnr}): more than any answer needs.`));
       },
     };
-    const deframer = new RelpDeframer(MAX_SERVER_FRAME, opening);
+    const deframer = new RelpDeframer(MAX_SERVER_FRAME, opening, true);
     function closed(): void {
       fail(new RelayError('ERELAY_RELP_OPEN', `RELP server ${where} closed the connection before answering the open.`));
     }
-    socket.on('data', (chunk: Buffer) => {
+    function read(chunk: Buffer): void {
       try {
         deframer.push(chunk);
         handlerRead?.();
@@ -141,7 +160,7 @@ function openOnce(o: RelpEndpoint, signal: AbortSignal, secure: IntakeTls | unde
         else if (handlerError) handlerError(e);
         else early.push((_sink, onError) => onError(e));
       }
-    });
+    }
     socket.once('error', fail);
     socket.once('close', closed);
     socket.once(o.tls ? 'secureConnect' : 'connect', () => {
