@@ -209,6 +209,44 @@ describe('RelpDeframer: a frame sent a byte at a time', () => {
   });
 });
 
+describe('RelpDeframer: borrowed reads (a socket\'s one read buffer, reused after each read)', () => {
+  /** Pushes `pieces` through one buffer, overwritten with junk after each push. */
+  function throughOneBuffer(pieces: Buffer[], maxData = 1024): Frame[] {
+    const frames: Frame[] = [];
+    const d = new RelpDeframer(
+      maxData,
+      { frame: (txnr, command, buf, start, end) => frames.push([txnr, command, buf.toString('latin1', start, end)]), oversized: () => {} },
+      true,
+    );
+    const buffer = Buffer.alloc(64 * 1024);
+    for (const piece of pieces) {
+      piece.copy(buffer);
+      d.push(buffer.subarray(0, piece.length));
+      buffer.fill(0x7e);
+    }
+    return frames;
+  }
+
+  it('keeps a copy of what it holds back: the frames are the same whatever the read boundaries', () => {
+    for (let cut = 0; cut <= STREAM.length; cut++) {
+      expect(throughOneBuffer([STREAM.subarray(0, cut), STREAM.subarray(cut)]), `cut at ${cut}`).toEqual(EXPECTED);
+    }
+    for (let i = 1; i < STREAM.length; i += 5) {
+      for (let j = i + 1; j < STREAM.length; j += 3) {
+        expect(throughOneBuffer([STREAM.subarray(0, i), STREAM.subarray(i, j), STREAM.subarray(j)]), `cuts at ${i} and ${j}`).toEqual(EXPECTED);
+      }
+    }
+  });
+
+  it('joins a large frame from copies of its reads', () => {
+    const data = 'x'.repeat(20 * 1024);
+    const whole = b(`7 syslog ${data.length} ${data}\n8 rsp 6 200 OK\n`);
+    const pieces: Buffer[] = [];
+    for (let off = 0; off < whole.length; off += 1000) pieces.push(whole.subarray(off, off + 1000));
+    expect(throughOneBuffer(pieces, 64 * 1024)).toEqual([[7, 'syslog', data], [8, 'rsp', '200 OK']]);
+  });
+});
+
 describe('relpFrame and transaction numbers', () => {
   it('frames commands with DATALEN in octets, and DATALEN 0 without a space', () => {
     expect(relpFrame(1, 'open', 'relp_version=0').toString('latin1')).toBe('1 open 14 relp_version=0\n');
