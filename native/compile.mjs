@@ -1,6 +1,6 @@
 // Builds native/build/relay.node, the relay's native addon (addon.c, which registers the calls of
 // each concern: udp-recvmmsg.c, the UDP input's batched receive; process.c, the C library's free
-// memory and state directory locks; copy-runs.c, the batch formatter's copies), with the machine's C compiler and the Node-API headers of the
+// memory and state directory locks; copy-runs.c, the batch formatter's copies and the JSON body's escapes), with the machine's C compiler and the Node-API headers of the
 // Node running this script. Run by
 // `npm ci` / `npm install` (the install script, also in an installed npm package: plain JavaScript,
 // since Node does not strip types under node_modules), `npm run build` and `npm run package`.

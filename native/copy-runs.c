@@ -1,12 +1,19 @@
 // The batch formatter's byte copies in one call (src/syslog/copy-plan.ts): a batch of N frames
 // copies each event's MSG (and the header it shares with the events before) into the batch's
 // buffer; Buffer#copy costs a call into C++ and its checks per copy, ~90 ns for 200 bytes, this
-// one memcpy each.
+// one memcpy each. The HTTP output's JSON body (src/outputs/http/json-body.ts) measures and
+// writes its messages' escapes the same way: a JavaScript loop over every byte cost more than the
+// rest of the body.
 //
-//   copyRuns(out, sources, plan, n)   for i < n: out[d, d + b - a) = sources[s][a, b), where
+//   copyRuns(out, sources, plan, n[, json])
+//                                     for i < n: out[d, d + b - a) = sources[s][a, b), where
 //                                     plan[4i .. 4i + 3] = s, a, b, d (an Int32Array). Every run
 //                                     is checked against its source's and out's bounds before any
 //                                     byte is copied: a RangeError, and nothing copied, otherwise.
+//                                     json true: each run is written escaped for a JSON string
+//                                     (the HTTP output's body), as long as that makes it.
+//   jsonExtras(sources, plan, n, extras)
+//                                     for i < n: extras[i] = the bytes that escaping adds.
 #include "addon.h"
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,12 +43,83 @@ static int bytes_of(napi_env env, napi_value v, const unsigned char **data, size
   return 1;
 }
 
+/* Bytes a JSON string adds for each byte escaped as JSON.stringify writes it (RFC 8259 §7): '"',
+   '\\' and \b \t \n \f \r take 2 bytes, the other controls 6 (\u00xx); every other byte 0. */
+static const unsigned char json_extra[256] = {
+  [0x00 ... 0x07] = 5, ['\b'] = 1, ['\t'] = 1, ['\n'] = 1, [0x0b] = 5, ['\f'] = 1, ['\r'] = 1, [0x0e ... 0x1f] = 5,
+  ['"'] = 1, ['\\'] = 1,
+};
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* Whether p[0, 8) has a control (below 0x20), a '"' (0x22) or a '\\' (0x5c): the bit tricks find
+   whether a word has a byte below a value, or equal to one, without a branch per byte (a space,
+   0x20, is in most words of text: it must not make one be read byte by byte). */
+static inline int word_needs_escape(const unsigned char *p) {
+  uint64_t w;
+  memcpy(&w, p, 8);
+  uint64_t control = (w - ONES * 0x20) & ~w & HIGHS;
+  uint64_t q = w ^ (ONES * 0x22);
+  uint64_t quote = (q - ONES) & ~q & HIGHS;
+  uint64_t b = w ^ (ONES * 0x5c);
+  uint64_t backslash = (b - ONES) & ~b & HIGHS;
+  return (control | quote | backslash) != 0;
+}
+
+/* Extra bytes of p[0, len) escaped: 8 bytes at a time, byte by byte only in a word that needs it. */
+static size_t extra_of(const unsigned char *p, size_t len) {
+  size_t n = 0, i = 0;
+  for (; i + 8 <= len; i += 8) {
+    if (!word_needs_escape(p + i)) continue;
+    for (size_t j = i; j < i + 8; j++) n += json_extra[p[j]];
+  }
+  for (; i < len; i++) n += json_extra[p[i]];
+  return n;
+}
+
+static const char HEX[] = "0123456789abcdef";
+
+/* p[0, len) escaped into o as JSON.stringify writes it; returns the end. */
+static unsigned char *escape_into(unsigned char *o, const unsigned char *p, size_t len) {
+  size_t run = 0;
+  for (size_t i = 0; i < len; i++) {
+    /* A word with nothing to escape joins the run whole. */
+    while (i + 8 <= len && !word_needs_escape(p + i)) i += 8;
+    if (i == len) break;
+    unsigned char b = p[i];
+    if (json_extra[b] == 0) continue;
+    memcpy(o, p + run, i - run);
+    o += i - run;
+    run = i + 1;
+    *o++ = '\\';
+    switch (b) {
+      case '"': *o++ = '"'; break;
+      case '\\': *o++ = '\\'; break;
+      case '\b': *o++ = 'b'; break;
+      case '\t': *o++ = 't'; break;
+      case '\n': *o++ = 'n'; break;
+      case '\f': *o++ = 'f'; break;
+      case '\r': *o++ = 'r'; break;
+      default:
+        *o++ = 'u';
+        *o++ = '0';
+        *o++ = '0';
+        *o++ = (unsigned char)HEX[b >> 4];
+        *o++ = (unsigned char)HEX[b & 15];
+    }
+  }
+  memcpy(o, p + run, len - run);
+  return o + (len - run);
+}
+
 static napi_value js_copy_runs(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4];
+  size_t argc = 5;
+  napi_value argv[5];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   uint32_t n, nsources;
-  bool is_array;
+  bool is_array, json = false;
+  if (argc >= 5 && napi_get_value_bool(env, argv[4], &json) != napi_ok) json = false;
   if (argc < 4 || napi_is_array(env, argv[1], &is_array) != napi_ok || !is_array || napi_get_array_length(env, argv[1], &nsources) != napi_ok ||
       napi_get_value_uint32(env, argv[3], &n) != napi_ok) {
     napi_throw_type_error(env, NULL, "copyRuns(out, sources, plan, n): sources an array, n a count");
@@ -82,7 +160,8 @@ static napi_value js_copy_runs(napi_env env, napi_callback_info info) {
   /* Checked whole before anything is written. */
   for (uint32_t i = 0; i < n; i++) {
     const int32_t *r = plan + 4 * (size_t)i;
-    if (r[0] < 0 || (uint32_t)r[0] >= nsources || r[1] < 0 || r[2] < r[1] || (size_t)r[2] > src[r[0]].len || r[3] < 0 || (size_t)r[3] + (size_t)(r[2] - r[1]) > out_len) {
+    if (r[0] < 0 || (uint32_t)r[0] >= nsources || r[1] < 0 || r[2] < r[1] || (size_t)r[2] > src[r[0]].len || r[3] < 0 || (size_t)r[3] + (size_t)(r[2] - r[1]) > out_len ||
+        (json && r[2] > r[1] && (size_t)r[3] + (size_t)(r[2] - r[1]) + extra_of(src[r[0]].data + r[1], (size_t)(r[2] - r[1])) > out_len)) {
       napi_throw_range_error(env, NULL, "copyRuns: a run outside its source or out");
       goto done;
     }
@@ -90,7 +169,75 @@ static napi_value js_copy_runs(napi_env env, napi_callback_info info) {
   for (uint32_t i = 0; i < n; i++) {
     const int32_t *r = plan + 4 * (size_t)i;
     /* An empty run may have no memory behind it (an empty or detached array): nothing to copy. */
-    if (r[2] > r[1]) memcpy(out + r[3], src[r[0]].data + r[1], (size_t)(r[2] - r[1]));
+    if (r[2] <= r[1]) continue;
+    if (json) escape_into(out + r[3], src[r[0]].data + r[1], (size_t)(r[2] - r[1]));
+    else memcpy(out + r[3], src[r[0]].data + r[1], (size_t)(r[2] - r[1]));
+  }
+  napi_get_undefined(env, &result);
+done:
+  if (src != stack) free(src);
+  if (values != stack_values) free(values);
+  return result;
+}
+
+/* jsonExtras(sources, plan, n, extras): for i < n, extras[i] = the bytes escaping adds to
+   sources[s][a, b) in a JSON string, where plan[4i .. 4i + 2] = s, a, b (plan[4i + 3] unread).
+   Checked against the sources' bounds first. */
+static napi_value js_json_extras(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  uint32_t n, nsources;
+  bool is_array;
+  if (argc < 4 || napi_is_array(env, argv[0], &is_array) != napi_ok || !is_array || napi_get_array_length(env, argv[0], &nsources) != napi_ok ||
+      napi_get_value_uint32(env, argv[2], &n) != napi_ok) {
+    napi_throw_type_error(env, NULL, "jsonExtras(sources, plan, n, extras): sources an array, n a count");
+    return NULL;
+  }
+  source stack[STACK_SOURCES];
+  napi_value stack_values[STACK_SOURCES];
+  source *src = nsources <= STACK_SOURCES ? stack : malloc(sizeof(source) * nsources);
+  napi_value *values = nsources <= STACK_SOURCES ? stack_values : malloc(sizeof(napi_value) * nsources);
+  napi_value result = NULL;
+  if (src == NULL || values == NULL) {
+    napi_throw_error(env, "ENOMEM", "jsonExtras: out of memory");
+    goto done;
+  }
+  /* As in copyRuns: every element read before any pointer is taken. */
+  for (uint32_t i = 0; i < nsources; i++) {
+    if (napi_get_element(env, argv[0], i, &values[i]) != napi_ok) goto done;
+  }
+  napi_typedarray_type type;
+  size_t plan_len, extras_len, offset;
+  void *plan_p, *extras_p;
+  napi_value ab;
+  bool is;
+  if (napi_is_typedarray(env, argv[1], &is) != napi_ok || !is || napi_get_typedarray_info(env, argv[1], &type, &plan_len, &plan_p, &ab, &offset) != napi_ok || type != napi_int32_array ||
+      (size_t)n * 4 > plan_len) {
+    napi_throw_type_error(env, NULL, "jsonExtras(sources, plan, n, extras): plan an Int32Array of at least 4n");
+    goto done;
+  }
+  if (napi_is_typedarray(env, argv[3], &is) != napi_ok || !is || napi_get_typedarray_info(env, argv[3], &type, &extras_len, &extras_p, &ab, &offset) != napi_ok || type != napi_int32_array ||
+      (size_t)n > extras_len) {
+    napi_throw_type_error(env, NULL, "jsonExtras(sources, plan, n, extras): extras an Int32Array of at least n");
+    goto done;
+  }
+  const int32_t *plan = (const int32_t *)plan_p;
+  int32_t *extras = (int32_t *)extras_p;
+  for (uint32_t i = 0; i < nsources; i++) {
+    if (!bytes_of(env, values[i], &src[i].data, &src[i].len)) goto done;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const int32_t *r = plan + 4 * (size_t)i;
+    if (r[0] < 0 || (uint32_t)r[0] >= nsources || r[1] < 0 || r[2] < r[1] || (size_t)r[2] > src[r[0]].len) {
+      napi_throw_range_error(env, NULL, "jsonExtras: a run outside its source");
+      goto done;
+    }
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const int32_t *r = plan + 4 * (size_t)i;
+    /* At most 5 per byte of a run under 2 GiB: fits an int32 only below 429 MiB, which a message is. */
+    extras[i] = r[2] > r[1] ? (int32_t)extra_of(src[r[0]].data + r[1], (size_t)(r[2] - r[1])) : 0;
   }
   napi_get_undefined(env, &result);
 done:
@@ -102,6 +249,7 @@ done:
 void register_copy(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
     {"copyRuns", NULL, js_copy_runs, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"jsonExtras", NULL, js_json_extras, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
 }

@@ -3,22 +3,32 @@
 // native addon (native/copy-runs.c): a memcpy each, where Buffer#copy costs a call into C++ and
 // its checks per copy (~90 ns for 200 bytes: 7% of the relay's CPU on TCP -> TLS in a profile).
 // Where the addon is not loaded, copyPlan() is undefined and the formatter copies each run itself.
+// The HTTP output's JSON body also measures its messages' escapes (jsonExtras) and writes those
+// that need some escaped (run(out, true)) with it.
 
 import { nativeAddon } from '../platform/native-addon.ts';
 
 /** How many of the last sources named a run's source is looked for among. */
 const LOOKBACK = 4;
 
-type CopyRuns = (out: Uint8Array, sources: Uint8Array[], plan: Int32Array, n: number) => void;
+type CopyRuns = (out: Uint8Array, sources: Uint8Array[], plan: Int32Array, n: number, json?: boolean) => void;
+type JsonExtras = (sources: Uint8Array[], plan: Int32Array, n: number, extras: Int32Array) => void;
 
 export class CopyPlan {
   readonly #copyRuns: CopyRuns;
+  readonly #jsonExtras: JsonExtras | undefined;
   readonly #sources: Uint8Array[] = [];
   #plan = new Int32Array(4 * 1024);
   #n = 0;
 
-  constructor(copyRuns: CopyRuns) {
+  constructor(copyRuns: CopyRuns, jsonExtras?: JsonExtras) {
     this.#copyRuns = copyRuns;
+    this.#jsonExtras = jsonExtras;
+  }
+
+  /** Whether jsonExtras() and run(out, true) are there (an addon built before them has neither). */
+  get measuresJson(): boolean {
+    return this.#jsonExtras !== undefined;
   }
 
   /** out[dst, dst + end - start) will be src[start, end). */
@@ -47,10 +57,25 @@ export class CopyPlan {
     this.#n++;
   }
 
-  /** Does every copy added into `out`, and starts over. */
-  run(out: Uint8Array): void {
+  /**
+   * Does every copy added into `out`, and starts over. `json`: each run written escaped for a JSON
+   * string, as JSON.stringify writes it (taking its jsonExtras() more bytes from its destination).
+   */
+  run(out: Uint8Array, json = false): void {
     try {
-      if (this.#n > 0) this.#copyRuns(out, this.#sources, this.#plan, this.#n);
+      if (this.#n > 0) this.#copyRuns(out, this.#sources, this.#plan, this.#n, json);
+    } finally {
+      this.clear();
+    }
+  }
+
+  /**
+   * extras[i] = the bytes escaping adds to the i-th run added, as a JSON string (destinations
+   * are not read), and starts over.
+   */
+  jsonExtras(extras: Int32Array): void {
+    try {
+      if (this.#n > 0) (this.#jsonExtras as JsonExtras)(this.#sources, this.#plan, this.#n, extras);
     } finally {
       this.clear();
     }
@@ -67,6 +92,8 @@ export class CopyPlan {
 
 /** A plan for the formatter, or undefined where the addon is not loaded. */
 export function copyPlan(): CopyPlan | undefined {
-  const copyRuns = nativeAddon().exports?.copyRuns;
-  return typeof copyRuns === 'function' ? new CopyPlan(copyRuns as CopyRuns) : undefined;
+  const exports = nativeAddon().exports;
+  const copyRuns = exports?.copyRuns;
+  const jsonExtras = exports?.jsonExtras;
+  return typeof copyRuns === 'function' ? new CopyPlan(copyRuns as CopyRuns, typeof jsonExtras === 'function' ? (jsonExtras as JsonExtras) : undefined) : undefined;
 }

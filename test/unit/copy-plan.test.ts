@@ -1,8 +1,11 @@
 // The batch formatter's copies done in one native call (src/syslog/copy-plan.ts, native/copy-runs.c):
 // byte for byte the frames the formatter writes run by run, for every kind of run (a shared header,
 // the source's SD, MSG, one cut to the intake's limit, RELP framing, reads of many buffers); and
-// the native call refuses a plan that would read or write out of bounds, copying nothing.
+// the native call refuses a plan that would read or write out of bounds, copying nothing. The
+// JSON body's escape measure (jsonExtras) gives what JSON.stringify adds, wherever a run starts
+// and ends in the 8-byte words it reads.
 import { describe, expect, it } from 'vitest';
+import { extraBytes } from '../../src/outputs/http/json-body.ts';
 import { copyPlan } from '../../src/syslog/copy-plan.ts';
 import { INTAKE_MAX_EVENT_BYTES, Rfc5424Formatter } from '../../src/syslog/format.ts';
 import { nativeAddon } from '../../src/platform/native-addon.ts';
@@ -93,5 +96,66 @@ describe('copy plan (the formatter\'s copies in one native call)', () => {
     expect(() => copyRuns(big, sources, Int32Array.from([0, 0, 8, 0]), 1)).toThrow(RangeError);
     // An empty run of an empty source: nothing to copy, no error.
     copyRuns(out, [new Uint8Array(0)], Int32Array.from([0, 0, 0, 8]), 1);
+  });
+});
+
+describe('jsonExtras: the bytes escaping adds to each message of a JSON body, in one native call', () => {
+  type JsonExtras = (sources: Uint8Array[], plan: Int32Array, n: number, extras: Int32Array) => void;
+  const jsonExtras = (): JsonExtras => nativeAddon().exports?.jsonExtras as JsonExtras;
+
+  it('is what JSON.stringify adds, and what the byte loop without the addon counts, for runs at every alignment', () => {
+    const rnd = prng(11);
+    const pieces = ['a', 'b', ' ', '"', '\\', '\n', '\t', '\r', '\b', '\f', '\u000b', '\u0000', '\u0001', '\u001f', ' ', '#', '[', 'é', '€', '😀', '\u007f', '\u2028'];
+    const texts = Array.from({ length: 400 }, (_, k) => {
+      let t = '';
+      const n = k < 40 ? k : Math.floor(rnd() * 60);
+      // Some long runs of plain text, so that whole 8-byte words are skipped.
+      for (let j = 0; j < n; j++) t += rnd() < 0.6 ? 'abcdefgh' : (pieces[Math.floor(rnd() * pieces.length)] as string);
+      return t;
+    });
+    const plan = copyPlan();
+    expect(plan?.measuresJson).toBe(true);
+    // Each text at offsets 0 to 15 of its read, after filler bytes that need escapes.
+    for (let shift = 0; shift < 16; shift++) {
+      const reads = texts.map((t) => Buffer.concat([Buffer.alloc(shift, 0x22), Buffer.from(t), Buffer.from('\u0001"')]));
+      for (const r of reads) plan?.add(r, shift, r.length - 2, 0);
+      const extras = new Int32Array(texts.length);
+      plan?.jsonExtras(extras);
+      texts.forEach((t, i) => {
+        const want = Buffer.byteLength(JSON.stringify(t)) - 2 - Buffer.byteLength(t);
+        const r = reads[i] as Buffer;
+        expect(extras[i], `text ${i} at ${shift}`).toBe(want);
+        expect(extraBytes(r, shift, r.length - 2)).toBe(want);
+      });
+    }
+  });
+
+  it('checks every run against its source before measuring, and its arguments', () => {
+    const src = Buffer.from('a"b\\c');
+    const extras = new Int32Array(2);
+    jsonExtras()([src], Int32Array.from([0, 0, 5, 0, 0, 1, 3, 0]), 2, extras);
+    expect([...extras]).toEqual([2, 1]);
+    for (const run of [[0, 0, 6, 0], [1, 0, 1, 0], [0, 3, 2, 0], [0, -1, 2, 0]]) {
+      expect(() => jsonExtras()([src], Int32Array.from(run), 1, new Int32Array(1))).toThrow(RangeError);
+    }
+    expect(() => jsonExtras()([src], Int32Array.from([0, 0, 1, 0]), 2, new Int32Array(2))).toThrow(TypeError); // n past the plan
+    expect(() => jsonExtras()([src], Int32Array.from([0, 0, 1, 0]), 1, new Int32Array(0))).toThrow(TypeError); // n past extras
+    expect(() => jsonExtras()(['abc' as unknown as Uint8Array], Int32Array.from([0, 0, 1, 0]), 1, new Int32Array(1))).toThrow(TypeError);
+  });
+
+  it('copyRuns(..., true) writes each run escaped, and refuses one whose escaped form would pass out\'s end', () => {
+    type CopyRuns = (out: Uint8Array, sources: Uint8Array[], plan: Int32Array, n: number, json?: boolean) => void;
+    const copyRuns = nativeAddon().exports?.copyRuns as CopyRuns;
+    const text = 'a"b\\c\n\u0001\u001fé';
+    const src = Buffer.from(text);
+    const want = Buffer.from(JSON.stringify(text).slice(1, -1));
+    const out = Buffer.alloc(want.length + 2, 0x2d);
+    copyRuns(out, [src], Int32Array.from([0, 0, src.length, 1]), 1, true);
+    expect(out.subarray(1, -1).equals(want)).toBe(true);
+    expect([out[0], out[out.length - 1]]).toEqual([0x2d, 0x2d]);
+    // Room for the bytes as they are, not for their escapes: refused, nothing written.
+    const short = Buffer.alloc(want.length - 1, 0x2d);
+    expect(() => copyRuns(short, [src], Int32Array.from([0, 0, src.length, 0]), 1, true)).toThrow(RangeError);
+    expect(short.every((b) => b === 0x2d)).toBe(true);
   });
 });

@@ -1,4 +1,6 @@
-import { describe, expect, it } from 'vitest';
+// The /jsons body: byte for byte JSON.stringify's, with the native addon (messages measured,
+// copied and escaped in one call each) and without it (byte loops).
+import { describe, expect, it, vi } from 'vitest';
 import { jsonEventsBody } from '../../src/outputs/http/json-body.ts';
 import { fieldCache, parseSyslog, type HeaderDefaults } from '../../src/syslog/parse.ts';
 import type { LogEvent } from '../../src/core/event.ts';
@@ -58,6 +60,27 @@ describe('the /jsons body written from the events\' bytes', () => {
       const body = jsonEventsBody(evs, line);
       expect(body.equals(expected(evs, line))).toBe(true);
       expect(JSON.parse(body.toString()).events).toHaveLength(500);
+    }
+  });
+});
+
+describe('the /jsons body without the native addon', () => {
+  it('is the same, byte for byte: escapes found and written by the byte loops', async () => {
+    vi.resetModules();
+    vi.doMock('../../src/syslog/copy-plan.ts', () => ({ copyPlan: () => undefined }));
+    try {
+      const { jsonEventsBody: plain } = await import('../../src/outputs/http/json-body.ts');
+      const all = Buffer.from(Array.from({ length: 0x80 }, (_, b) => b));
+      const frames = ['<13>1 - h a - - plain text', '<13>1 - h a - - say "hi" \\ back\\slash', '<13>1 - h a - - été ✓ 😀'].map((f) => Buffer.from(f));
+      frames.push(Buffer.concat([Buffer.from('<13>1 - h a - - '), all]));
+      const evs = events(frames);
+      for (const line of [false, true]) {
+        expect(plain(evs, line).equals(expected(evs, line))).toBe(true);
+        expect(plain(evs, line).equals(jsonEventsBody(evs, line))).toBe(true);
+      }
+    } finally {
+      vi.doUnmock('../../src/syslog/copy-plan.ts');
+      vi.resetModules();
     }
   });
 });
