@@ -35,7 +35,7 @@ static int bytes_of(napi_env env, napi_value v, const unsigned char **data, size
   napi_value ab;
   bool is;
   if (napi_is_typedarray(env, v, &is) != napi_ok || !is || napi_get_typedarray_info(env, v, &type, &length, &p, &ab, &offset) != napi_ok || type != napi_uint8_array) {
-    napi_throw_type_error(env, NULL, "copyRuns: out and every source must be a Uint8Array");
+    napi_throw_type_error(env, NULL, "copyRuns, jsonExtras: out and every source must be a Uint8Array");
     return 0;
   }
   *data = (const unsigned char *)p;
@@ -82,35 +82,47 @@ static const char HEX[] = "0123456789abcdef";
 
 /* p[0, len) escaped into o as JSON.stringify writes it; returns the end. */
 static unsigned char *escape_into(unsigned char *o, const unsigned char *p, size_t len) {
-  size_t run = 0;
-  for (size_t i = 0; i < len; i++) {
-    /* A word with nothing to escape joins the run whole. */
-    while (i + 8 <= len && !word_needs_escape(p + i)) i += 8;
-    if (i == len) break;
-    unsigned char b = p[i];
-    if (json_extra[b] == 0) continue;
-    memcpy(o, p + run, i - run);
-    o += i - run;
-    run = i + 1;
-    *o++ = '\\';
-    switch (b) {
-      case '"': *o++ = '"'; break;
-      case '\\': *o++ = '\\'; break;
-      case '\b': *o++ = 'b'; break;
-      case '\t': *o++ = 't'; break;
-      case '\n': *o++ = 'n'; break;
-      case '\f': *o++ = 'f'; break;
-      case '\r': *o++ = 'r'; break;
-      default:
-        *o++ = 'u';
-        *o++ = '0';
-        *o++ = '0';
-        *o++ = (unsigned char)HEX[b >> 4];
-        *o++ = (unsigned char)HEX[b & 15];
+  size_t run = 0, i = 0;
+  while (i < len) {
+    /* A word with nothing to escape joins the run whole; one that has something is read byte by
+       byte, then the next word is tested. */
+    if (i + 8 <= len && !word_needs_escape(p + i)) {
+      i += 8;
+      continue;
+    }
+    size_t stop = i + 8 <= len ? i + 8 : len;
+    for (; i < stop; i++) {
+      unsigned char b = p[i];
+      if (json_extra[b] == 0) continue;
+      memcpy(o, p + run, i - run);
+      o += i - run;
+      run = i + 1;
+      *o++ = '\\';
+      switch (b) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '\b': *o++ = 'b'; break;
+        case '\t': *o++ = 't'; break;
+        case '\n': *o++ = 'n'; break;
+        case '\f': *o++ = 'f'; break;
+        case '\r': *o++ = 'r'; break;
+        default:
+          *o++ = 'u';
+          *o++ = '0';
+          *o++ = '0';
+          *o++ = (unsigned char)HEX[b >> 4];
+          *o++ = (unsigned char)HEX[b & 15];
+      }
     }
   }
   memcpy(o, p + run, len - run);
   return o + (len - run);
+}
+
+/* Whether [a, a + alen) and [b, b + blen) share a byte. */
+static int overlaps(const void *a, size_t alen, const void *b, size_t blen) {
+  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+  return alen > 0 && blen > 0 && x < y + blen && y < x + alen;
 }
 
 static napi_value js_copy_runs(napi_env env, napi_callback_info info) {
@@ -119,7 +131,11 @@ static napi_value js_copy_runs(napi_env env, napi_callback_info info) {
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   uint32_t n, nsources;
   bool is_array, json = false;
-  if (argc >= 5 && napi_get_value_bool(env, argv[4], &json) != napi_ok) json = false;
+  napi_valuetype json_type = napi_undefined;
+  if (argc >= 5 && napi_typeof(env, argv[4], &json_type) == napi_ok && json_type != napi_undefined && napi_get_value_bool(env, argv[4], &json) != napi_ok) {
+    napi_throw_type_error(env, NULL, "copyRuns(out, sources, plan, n, json): json a boolean");
+    return NULL;
+  }
   if (argc < 4 || napi_is_array(env, argv[1], &is_array) != napi_ok || !is_array || napi_get_array_length(env, argv[1], &nsources) != napi_ok ||
       napi_get_value_uint32(env, argv[3], &n) != napi_ok) {
     napi_throw_type_error(env, NULL, "copyRuns(out, sources, plan, n): sources an array, n a count");
@@ -157,6 +173,14 @@ static napi_value js_copy_runs(napi_env env, napi_callback_info info) {
   for (uint32_t i = 0; i < nsources; i++) {
     if (!bytes_of(env, values[i], &src[i].data, &src[i].len)) goto done;
   }
+  /* out shares no memory with the plan (a write would change runs already checked) nor, escaping,
+     with a source (an escape written would make a later run longer than checked). */
+  bool shared = overlaps(out, out_len, plan, (size_t)n * 4 * sizeof(int32_t));
+  for (uint32_t i = 0; json && !shared && i < nsources; i++) shared = overlaps(out, out_len, src[i].data, src[i].len);
+  if (shared) {
+    napi_throw_range_error(env, NULL, "copyRuns: out shares memory with the plan or, escaping, a source");
+    goto done;
+  }
   /* Checked whole before anything is written. */
   for (uint32_t i = 0; i < n; i++) {
     const int32_t *r = plan + 4 * (size_t)i;
@@ -171,7 +195,7 @@ static napi_value js_copy_runs(napi_env env, napi_callback_info info) {
     /* An empty run may have no memory behind it (an empty or detached array): nothing to copy. */
     if (r[2] <= r[1]) continue;
     if (json) escape_into(out + r[3], src[r[0]].data + r[1], (size_t)(r[2] - r[1]));
-    else memcpy(out + r[3], src[r[0]].data + r[1], (size_t)(r[2] - r[1]));
+    else memmove(out + r[3], src[r[0]].data + r[1], (size_t)(r[2] - r[1]));
   }
   napi_get_undefined(env, &result);
 done:
@@ -227,6 +251,11 @@ static napi_value js_json_extras(napi_env env, napi_callback_info info) {
   for (uint32_t i = 0; i < nsources; i++) {
     if (!bytes_of(env, values[i], &src[i].data, &src[i].len)) goto done;
   }
+  /* A write to extras must not change a run still to be read. */
+  if (overlaps(extras, (size_t)n * sizeof(int32_t), plan, (size_t)n * 4 * sizeof(int32_t))) {
+    napi_throw_range_error(env, NULL, "jsonExtras: extras shares memory with the plan");
+    goto done;
+  }
   for (uint32_t i = 0; i < n; i++) {
     const int32_t *r = plan + 4 * (size_t)i;
     if (r[0] < 0 || (uint32_t)r[0] >= nsources || r[1] < 0 || r[2] < r[1] || (size_t)r[2] > src[r[0]].len) {
@@ -236,8 +265,13 @@ static napi_value js_json_extras(napi_env env, napi_callback_info info) {
   }
   for (uint32_t i = 0; i < n; i++) {
     const int32_t *r = plan + 4 * (size_t)i;
-    /* At most 5 per byte of a run under 2 GiB: fits an int32 only below 429 MiB, which a message is. */
-    extras[i] = r[2] > r[1] ? (int32_t)extra_of(src[r[0]].data + r[1], (size_t)(r[2] - r[1])) : 0;
+    size_t extra = r[2] > r[1] ? extra_of(src[r[0]].data + r[1], (size_t)(r[2] - r[1])) : 0;
+    /* At most 5 per byte: over an int32 only for a run of 429 MiB, far more than a message. */
+    if (extra > INT32_MAX) {
+      napi_throw_range_error(env, NULL, "jsonExtras: a run's escapes take more than 2 GiB");
+      goto done;
+    }
+    extras[i] = (int32_t)extra;
   }
   napi_get_undefined(env, &result);
 done:

@@ -158,4 +158,61 @@ describe('jsonExtras: the bytes escaping adds to each message of a JSON body, in
     expect(() => copyRuns(short, [src], Int32Array.from([0, 0, src.length, 0]), 1, true)).toThrow(RangeError);
     expect(short.every((b) => b === 0x2d)).toBe(true);
   });
+
+  it('copyRuns(..., true) matches JSON.stringify for every byte value at every position of runs of 0 to 24 bytes at every alignment, writing nothing around them', () => {
+    type CopyRuns = (out: Uint8Array, sources: Uint8Array[], plan: Int32Array, n: number, json?: boolean) => void;
+    const copyRuns = nativeAddon().exports?.copyRuns as CopyRuns;
+    /** JSON.stringify's escape of each byte; bytes from 0x80 (parts of UTF-8 sequences) as they are. */
+    const escapeOf = (b: number): number[] => (b >= 0x80 ? [b] : [...Buffer.from(JSON.stringify(String.fromCharCode(b)).slice(1, -1), 'latin1')]);
+    for (const background of [0x61, 0x20, 0x80]) {
+      for (let len = 0; len <= 24; len++) {
+        for (let shift = 0; shift < 16; shift++) {
+          // One run per byte value, each with that byte at position (value mod len) of the run.
+          const src = Buffer.alloc(shift + 256 * len, background);
+          const plan = new Int32Array(4 * 256);
+          const want: number[] = [];
+          let dst = 1;
+          for (let v = 0; v < 256; v++) {
+            const a = shift + v * len;
+            if (len > 0) src[a + (v % len)] = v;
+            const bytes: number[] = [];
+            for (let k = a; k < a + len; k++) bytes.push(...escapeOf(src[k] as number));
+            plan.set([0, a, a + len, dst], 4 * v);
+            want.push(...bytes, 0x2d);
+            dst += bytes.length + 1;
+          }
+          const out = Buffer.alloc(dst, 0x2d);
+          copyRuns(out, [src], plan, 256, true);
+          expect(out[0], `before, len ${len} shift ${shift}`).toBe(0x2d);
+          expect(out.subarray(1).equals(Buffer.from(want)), `len ${len} shift ${shift} background ${background}`).toBe(true);
+          const extras = new Int32Array(256);
+          (nativeAddon().exports?.jsonExtras as (s: Uint8Array[], p: Int32Array, n: number, e: Int32Array) => void)([src], plan, 256, extras);
+          for (let v = 0; v < 256; v++) {
+            const r = plan.subarray(4 * v, 4 * v + 4);
+            expect(extras[v]).toBe(extraBytes(src, r[1] as number, r[2] as number));
+          }
+        }
+      }
+    }
+  });
+
+  it('copyRuns(..., true) refuses a plan whose later run does not fit escaped, and then writes nothing; and memory shared between out and a source or the plan', () => {
+    type CopyRuns = (out: Uint8Array, sources: Uint8Array[], plan: Int32Array, n: number, json?: boolean) => void;
+    const copyRuns = nativeAddon().exports?.copyRuns as CopyRuns;
+    const src = Buffer.from('ab""');
+    const out = Buffer.alloc(6, 0x2d);
+    // The first run fits, the second (4 bytes, 6 escaped) at 2 does not.
+    expect(() => copyRuns(out, [src], Int32Array.from([0, 0, 2, 0, 0, 0, 4, 2]), 2, true)).toThrow(RangeError);
+    expect(out.every((b) => b === 0x2d)).toBe(true);
+    expect(() => copyRuns(out, [src], Int32Array.from([0, 0, 2, 0]), 1, 1 as unknown as boolean)).toThrow(TypeError);
+    // A source inside out: an escape written could lengthen a run checked before.
+    const big = Buffer.alloc(16, 0x22);
+    expect(() => copyRuns(big.subarray(0, 16), [big.subarray(8, 12)], Int32Array.from([0, 0, 4, 0]), 1, true)).toThrow(RangeError);
+    // The plan inside out: a copy could change a run checked before.
+    const shared = new ArrayBuffer(64);
+    expect(() => copyRuns(new Uint8Array(shared), [src], new Int32Array(shared, 0, 4).fill(0), 1)).toThrow(RangeError);
+    // extras over the plan: a measure written could change a run still to be read.
+    const plan = Int32Array.from([0, 0, 4, 0, 0, 0, 1, 0]);
+    expect(() => (nativeAddon().exports?.jsonExtras as (s: Uint8Array[], p: Int32Array, n: number, e: Int32Array) => void)([src], plan, 2, plan.subarray(2))).toThrow(RangeError);
+  });
 });

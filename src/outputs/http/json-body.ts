@@ -52,6 +52,8 @@ export function jsonEventsBody(events: readonly LogEvent[], line: boolean): Buff
     if (plan?.measuresJson) escaped = copyPlan();
   }
   if (plan?.measuresJson) {
+    // Runs a body that failed half way left are not this one's.
+    plan.clear();
     // Every message scanned in one native call, 8 bytes at a time (a byte loop here was a quarter
     // of the body's cost). Offsets are 32-bit: an event's buffer is far smaller.
     for (let i = 0; i < events.length; i++) {
