@@ -125,58 +125,103 @@ static int overlaps(const void *a, size_t alen, const void *b, size_t blen) {
   return alen > 0 && blen > 0 && x < y + blen && y < x + alen;
 }
 
+/* A call's sources: their values read first, then their bytes. */
+typedef struct sources {
+  source stack[STACK_SOURCES];
+  napi_value stack_values[STACK_SOURCES];
+  source *src;
+  napi_value *values;
+  uint32_t n;
+} sources;
+
+/* Reads the elements of `array` into s (sources_free after, whatever it returns). Before any
+   pointer is taken: getting an element may run JavaScript (a getter), which could detach or shrink
+   a buffer; nothing after this runs any. 0 with an error pending. */
+static int sources_read(napi_env env, napi_value array, sources *s, const char *who) {
+  s->src = s->stack;
+  s->values = s->stack_values;
+  s->n = 0;
+  bool is_array;
+  uint32_t n;
+  if (napi_is_array(env, array, &is_array) != napi_ok || !is_array || napi_get_array_length(env, array, &n) != napi_ok) {
+    napi_throw_type_error(env, NULL, who);
+    return 0;
+  }
+  if (n > STACK_SOURCES) {
+    s->src = malloc(sizeof(source) * n);
+    s->values = malloc(sizeof(napi_value) * n);
+    if (s->src == NULL || s->values == NULL) {
+      napi_throw_error(env, "ENOMEM", "copyRuns, jsonExtras: out of memory");
+      return 0;
+    }
+  }
+  s->n = n;
+  for (uint32_t i = 0; i < n; i++) {
+    if (napi_get_element(env, array, i, &s->values[i]) != napi_ok) return 0;
+  }
+  return 1;
+}
+
+/* The bytes of every source read (after every other pointer's value is read). */
+static int sources_bytes(napi_env env, sources *s) {
+  for (uint32_t i = 0; i < s->n; i++) {
+    if (!bytes_of(env, s->values[i], &s->src[i].data, &s->src[i].len)) return 0;
+  }
+  return 1;
+}
+
+static void sources_free(sources *s) {
+  if (s->src != s->stack) free(s->src);
+  if (s->values != s->stack_values) free(s->values);
+}
+
+/* The elements of an Int32Array of at least `min` elements, or NULL with a TypeError pending. */
+static int32_t *int32s_of(napi_env env, napi_value v, size_t min, const char *who) {
+  napi_typedarray_type type;
+  size_t len, offset;
+  void *p;
+  napi_value ab;
+  bool is;
+  if (napi_is_typedarray(env, v, &is) != napi_ok || !is || napi_get_typedarray_info(env, v, &type, &len, &p, &ab, &offset) != napi_ok || type != napi_int32_array || min > len) {
+    napi_throw_type_error(env, NULL, who);
+    return NULL;
+  }
+  return (int32_t *)p;
+}
+
+/* Whether run r = (s, a, b, ...) names a source and lies inside it. */
+static int run_in_source(const int32_t *r, const sources *s) {
+  return r[0] >= 0 && (uint32_t)r[0] < s->n && r[1] >= 0 && r[2] >= r[1] && (size_t)r[2] <= s->src[r[0]].len;
+}
+
 static napi_value js_copy_runs(napi_env env, napi_callback_info info) {
   size_t argc = 5;
   napi_value argv[5];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  uint32_t n, nsources;
-  bool is_array, json = false;
+  uint32_t n;
+  bool json = false;
   napi_valuetype json_type = napi_undefined;
   if (argc >= 5 && napi_typeof(env, argv[4], &json_type) == napi_ok && json_type != napi_undefined && napi_get_value_bool(env, argv[4], &json) != napi_ok) {
     napi_throw_type_error(env, NULL, "copyRuns(out, sources, plan, n, json): json a boolean");
     return NULL;
   }
-  if (argc < 4 || napi_is_array(env, argv[1], &is_array) != napi_ok || !is_array || napi_get_array_length(env, argv[1], &nsources) != napi_ok ||
-      napi_get_value_uint32(env, argv[3], &n) != napi_ok) {
-    napi_throw_type_error(env, NULL, "copyRuns(out, sources, plan, n): sources an array, n a count");
+  if (argc < 4 || napi_get_value_uint32(env, argv[3], &n) != napi_ok) {
+    napi_throw_type_error(env, NULL, "copyRuns(out, sources, plan, n): n a count");
     return NULL;
   }
-  source stack[STACK_SOURCES];
-  napi_value stack_values[STACK_SOURCES];
-  source *src = nsources <= STACK_SOURCES ? stack : malloc(sizeof(source) * nsources);
-  napi_value *values = nsources <= STACK_SOURCES ? stack_values : malloc(sizeof(napi_value) * nsources);
+  sources s;
   napi_value result = NULL;
-  if (src == NULL || values == NULL) {
-    napi_throw_error(env, "ENOMEM", "copyRuns: out of memory");
-    goto done;
-  }
-  /* The sources' values first: getting an element may run JavaScript (a getter), which could
-     detach or shrink a buffer. Nothing after this runs any, so the pointers taken next stay valid. */
-  for (uint32_t i = 0; i < nsources; i++) {
-    if (napi_get_element(env, argv[1], i, &values[i]) != napi_ok) goto done;
-  }
+  if (!sources_read(env, argv[1], &s, "copyRuns(out, sources, plan, n): sources an array")) goto done;
   const unsigned char *out_c;
   size_t out_len;
   if (!bytes_of(env, argv[0], &out_c, &out_len)) goto done;
   unsigned char *out = (unsigned char *)out_c;
-  napi_typedarray_type type;
-  size_t plan_len, offset;
-  void *plan_p;
-  napi_value ab;
-  bool is;
-  if (napi_is_typedarray(env, argv[2], &is) != napi_ok || !is || napi_get_typedarray_info(env, argv[2], &type, &plan_len, &plan_p, &ab, &offset) != napi_ok || type != napi_int32_array ||
-      (size_t)n * 4 > plan_len) {
-    napi_throw_type_error(env, NULL, "copyRuns(out, sources, plan, n): plan an Int32Array of at least 4n");
-    goto done;
-  }
-  const int32_t *plan = (const int32_t *)plan_p;
-  for (uint32_t i = 0; i < nsources; i++) {
-    if (!bytes_of(env, values[i], &src[i].data, &src[i].len)) goto done;
-  }
+  const int32_t *plan = int32s_of(env, argv[2], (size_t)n * 4, "copyRuns(out, sources, plan, n): plan an Int32Array of at least 4n");
+  if (plan == NULL || !sources_bytes(env, &s)) goto done;
   /* out shares no memory with the plan (a write would change runs already checked) nor, escaping,
      with a source (an escape written would make a later run longer than checked). */
   bool shared = overlaps(out, out_len, plan, (size_t)n * 4 * sizeof(int32_t));
-  for (uint32_t i = 0; json && !shared && i < nsources; i++) shared = overlaps(out, out_len, src[i].data, src[i].len);
+  for (uint32_t i = 0; json && !shared && i < s.n; i++) shared = overlaps(out, out_len, s.src[i].data, s.src[i].len);
   if (shared) {
     napi_throw_range_error(env, NULL, "copyRuns: out shares memory with the plan or, escaping, a source");
     goto done;
@@ -184,8 +229,8 @@ static napi_value js_copy_runs(napi_env env, napi_callback_info info) {
   /* Checked whole before anything is written. */
   for (uint32_t i = 0; i < n; i++) {
     const int32_t *r = plan + 4 * (size_t)i;
-    if (r[0] < 0 || (uint32_t)r[0] >= nsources || r[1] < 0 || r[2] < r[1] || (size_t)r[2] > src[r[0]].len || r[3] < 0 || (size_t)r[3] + (size_t)(r[2] - r[1]) > out_len ||
-        (json && r[2] > r[1] && (size_t)r[3] + (size_t)(r[2] - r[1]) + extra_of(src[r[0]].data + r[1], (size_t)(r[2] - r[1])) > out_len)) {
+    if (!run_in_source(r, &s) || r[3] < 0 || (size_t)r[3] + (size_t)(r[2] - r[1]) > out_len ||
+        (json && r[2] > r[1] && (size_t)r[3] + (size_t)(r[2] - r[1]) + extra_of(s.src[r[0]].data + r[1], (size_t)(r[2] - r[1])) > out_len)) {
       napi_throw_range_error(env, NULL, "copyRuns: a run outside its source or out");
       goto done;
     }
@@ -194,13 +239,12 @@ static napi_value js_copy_runs(napi_env env, napi_callback_info info) {
     const int32_t *r = plan + 4 * (size_t)i;
     /* An empty run may have no memory behind it (an empty or detached array): nothing to copy. */
     if (r[2] <= r[1]) continue;
-    if (json) escape_into(out + r[3], src[r[0]].data + r[1], (size_t)(r[2] - r[1]));
-    else memmove(out + r[3], src[r[0]].data + r[1], (size_t)(r[2] - r[1]));
+    if (json) escape_into(out + r[3], s.src[r[0]].data + r[1], (size_t)(r[2] - r[1]));
+    else memmove(out + r[3], s.src[r[0]].data + r[1], (size_t)(r[2] - r[1]));
   }
   napi_get_undefined(env, &result);
 done:
-  if (src != stack) free(src);
-  if (values != stack_values) free(values);
+  sources_free(&s);
   return result;
 }
 
@@ -211,61 +255,32 @@ static napi_value js_json_extras(napi_env env, napi_callback_info info) {
   size_t argc = 4;
   napi_value argv[4];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  uint32_t n, nsources;
-  bool is_array;
-  if (argc < 4 || napi_is_array(env, argv[0], &is_array) != napi_ok || !is_array || napi_get_array_length(env, argv[0], &nsources) != napi_ok ||
-      napi_get_value_uint32(env, argv[2], &n) != napi_ok) {
-    napi_throw_type_error(env, NULL, "jsonExtras(sources, plan, n, extras): sources an array, n a count");
+  uint32_t n;
+  if (argc < 4 || napi_get_value_uint32(env, argv[2], &n) != napi_ok) {
+    napi_throw_type_error(env, NULL, "jsonExtras(sources, plan, n, extras): n a count");
     return NULL;
   }
-  source stack[STACK_SOURCES];
-  napi_value stack_values[STACK_SOURCES];
-  source *src = nsources <= STACK_SOURCES ? stack : malloc(sizeof(source) * nsources);
-  napi_value *values = nsources <= STACK_SOURCES ? stack_values : malloc(sizeof(napi_value) * nsources);
+  sources s;
   napi_value result = NULL;
-  if (src == NULL || values == NULL) {
-    napi_throw_error(env, "ENOMEM", "jsonExtras: out of memory");
-    goto done;
-  }
-  /* As in copyRuns: every element read before any pointer is taken. */
-  for (uint32_t i = 0; i < nsources; i++) {
-    if (napi_get_element(env, argv[0], i, &values[i]) != napi_ok) goto done;
-  }
-  napi_typedarray_type type;
-  size_t plan_len, extras_len, offset;
-  void *plan_p, *extras_p;
-  napi_value ab;
-  bool is;
-  if (napi_is_typedarray(env, argv[1], &is) != napi_ok || !is || napi_get_typedarray_info(env, argv[1], &type, &plan_len, &plan_p, &ab, &offset) != napi_ok || type != napi_int32_array ||
-      (size_t)n * 4 > plan_len) {
-    napi_throw_type_error(env, NULL, "jsonExtras(sources, plan, n, extras): plan an Int32Array of at least 4n");
-    goto done;
-  }
-  if (napi_is_typedarray(env, argv[3], &is) != napi_ok || !is || napi_get_typedarray_info(env, argv[3], &type, &extras_len, &extras_p, &ab, &offset) != napi_ok || type != napi_int32_array ||
-      (size_t)n > extras_len) {
-    napi_throw_type_error(env, NULL, "jsonExtras(sources, plan, n, extras): extras an Int32Array of at least n");
-    goto done;
-  }
-  const int32_t *plan = (const int32_t *)plan_p;
-  int32_t *extras = (int32_t *)extras_p;
-  for (uint32_t i = 0; i < nsources; i++) {
-    if (!bytes_of(env, values[i], &src[i].data, &src[i].len)) goto done;
-  }
+  if (!sources_read(env, argv[0], &s, "jsonExtras(sources, plan, n, extras): sources an array")) goto done;
+  const int32_t *plan = int32s_of(env, argv[1], (size_t)n * 4, "jsonExtras(sources, plan, n, extras): plan an Int32Array of at least 4n");
+  if (plan == NULL) goto done;
+  int32_t *extras = int32s_of(env, argv[3], n, "jsonExtras(sources, plan, n, extras): extras an Int32Array of at least n");
+  if (extras == NULL || !sources_bytes(env, &s)) goto done;
   /* A write to extras must not change a run still to be read. */
   if (overlaps(extras, (size_t)n * sizeof(int32_t), plan, (size_t)n * 4 * sizeof(int32_t))) {
     napi_throw_range_error(env, NULL, "jsonExtras: extras shares memory with the plan");
     goto done;
   }
   for (uint32_t i = 0; i < n; i++) {
-    const int32_t *r = plan + 4 * (size_t)i;
-    if (r[0] < 0 || (uint32_t)r[0] >= nsources || r[1] < 0 || r[2] < r[1] || (size_t)r[2] > src[r[0]].len) {
+    if (!run_in_source(plan + 4 * (size_t)i, &s)) {
       napi_throw_range_error(env, NULL, "jsonExtras: a run outside its source");
       goto done;
     }
   }
   for (uint32_t i = 0; i < n; i++) {
     const int32_t *r = plan + 4 * (size_t)i;
-    size_t extra = r[2] > r[1] ? extra_of(src[r[0]].data + r[1], (size_t)(r[2] - r[1])) : 0;
+    size_t extra = r[2] > r[1] ? extra_of(s.src[r[0]].data + r[1], (size_t)(r[2] - r[1])) : 0;
     /* At most 5 per byte: over an int32 only for a run of 429 MiB, far more than a message. */
     if (extra > INT32_MAX) {
       napi_throw_range_error(env, NULL, "jsonExtras: a run's escapes take more than 2 GiB");
@@ -275,8 +290,7 @@ static napi_value js_json_extras(napi_env env, napi_callback_info info) {
   }
   napi_get_undefined(env, &result);
 done:
-  if (src != stack) free(src);
-  if (values != stack_values) free(values);
+  sources_free(&s);
   return result;
 }
 

@@ -58,13 +58,12 @@ export function jsonEventsBody(events: readonly LogEvent[], line: boolean): Buff
     // of the body's cost). Offsets are 32-bit: an event's buffer is far smaller.
     for (let i = 0; i < events.length; i++) {
       const e = events[i] as LogEvent;
-      plan.add(e.buf, line ? e.start : e.msgStart, e.end, 0);
+      const from = line ? e.start : e.msgStart;
+      plan.add(e.buf, from, e.end, 0);
+      size += 2 + (e.end - from);
     }
     plan.jsonExtras(extra);
-    for (let i = 0; i < events.length; i++) {
-      const e = events[i] as LogEvent;
-      size += 2 + (e.end - (line ? e.start : e.msgStart)) + (extra[i] as number);
-    }
+    for (let i = 0; i < extra.length; i++) size += extra[i] as number;
   } else {
     for (let i = 0; i < events.length; i++) {
       const e = events[i] as LogEvent;
