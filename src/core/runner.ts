@@ -246,10 +246,16 @@ export class SinkRunner {
     this.#o.activity?.idle();
   }
 
-  /** Waits while the whole output is paused (throttled, key refused). */
+  /**
+   * Waits while the whole output is paused (throttled, key refused). Looks again after each sleep:
+   * an answer that came in meanwhile may have made the pause longer, and a Retry-After is a promise
+   * to send nothing until it ends.
+   */
   async #gate(): Promise<void> {
-    const wait = this.#pausedUntil - Date.now();
-    if (wait > 0) await sleep(wait, this.#abort.signal);
+    const stop = this.#abort.signal;
+    for (let wait = this.#pausedUntil - Date.now(); wait > 0 && !stop.aborted; wait = this.#pausedUntil - Date.now()) {
+      await sleep(wait, stop);
+    }
   }
 
   /** Delivers one batch: retries it, splits it, or drops it with a counted reason. */
@@ -264,13 +270,12 @@ export class SinkRunner {
         if (batch !== EMPTY) this.#unsent.push(batch);
         return;
       }
-      const place = await this.#place(stop);
-      if (place === 'stopped') {
+      if (!(await this.#place(stop))) {
         if (batch !== EMPTY) this.#unsent.push(batch);
         return;
       }
       // A pause (Retry-After) that began while it waited for its place: wait it out first.
-      if (place === 'waited' && this.#pausedUntil > Date.now()) {
+      if (this.#pausedUntil > Date.now()) {
         this.#leave();
         continue;
       }
@@ -374,12 +379,10 @@ export class SinkRunner {
     this.#t.resumed();
   }
 
-  /** Takes a place within the limit for one attempt: at once, after waiting for one, or none (the runner stops). */
-  async #place(stop: AbortSignal): Promise<'at-once' | 'waited' | 'stopped'> {
-    let waited = false;
+  /** Takes a place within the limit for one attempt; false if the runner stops first. */
+  async #place(stop: AbortSignal): Promise<boolean> {
     while (this.#sending >= this.#limit) {
-      if (stop.aborted) return 'stopped';
-      waited = true;
+      if (stop.aborted) return false;
       await new Promise<void>((resolve) => {
         const wake = (): void => {
           stop.removeEventListener('abort', wake);
@@ -389,10 +392,10 @@ export class SinkRunner {
         stop.addEventListener('abort', wake, { once: true });
       });
     }
-    if (stop.aborted) return 'stopped';
+    if (stop.aborted) return false;
     this.#sending++;
     this.#t.inFlight(this.#sending);
-    return waited ? 'waited' : 'at-once';
+    return true;
   }
 
   /** An attempt ended: its place goes to the next waiting (each waiter checks the limit again). */

@@ -263,6 +263,27 @@ describe('SinkRunner: retries', () => {
     expect(queue.pendingEvents).toBe(0);
   });
 
+  it('a pause made longer while a batch sleeps it out: the batch wakes, sees the new end, and sends nothing before it', async () => {
+    // e0 is throttled at 0 (pause to 1,000); e1, in flight, is throttled at 500 (pause to 1,500).
+    // e0 went to sleep until 1,000: it must look again, not send into the longer pause.
+    const e1 = held();
+    const script: Script = (c, s) => {
+      if (c.n === 0) return retryable({ pauseAll: true, retryAfterMs: 1_000 }, 'ERELAY_HTTP_STATUS');
+      if (c.n === 1) return e1.promise;
+      return acked(c, s);
+    };
+    const { queue, sink, runner } = rig(script, { events: 2, maxEvents: 1, concurrency: { fixed: 2 } });
+    const t0 = Date.now();
+    await runner.start();
+    await run(500);
+    e1.resolve(retryable({ pauseAll: true, retryAfterMs: 1_000 }, 'ERELAY_HTTP_STATUS'));
+    await run(999);
+    expect(sink.calls.map((c) => [c.names[0], c.at - t0])).toEqual([['e0', 0], ['e1', 0]]);
+    await run(1);
+    expect(sink.calls.slice(2).map((c) => c.at - t0)).toEqual([1_500, 1_500]);
+    expect(queue.pendingEvents).toBe(0);
+  });
+
   it('a refused key: state key_rejected (whatever the connection says) until a send succeeds, then connected', async () => {
     const script: Script = (c, s) => {
       if (c.n > 0) return acked(c, s);
