@@ -12,3 +12,9 @@ export function memoryReducingGc(): (() => void) | undefined {
   const gc = (globalThis as { gc?: ExposedGc }).gc;
   return typeof gc === 'function' ? () => gc({ type: 'major', execution: 'sync', flavor: 'last-resort' }) : undefined;
 }
+
+/** A full collection (not memory-reducing: V8 keeps its emptied pages), or undefined without --expose-gc. */
+export function majorGc(): (() => void) | undefined {
+  const gc = (globalThis as { gc?: (options?: { type: 'major'; execution: 'sync' }) => void }).gc;
+  return typeof gc === 'function' ? () => gc({ type: 'major', execution: 'sync' }) : undefined;
+}

@@ -33,7 +33,9 @@ export type ToWorker =
   | (Ask & { readonly id: number })
   | ForwardIn
   | { readonly kind: 'tap-open'; readonly tap: number; readonly query: TapQuery }
-  | { readonly kind: 'tap-close'; readonly tap: number };
+  | { readonly kind: 'tap-close'; readonly tap: number }
+  /** Memory is near memory_bytes (memory-guard.ts): collect this thread's heap now. */
+  | { readonly kind: 'collect' };
 
 /** What a worker tells the main thread every second. */
 export interface WorkerState {

@@ -30,6 +30,9 @@ import { secretMask, secretsOf } from '../telemetry/secret-mask.ts';
 import { loopUtilization } from '../telemetry/utilization.ts';
 import { buildCommit, VERSION } from '../version.ts';
 import { Housekeeping } from './housekeeping.ts';
+import { MemoryGuard, rssAnon } from './memory-guard.ts';
+import { majorGc } from '../platform/v8-gc.ts';
+import { releaseFreeMemory } from '../platform/native-addon.ts';
 import type { Emulator } from './messages.ts';
 import { LocalThread, type ThreadHandle } from './thread-handle.ts';
 import { OperatorView } from './views.ts';
@@ -44,6 +47,9 @@ function commit(): string {
 }
 
 type Phase = 'starting' | 'running' | 'draining' | 'stopped';
+
+/** Bytes as MiB with one decimal, for the log. */
+const mib = (n: number): number => Math.round((n / 1048576) * 10) / 10;
 
 /** How often the backlog watch takes a snapshot. */
 const SAMPLE_INTERVAL_MS = 2_000;
@@ -70,6 +76,7 @@ export class Relay {
   readonly #threads: number;
   readonly #locks: StateLocks;
   readonly #housekeeping: Housekeeping;
+  readonly #guard: MemoryGuard | undefined;
   /** What each worker forwards to the intakes this thread runs alone. */
   readonly #receivers = new Map<number, ForwardReceiver>();
   #workersReloaded: Promise<void> = Promise.resolve();
@@ -94,6 +101,20 @@ export class Relay {
     secretMask.add(secretsOf(config));
     metrics.buildInfo.set({ version: VERSION, commit: commit(), node: process.version }, 1);
     this.#housekeeping = new Housekeeping(() => this.#workers.every((w) => w.idle()));
+    const gc = majorGc();
+    this.#guard = gc && new MemoryGuard({
+      limitBytes: () => this.topology.config.memory_bytes,
+      busy: () => !this.#housekeeping.idle || !this.#workers.every((w) => w.idle()),
+      collect: () => {
+        gc();
+        for (const w of this.#workers) w.collect();
+      },
+      trim: releaseFreeMemory,
+      collected: (before, after) => {
+        metrics.memoryCollections.inc();
+        log.debug({ anonymous_mib: mib(before), after_mib: mib(after), memory_mib: mib(this.topology.config.memory_bytes) }, 'Anonymous memory near memory_bytes: every thread collected its heap.');
+      },
+    });
     this.#env = {
       metrics, log, dataDir: config.dataDir, senders: new SenderTables(metrics, log), taps: new Taps(metrics, () => secretMask.secrets),
       emulator: () => this.#emulatorInfo(),
@@ -108,7 +129,11 @@ export class Relay {
     }), new BacklogWatch(log));
     // Each thread's utilization (the main thread's since the last scrape, at least half a second;
     // the workers' as they reported it), and the intakes' stall gauges.
+    const anon = rssAnon();
     metrics.addProbe(() => {
+      const a = anon();
+      if (a !== undefined) metrics.memoryAnonymous.set(a);
+      metrics.memoryBudget.set(this.topology.config.memory_bytes);
       last = utilization() ?? last;
       for (const t of [this.#local, ...this.#workers]) {
         const u = t.utilization();
@@ -167,6 +192,7 @@ export class Relay {
     }
     this.#phase = 'running';
     this.#housekeeping.started();
+    this.#guard?.start();
     this.#reloaded(true);
     this.#log.info(
       {
@@ -326,6 +352,7 @@ export class Relay {
     const wasRunning = this.#phase === 'running';
     this.#phase = 'draining';
     this.#housekeeping.stop();
+    this.#guard?.stop();
     const timeoutMs = this.topology.config.shutdown_timeout_ms;
     // Still taking events for shutdown_delay_ms (not ready meanwhile): the last lines of an
     // application stopped at the same time, a load balancer that has not seen this one go yet.

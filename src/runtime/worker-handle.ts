@@ -183,6 +183,11 @@ export class WorkerHandle implements ThreadHandle {
     return true;
   }
 
+  /** Memory is near memory_bytes: the worker collects its heap (memory-guard.ts). */
+  collect(): void {
+    this.#post({ kind: 'collect' });
+  }
+
   closeTap(id: number): void {
     this.#taps.delete(id);
     this.#post({ kind: 'tap-close', tap: id });

@@ -21,6 +21,10 @@ import { Metrics } from '../telemetry/metrics.ts';
 import { secretMask } from '../telemetry/secret-mask.ts';
 import { loopUtilization } from '../telemetry/utilization.ts';
 import { Housekeeping } from './housekeeping.ts';
+import { majorGc } from '../platform/v8-gc.ts';
+
+/** A full collection when the main thread's memory guard asks (memory-guard.ts); none without --expose-gc. */
+const collectNow = majorGc();
 import type { Emulator, FromWorker, ToWorker, WorkerData } from './messages.ts';
 
 /** Whether this thread is a worker of intake-relay (the single executable's bundle starts as one too). */
@@ -119,6 +123,9 @@ class WorkerThread {
         return this.#openTap(m.tap, m.query);
       case 'tap-close':
         this.#taps.get(m.tap)?.destroy();
+        return;
+      case 'collect':
+        collectNow?.();
         return;
     }
     const reply = (value: unknown): void => this.#post({ kind: 'reply', id: m.id, value });

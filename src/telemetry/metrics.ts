@@ -80,6 +80,12 @@ export class Metrics {
     'Events an input received per sender (address, or hostname for file and HTTP inputs); only with senders.metrics: true, at most senders.max_series series per input.');
   readonly senderSeriesOverflow = this.#counter('intake_relay_sender_series_overflow_total', ['intake', 'input'],
     'Events of senders that got no intake_relay_sender_events_total series (senders.max_series reached).');
+  readonly memoryCollections = this.#counter('intake_relay_memory_collections_total', [],
+    'Full collections of every thread\'s heap run because the process\'s anonymous memory reached 90% of memory_bytes (each followed by the C library giving its free memory back). Often: the budget is tight for the load, and costs CPU.');
+  readonly memoryAnonymous = this.#gauge('intake_relay_memory_anonymous_bytes', [],
+    'The process\'s anonymous memory now (RssAnon: what the kernel cannot take back, what a container\'s limit counts), to compare with intake_relay_memory_budget_bytes. Linux only.', { probed: true });
+  readonly memoryBudget = this.#gauge('intake_relay_memory_budget_bytes', [],
+    'memory_bytes: the memory the relay may use, from which its bounds derive and near which it collects.');
   readonly threadUtilization = this.#gauge('intake_relay_thread_utilization', ['thread'],
     'Share of the last second each thread of the relay was busy (event loop utilization, 0 to 1): near 1, that thread is at its limit. thread: main, or a worker\'s number (workers: N).', { probed: true });
   readonly tapViewers = this.#gauge('intake_relay_tap_viewers', [],

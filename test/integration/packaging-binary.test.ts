@@ -124,6 +124,13 @@ intakes:
     const text = await metrics();
     expect(text).toContain('intake_relay_output_connected{intake="t",output="syslog"} 1');
     expect(text).toMatch(/^intake_relay_build_info\{[^}]*\} 1$/m);
+    // The memory guard's figures, once for the process: the budget, what the kernel counts now (the
+    // guard reads it; a relay at rest is far below the default budget), no collection at rest.
+    expect(text).toMatch(/^intake_relay_memory_budget_bytes 134217728$/m);
+    const anon = Number(/^intake_relay_memory_anonymous_bytes (\d+)$/m.exec(text)?.[1]);
+    expect(anon).toBeGreaterThan(4 * 1024 * 1024);
+    expect(anon).toBeLessThan(134217728 * 0.9);
+    expect(text).toMatch(/^intake_relay_memory_collections_total 0$/m);
     expect(readdirSync(tmp)).toEqual([]);
     proc.kill('SIGTERM');
     expect(await exited).toBe(0);

@@ -1,0 +1,131 @@
+// Holds the process's anonymous memory (RssAnon: what the kernel cannot take back, and what a
+// container's limit counts) near memory_bytes under load. The bounds derived from memory_bytes
+// (memory-budget.ts) hold the live events; what they cannot bound is garbage. Buffers of events
+// already written that lived long enough to be promoted wait in V8's old generation for a full
+// collection, which V8 starts once its heap has grown to a multiple of what was live (and more
+// than 64 MiB of such buffers have piled up); the C library keeps what they freed. Under a flood
+// to an HTTPS intake, that put the relay at 120-132 MiB with the default 128 MiB budget, and at 121
+// with memory_bytes 64 MiB (measured on the neutral harness).
+//
+// While an output is busy, RssAnon is read every SAMPLE_MS. At PRESSURE of memory_bytes, every
+// thread collects its heap and, a moment later (the buffers a collection finds dead are freed
+// concurrently), the C library gives its free memory back. That costs CPU, and only near the
+// budget: a relay whose budget is generous for its load never collects. Collections are MIN_GAP_MS
+// apart at least. One that freed little means what is live is near the mark (a queue filled in an
+// outage, which its own bound holds): the next waits SLOW_GAP_MS.
+
+import { closeSync, openSync, readSync } from 'node:fs';
+
+/** Read RssAnon this often while an output is busy. */
+export const SAMPLE_MS = 50;
+/** Collect at this share of memory_bytes. */
+export const PRESSURE = 0.9;
+/** The shortest time between two collections, and after one that freed little (under FREED_LITTLE of memory_bytes). */
+export const MIN_GAP_MS = 200;
+export const SLOW_GAP_MS = 800;
+const FREED_LITTLE = 0.05;
+/** After a collection, the C library's free memory is given back this much later. */
+export const TRIM_DELAY_MS = 25;
+
+export interface MemoryGuardOptions {
+  /** memory_bytes now (a reload may change it). */
+  readonly limitBytes: () => number;
+  /** Whether anything is busy: at rest nothing grows, and nothing is read. */
+  readonly busy: () => boolean;
+  /** Collects every thread's heap. */
+  readonly collect: () => void;
+  /** Gives the C library's free memory back. */
+  readonly trim: () => void;
+  /** RssAnon in bytes, or undefined where it cannot be read (default: /proc/self/status). */
+  readonly anon?: () => number | undefined;
+  /** Told after each collection and trim: RssAnon before and after. */
+  readonly collected?: (beforeBytes: number, afterBytes: number) => void;
+  readonly now?: () => number;
+}
+
+export class MemoryGuard {
+  readonly #o: MemoryGuardOptions;
+  readonly #anon: () => number | undefined;
+  readonly #now: () => number;
+  #timer: NodeJS.Timeout | undefined;
+  #trimTimer: NodeJS.Timeout | undefined;
+  #lastAt = -Infinity;
+  #gapMs = MIN_GAP_MS;
+
+  constructor(o: MemoryGuardOptions) {
+    this.#o = o;
+    this.#anon = o.anon ?? rssAnon();
+    this.#now = o.now ?? Date.now;
+  }
+
+  /** Starts watching; false where RssAnon cannot be read (not Linux). */
+  start(): boolean {
+    if (this.#timer) return true;
+    if (this.#anon() === undefined) return false;
+    this.#timer = setInterval(() => this.check(), SAMPLE_MS);
+    this.#timer.unref();
+    return true;
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    clearTimeout(this.#trimTimer);
+    this.#timer = this.#trimTimer = undefined;
+  }
+
+  /** One look: collects at the pressure mark if the last collection is far enough back. */
+  check(): void {
+    if (this.#trimTimer || !this.#o.busy()) return;
+    const limit = this.#o.limitBytes();
+    const before = this.#anon();
+    if (before === undefined || before < limit * PRESSURE || this.#now() - this.#lastAt < this.#gapMs) return;
+    this.#o.collect();
+    this.#lastAt = this.#now();
+    this.#trimTimer = setTimeout(() => {
+      this.#trimTimer = undefined;
+      this.#o.trim();
+      const after = this.#anon() ?? before;
+      this.#gapMs = before - after < limit * FREED_LITTLE ? SLOW_GAP_MS : MIN_GAP_MS;
+      this.#o.collected?.(before, after);
+    }, TRIM_DELAY_MS);
+    this.#trimTimer.unref();
+  }
+}
+
+let shared: (() => number | undefined) | undefined;
+
+/** The process's RssAnon in bytes, read from /proc/self/status (one file kept open for the process); undefined off Linux. */
+export function rssAnon(): () => number | undefined {
+  shared ??= statusReader('/proc/self/status');
+  return shared;
+}
+
+/** Reads RssAnon from a status file, opened once and read again each time. */
+export function statusReader(path: string): () => number | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return () => undefined;
+  }
+  const buf = Buffer.allocUnsafe(4096);
+  return () => {
+    if (fd === undefined) return undefined;
+    let n: number;
+    try {
+      n = readSync(fd, buf, 0, buf.length, 0);
+    } catch {
+      closeSync(fd);
+      fd = undefined;
+      return undefined;
+    }
+    const at = buf.subarray(0, n).indexOf('RssAnon:', 0, 'latin1');
+    if (at < 0) return undefined;
+    let i = at + 8;
+    while (i < n && (buf[i] === 0x20 || buf[i] === 0x09)) i++;
+    let kb = 0;
+    let digits = 0;
+    for (; i < n && (buf[i] as number) >= 0x30 && (buf[i] as number) <= 0x39; i++, digits++) kb = kb * 10 + (buf[i] as number) - 0x30;
+    return digits > 0 ? kb * 1024 : undefined;
+  };
+}
