@@ -2,10 +2,10 @@
 // container's limit counts) near memory_bytes under load. The bounds derived from memory_bytes
 // (memory-budget.ts) hold the live events; what they cannot bound is garbage. Buffers of events
 // already written that lived long enough to be promoted wait in V8's old generation for a full
-// collection, which V8 starts once its heap has grown to a multiple of what was live (and more
-// than 64 MiB of such buffers have piled up); the C library keeps what they freed. Under a flood
-// to an HTTPS intake, that put the relay at 120-132 MiB with the default 128 MiB budget, and at 121
-// with memory_bytes 64 MiB (measured on the neutral harness).
+// collection, which V8 starts once its heap has grown to a multiple of what was live (or 64 MiB of
+// such buffers have piled up); the C library keeps what they freed. Under a flood to an HTTPS
+// intake, that put the relay at 120-132 MiB with the default 128 MiB budget, and at 114-121 with
+// memory_bytes 64 MiB (measured on the neutral harness).
 //
 // While an output is busy, RssAnon is read every SAMPLE_MS. At PRESSURE of memory_bytes, every
 // thread collects its heap and, a moment later (the buffers a collection finds dead are freed
