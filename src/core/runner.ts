@@ -274,7 +274,8 @@ export class SinkRunner {
         if (batch !== EMPTY) this.#unsent.push(batch);
         return;
       }
-      // A pause (Retry-After) that began while it waited for its place: wait it out first.
+      // A pause (Retry-After) set since the gate let it through (while it waited for its place, or
+      // just now): wait it out first.
       if (this.#pausedUntil > Date.now()) {
         this.#leave();
         continue;

@@ -4,15 +4,17 @@
 // already written that lived long enough to be promoted wait in V8's old generation for a full
 // collection, which V8 starts once its heap has grown to a multiple of what was live (or 64 MiB of
 // such buffers have piled up); the C library keeps what they freed. Under a flood to an HTTPS
-// intake, that put the relay at 120-132 MiB with the default 128 MiB budget, and at 114-121 with
+// intake, that put the relay at 114-132 MiB with the default 128 MiB budget, and at 114-121 with
 // memory_bytes 64 MiB (measured on the neutral harness).
 //
 // While an output is busy, RssAnon is read every SAMPLE_MS. At PRESSURE of memory_bytes, every
-// thread collects its heap and, a moment later (the buffers a collection finds dead are freed
+// thread collects its heap and, once all have (COLLECT_WAIT_MS at most: a worker answers when its
+// loop gets to it) and a moment later (the buffers a collection finds dead are freed
 // concurrently), the C library gives its free memory back. That costs CPU, and only near the
 // budget: a relay whose budget is generous for its load never collects. Collections are MIN_GAP_MS
 // apart at least. One that freed little means what is live is near the mark (a queue filled in an
-// outage, which its own bound holds): the next waits SLOW_GAP_MS.
+// outage, which its own bound holds): the next waits SLOW_GAP_MS. One that freed much means garbage
+// is made fast (a flood): the next may come at MIN_GAP_MS, even if what is live is above the mark.
 
 import { closeSync, openSync, readSync } from 'node:fs';
 
@@ -20,11 +22,13 @@ import { closeSync, openSync, readSync } from 'node:fs';
 export const SAMPLE_MS = 50;
 /** Collect at this share of memory_bytes. */
 export const PRESSURE = 0.9;
-/** The shortest time between two collections, and after one that freed little (under FREED_LITTLE of memory_bytes). */
+/** The shortest time between two collections, and after one that freed less than FREED_LITTLE of memory_bytes. */
 export const MIN_GAP_MS = 200;
 export const SLOW_GAP_MS = 800;
 const FREED_LITTLE = 0.05;
-/** After a collection, the C library's free memory is given back this much later. */
+/** The longest the trim waits for every thread's collection. */
+export const COLLECT_WAIT_MS = 250;
+/** After the collections, the C library's free memory is given back this much later. */
 export const TRIM_DELAY_MS = 25;
 
 export interface MemoryGuardOptions {
@@ -32,8 +36,8 @@ export interface MemoryGuardOptions {
   readonly limitBytes: () => number;
   /** Whether anything is busy: at rest nothing grows, and nothing is read. */
   readonly busy: () => boolean;
-  /** Collects every thread's heap. */
-  readonly collect: () => void;
+  /** Collects every thread's heap: this one's before it returns, the workers' when the promise resolves. */
+  readonly collect: () => void | Promise<unknown>;
   /** Gives the C library's free memory back. */
   readonly trim: () => void;
   /** RssAnon in bytes, or undefined where it cannot be read (default: /proc/self/status). */
@@ -48,7 +52,11 @@ export class MemoryGuard {
   readonly #anon: () => number | undefined;
   readonly #now: () => number;
   #timer: NodeJS.Timeout | undefined;
+  /** A collection's wait for the workers and its trim; undefined when none is under way. */
   #trimTimer: NodeJS.Timeout | undefined;
+  #collecting = false;
+  /** Bumped at each collection and at stop: a late answer of an earlier one does nothing. */
+  #round = 0;
   #lastAt = -Infinity;
   #gapMs = MIN_GAP_MS;
 
@@ -71,24 +79,40 @@ export class MemoryGuard {
     clearInterval(this.#timer);
     clearTimeout(this.#trimTimer);
     this.#timer = this.#trimTimer = undefined;
+    this.#collecting = false;
+    this.#round++;
   }
 
   /** One look: collects at the pressure mark if the last collection is far enough back. */
   check(): void {
-    if (this.#trimTimer || !this.#o.busy()) return;
+    if (this.#collecting || !this.#o.busy()) return;
     const limit = this.#o.limitBytes();
     const before = this.#anon();
     if (before === undefined || before < limit * PRESSURE || this.#now() - this.#lastAt < this.#gapMs) return;
-    this.#o.collect();
+    this.#collecting = true;
+    const round = ++this.#round;
+    const workers = this.#o.collect();
     this.#lastAt = this.#now();
-    this.#trimTimer = setTimeout(() => {
-      this.#trimTimer = undefined;
-      this.#o.trim();
-      const after = this.#anon() ?? before;
-      this.#gapMs = before - after < limit * FREED_LITTLE ? SLOW_GAP_MS : MIN_GAP_MS;
-      this.#o.collected?.(before, after);
-    }, TRIM_DELAY_MS);
+    let scheduled = false;
+    const trimSoon = (): void => {
+      if (scheduled || round !== this.#round) return;
+      scheduled = true;
+      clearTimeout(this.#trimTimer);
+      this.#trimTimer = setTimeout(() => {
+        this.#trimTimer = undefined;
+        this.#collecting = false;
+        this.#o.trim();
+        const after = this.#anon() ?? before;
+        this.#gapMs = before - after < limit * FREED_LITTLE ? SLOW_GAP_MS : MIN_GAP_MS;
+        this.#o.collected?.(before, after);
+      }, TRIM_DELAY_MS);
+      this.#trimTimer.unref();
+    };
+    if (!workers) return trimSoon();
+    // The trim waits for the workers' collections, or COLLECT_WAIT_MS at most.
+    this.#trimTimer = setTimeout(trimSoon, COLLECT_WAIT_MS);
     this.#trimTimer.unref();
+    void workers.then(trimSoon, trimSoon);
   }
 }
 
@@ -108,7 +132,8 @@ export function statusReader(path: string): () => number | undefined {
   } catch {
     return () => undefined;
   }
-  const buf = Buffer.allocUnsafe(4096);
+  // 16 KiB: a process with many supplementary groups has a long Groups: line before RssAnon.
+  const buf = Buffer.allocUnsafe(16384);
   return () => {
     if (fd === undefined) return undefined;
     let n: number;

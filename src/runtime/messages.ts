@@ -27,15 +27,15 @@ export type Ask =
   | { readonly kind: 'metrics' }
   | { readonly kind: 'reload'; readonly config: Config; readonly emulator: Emulator; readonly secrets: readonly string[]; readonly forwarded: readonly ForwardedIntake[] }
   | { readonly kind: 'stop-inputs'; readonly timeoutMs: number }
-  | { readonly kind: 'drain'; readonly timeoutMs: number };
+  | { readonly kind: 'drain'; readonly timeoutMs: number }
+  /** Memory is near memory_bytes (memory-guard.ts): collect this thread's heap now, then answer. */
+  | { readonly kind: 'collect' };
 
 export type ToWorker =
   | (Ask & { readonly id: number })
   | ForwardIn
   | { readonly kind: 'tap-open'; readonly tap: number; readonly query: TapQuery }
-  | { readonly kind: 'tap-close'; readonly tap: number }
-  /** Memory is near memory_bytes (memory-guard.ts): collect this thread's heap now. */
-  | { readonly kind: 'collect' };
+  | { readonly kind: 'tap-close'; readonly tap: number };
 
 /** What a worker tells the main thread every second. */
 export interface WorkerState {

@@ -107,7 +107,7 @@ export class Relay {
       busy: () => !this.#housekeeping.idle || !this.#workers.every((w) => w.idle()),
       collect: () => {
         gc();
-        for (const w of this.#workers) w.collect();
+        return this.#workers.length > 0 ? Promise.all(this.#workers.map((w) => w.collect())) : undefined;
       },
       trim: releaseFreeMemory,
       collected: (before, after) => {
@@ -192,7 +192,8 @@ export class Relay {
     }
     this.#phase = 'running';
     this.#housekeeping.started();
-    this.#guard?.start();
+    // A stop that came while it started has stopped the guard already.
+    if (!this.#stopping && this.#guard?.start() !== true) this.#log.info(this.#guard ? 'Memory guard off: RssAnon cannot be read here (not Linux).' : 'Memory guard off: Node.js was started without --expose-gc (the launchers give it).');
     this.#reloaded(true);
     this.#log.info(
       {

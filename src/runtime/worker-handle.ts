@@ -183,9 +183,9 @@ export class WorkerHandle implements ThreadHandle {
     return true;
   }
 
-  /** Memory is near memory_bytes: the worker collects its heap (memory-guard.ts). */
-  collect(): void {
-    this.#post({ kind: 'collect' });
+  /** Memory is near memory_bytes: the worker collects its heap (memory-guard.ts); resolves once it has, or has ended. */
+  async collect(): Promise<void> {
+    await this.#ask<boolean>({ kind: 'collect' });
   }
 
   closeTap(id: number): void {

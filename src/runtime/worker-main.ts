@@ -22,10 +22,10 @@ import { secretMask } from '../telemetry/secret-mask.ts';
 import { loopUtilization } from '../telemetry/utilization.ts';
 import { Housekeeping } from './housekeeping.ts';
 import { majorGc } from '../platform/v8-gc.ts';
+import type { Emulator, FromWorker, ToWorker, WorkerData } from './messages.ts';
 
 /** A full collection when the main thread's memory guard asks (memory-guard.ts); none without --expose-gc. */
 const collectNow = majorGc();
-import type { Emulator, FromWorker, ToWorker, WorkerData } from './messages.ts';
 
 /** Whether this thread is a worker of intake-relay (the single executable's bundle starts as one too). */
 export function isRelayWorker(): boolean {
@@ -124,9 +124,6 @@ class WorkerThread {
       case 'tap-close':
         this.#taps.get(m.tap)?.destroy();
         return;
-      case 'collect':
-        collectNow?.();
-        return;
     }
     const reply = (value: unknown): void => this.#post({ kind: 'reply', id: m.id, value });
     switch (m.kind) {
@@ -137,6 +134,9 @@ class WorkerThread {
         return this.#reload(m, reply);
       case 'stop-inputs':
         return this.#stopInputs(m.timeoutMs, reply);
+      case 'collect':
+        collectNow?.();
+        return reply(true);
       case 'drain':
         void this.#topology.drain(AbortSignal.timeout(m.timeoutMs), this.#delivered).then((r) => {
           // What its tables saw since their last check (the inputs' last reads too) goes to the main thread's.

@@ -5,12 +5,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { MemoryGuard, MIN_GAP_MS, PRESSURE, SAMPLE_MS, SLOW_GAP_MS, statusReader, TRIM_DELAY_MS, rssAnon } from '../../src/runtime/memory-guard.ts';
+import { COLLECT_WAIT_MS, MemoryGuard, MIN_GAP_MS, PRESSURE, SAMPLE_MS, SLOW_GAP_MS, statusReader, TRIM_DELAY_MS, rssAnon } from '../../src/runtime/memory-guard.ts';
 
 const MiB = 1024 * 1024;
 const LIMIT = 100 * MiB;
 
-function rig(o: { busy?: boolean; freed?: number } = {}) {
+function rig(o: { busy?: boolean; freed?: number; workers?: () => Promise<unknown> } = {}) {
   let anon = 50 * MiB;
   let busy = o.busy ?? true;
   const log: string[] = [];
@@ -18,7 +18,10 @@ function rig(o: { busy?: boolean; freed?: number } = {}) {
     limitBytes: () => LIMIT,
     busy: () => busy,
     anon: () => anon,
-    collect: () => log.push(`collect ${Date.now()}`),
+    collect: () => {
+      log.push(`collect ${Date.now()}`);
+      return o.workers?.();
+    },
     trim: () => {
       log.push(`trim ${Date.now()}`);
       anon -= o.freed ?? 30 * MiB;
@@ -72,6 +75,27 @@ describe('MemoryGuard', () => {
     const at = r.log.filter((l) => l.startsWith('collect')).map((l) => Number(l.split(' ')[1]));
     expect(at).toEqual([SAMPLE_MS, SAMPLE_MS + SLOW_GAP_MS]);
     r.guard.stop();
+  });
+
+  it('with workers: trims once every worker has collected, or COLLECT_WAIT_MS after asking at most', async () => {
+    let answered: (() => void) | undefined;
+    const r = rig({ workers: () => new Promise<void>((resolve) => (answered = resolve)) });
+    r.guard.start();
+    r.set(95);
+    await vi.advanceTimersByTimeAsync(SAMPLE_MS + 100);
+    expect(r.log).toEqual([`collect ${SAMPLE_MS}`]);
+    answered?.();
+    await vi.advanceTimersByTimeAsync(TRIM_DELAY_MS);
+    expect(r.log[1]).toBe(`trim ${SAMPLE_MS + 100 + TRIM_DELAY_MS}`);
+    // A worker that never answers: the trim comes at the cap, once.
+    const late = rig({ workers: () => new Promise<void>(() => {}) });
+    late.guard.start();
+    late.set(95);
+    const t0 = Date.now();
+    await vi.advanceTimersByTimeAsync(SAMPLE_MS + COLLECT_WAIT_MS + TRIM_DELAY_MS + 10);
+    expect(late.log.filter((l) => l.startsWith('trim'))).toEqual([`trim ${t0 + SAMPLE_MS + COLLECT_WAIT_MS + TRIM_DELAY_MS}`]);
+    r.guard.stop();
+    late.guard.stop();
   });
 
   it('stop() ends the watch and a pending trim', async () => {
