@@ -70,7 +70,7 @@ export class AdaptiveConcurrency {
   }
 
   /** Feed one finished request; returns the limit, changed at the end of an interval. */
-  record(o: Outcome, now = Date.now()): number {
+  record(o: Outcome, now = performance.now()): number {
     if (this.#startedAt < 0) this.#startedAt = now;
     if (o.overloaded) this.#backPressure = true;
     else if (o.ok) {

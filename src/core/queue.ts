@@ -43,7 +43,7 @@ export class BoundedQueue implements EventQueue {
   // Drain rate (events released per second), measured over windows of at least a second.
   #drainRate = 0;
   #drainedSinceMark = 0;
-  #markAt = Date.now();
+  #markAt = performance.now();
   #dataWaiter: (() => void) | undefined;
   /** What wakes the waiting taker: this many events or bytes queued (a batch while it lingers). */
   #wakeEvents = 1;
@@ -186,7 +186,7 @@ export class BoundedQueue implements EventQueue {
     this.#drainedSinceMark += batch.events.length;
     if (batch.events.length > 0) this.#releasedAt = performance.now();
     this.#released += batch.events.length;
-    this.#measureDrain(Date.now());
+    this.#measureDrain(performance.now());
     this.#maybeWakeWriters();
   }
 
@@ -215,7 +215,7 @@ export class BoundedQueue implements EventQueue {
   }
 
   /** Events released per second lately (0 when nothing drains). */
-  drainRate(now = Date.now()): number {
+  drainRate(now = performance.now()): number {
     this.#measureDrain(now);
     return now - this.#markAt > 5000 ? 0 : this.#drainRate;
   }
@@ -361,7 +361,7 @@ export class BoundedQueue implements EventQueue {
     for (;;) {
       if (signal.aborted) return undefined;
       if (this.#events > 0) {
-        const now = Date.now();
+        const now = performance.now();
         if (lingerUntil === 0) lingerUntil = now + limits.lingerMs;
         if (this.#closed || this.#events >= limits.maxEvents || this.#bytes >= limits.maxBytes || now >= lingerUntil) {
           return this.#cut(limits);

@@ -13,7 +13,7 @@ export class RateLimiter {
   }
 
   /** Returns undefined to suppress, or the number of lines suppressed since the last one. */
-  allow(key: string, now = Date.now()): number | undefined {
+  allow(key: string, now = performance.now()): number | undefined {
     const s = this.#last.get(key);
     if (s && now - s.at < this.#intervalMs) {
       s.suppressed++;

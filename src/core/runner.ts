@@ -83,8 +83,11 @@ export class SinkRunner {
    */
   #sending = 0;
   readonly #placeWaiters: (() => void)[] = [];
-  /** Since when it has not delivered (its first failed attempt after a success), 0 while it delivers; and how much of that is counted. */
-  #suspendedSince = 0;
+  /**
+   * Whether it has not delivered since a failed attempt, and up to when (performance.now(): a step
+   * of the wall clock must not count negative time, which a counter refuses) that time is counted.
+   */
+  #suspended = false;
   #suspensionCountedTo = 0;
 
   constructor(options: RunnerOptions) {
@@ -144,7 +147,7 @@ export class SinkRunner {
         // again, must not get reconnections (and the window rewritten) in a tight loop. Only a
         // confirmation resets it.
         this.#failures++;
-        this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + backoffDelay(this.#failures, this.#o.backoff));
+        this.#pausedUntil = Math.max(this.#pausedUntil, performance.now() + backoffDelay(this.#failures, this.#o.backoff));
         this.#needFlush = true;
         this.#kick.abort();
         this.#logError(error, 'Output connection lost; unconfirmed events will be written again.', { events });
@@ -253,7 +256,7 @@ export class SinkRunner {
    */
   async #gate(): Promise<void> {
     const stop = this.#abort.signal;
-    for (let wait = this.#pausedUntil - Date.now(); wait > 0 && !stop.aborted; wait = this.#pausedUntil - Date.now()) {
+    for (let wait = this.#pausedUntil - performance.now(); wait > 0 && !stop.aborted; wait = this.#pausedUntil - performance.now()) {
       await sleep(wait, stop);
     }
   }
@@ -276,7 +279,7 @@ export class SinkRunner {
       }
       // A pause (Retry-After) set since the gate let it through (while it waited for its place, or
       // just now): wait it out first.
-      if (this.#pausedUntil > Date.now()) {
+      if (this.#pausedUntil > performance.now()) {
         this.#leave();
         continue;
       }
@@ -351,7 +354,7 @@ export class SinkRunner {
       // What the intake asked, but never less than the first backoff step: a Retry-After of 0 (or a
       // date past) would otherwise retry at once, again and again.
       const delay = result.retryAfterMs !== undefined ? Math.max(result.retryAfterMs, this.#o.backoff.initialMs) : backoffDelay(this.#failures, this.#o.backoff);
-      if (result.pauseAll) this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + delay);
+      if (result.pauseAll) this.#pausedUntil = Math.max(this.#pausedUntil, performance.now() + delay);
       else await sleep(delay, stop);
     }
   }
@@ -366,17 +369,18 @@ export class SinkRunner {
 
   /** A failed attempt (`failing`) or a delivery: counts the output's suspensions and their time, as rsyslog counts an action's. */
   #suspension(failing: boolean): void {
-    const now = Date.now();
-    if (this.#suspendedSince === 0) {
+    const now = performance.now();
+    if (!this.#suspended) {
       if (!failing) return;
-      this.#suspendedSince = this.#suspensionCountedTo = now;
+      this.#suspended = true;
+      this.#suspensionCountedTo = now;
       this.#t.suspended();
       return;
     }
     this.#t.suspendedFor((now - this.#suspensionCountedTo) / 1000);
     this.#suspensionCountedTo = now;
     if (failing) return;
-    this.#suspendedSince = 0;
+    this.#suspended = false;
     this.#t.resumed();
   }
 

@@ -37,7 +37,7 @@ class Viewer {
   readonly #dropped: (events: number) => void;
   readonly #intake: string | undefined;
   #tokens: number;
-  #refilled = Date.now();
+  #refilled = performance.now();
   #blocked = false;
   shown = 0;
   skipped = 0;
@@ -68,7 +68,7 @@ class Viewer {
 
   /** Shows some of `events`: as many as its rate allows now, evenly spread over them. */
   show(input: string, intake: string, events: readonly LogEvent[]): void {
-    const now = Date.now();
+    const now = performance.now();
     this.#tokens = Math.min(this.q.rate, this.#tokens + ((now - this.#refilled) * this.q.rate) / 1000);
     this.#refilled = now;
     let room = Math.floor(this.#tokens);

@@ -66,7 +66,7 @@ export class WorkerHandle implements ThreadHandle {
           return;
         case 'state':
           this.#state = m.state;
-          this.#stateAt = Date.now();
+          this.#stateAt = performance.now();
           return events.reported(m.state);
         case 'sightings':
           return events.sightings(m.sightings);
@@ -136,7 +136,7 @@ export class WorkerHandle implements ThreadHandle {
 
   /** Its inputs down; itself when it has not reported for a while (its event loop is stuck). */
   down(): readonly string[] {
-    const stuck = this.#state !== undefined && Date.now() - this.#stateAt > STALE_MS;
+    const stuck = this.#state !== undefined && performance.now() - this.#stateAt > STALE_MS;
     return [...(this.#state?.down ?? []), ...(stuck ? [`worker ${this.#index}`] : [])];
   }
 

@@ -77,6 +77,24 @@ describe('file input', () => {
     expect(await relay.metric('intake_relay_files_tracked')).toBe(2);
   });
 
+  it('the wall clock stepped back an hour (NTP, a VM resumed): the paths are still matched again every glob_interval_ms', async () => {
+    const dir = tmp();
+    // A directory no watch covers (the glob's base is watched, not what is below it): only the
+    // periodic match finds a file created in it.
+    mkdirSync(join(dir, 'a', 'b'), { recursive: true });
+    intake = await startTestIntake();
+    relay = await startRelay(fileYaml(intake.port, dir, `paths: ["${dir}/**/*.log"], read_from: beginning, glob_interval_ms: 200`));
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 3_600_000, shouldAdvanceTime: true });
+    try {
+      writeFileSync(join(dir, 'a', 'b', 'late.log'), lines('late', 0, 10));
+      await waitFor(intake, 10, 10_000);
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(intake.received.map((r) => r.message)).toEqual(expected('late', 0, 10));
+    await balanced(relay);
+  });
+
   it('starts at the end of files present at the first start; resumes from checkpoints after a restart: no loss, no duplicate', async () => {
     const dir = tmp();
     const file = join(dir, 'app.log');

@@ -138,6 +138,18 @@ describe('BoundedQueue', () => {
     expect(q.offer(evs(2), 20, 'pause')).toEqual({ result: 'dropped', dropped: 2, droppedBytes: 20 });
   });
 
+  it('a linger is measured on the monotonic clock: the wall clock stepped back an hour does not hold the batch', () =>
+    withFakeClock(async () => {
+      const q = new BoundedQueue({ maxEvents: 100, maxBytes: 10_000, whenFull: 'block' });
+      q.offer(evs(1), 10, 'pause');
+      let taken: number | undefined;
+      void q.take({ maxEvents: 50, maxBytes: 10_000, lingerMs: 100 }, signal).then((b) => (taken = b?.events.length));
+      await vi.advanceTimersByTimeAsync(50);
+      vi.setSystemTime(Date.now() - 3_600_000);
+      await vi.advanceTimersByTimeAsync(50);
+      expect(taken).toBe(1);
+    }));
+
   it('a lingering take is woken by a full batch of bytes, or at the linger\'s end with what is there', async () => {
     const q = new BoundedQueue({ maxEvents: 100, maxBytes: 10_000, whenFull: 'block' });
     const byBytes = q.take({ maxEvents: 50, maxBytes: 30, lingerMs: 60_000 }, signal);

@@ -284,6 +284,17 @@ describe('SinkRunner: retries', () => {
     expect(queue.pendingEvents).toBe(0);
   });
 
+  it('a pause is measured on the monotonic clock: the wall clock stepped back an hour (NTP, a VM resumed) does not lengthen it', async () => {
+    const { sink, runner } = rig((c, s) => (c.n === 0 ? retryable({ pauseAll: true, retryAfterMs: 1_000 }, 'ERELAY_HTTP_STATUS') : acked(c, s)));
+    const t0 = performance.now();
+    await runner.start();
+    await run(500);
+    vi.setSystemTime(Date.now() - 3_600_000);
+    await run(500);
+    expect(sink.calls.map((c) => c.names[0])).toEqual(['e0', 'e0']);
+    expect(performance.now() - t0).toBe(1_000);
+  });
+
   it('a refused key: state key_rejected (whatever the connection says) until a send succeeds, then connected', async () => {
     const script: Script = (c, s) => {
       if (c.n > 0) return acked(c, s);
@@ -429,6 +440,18 @@ describe('SinkRunner: suspensions (the forwarder statistics)', () => {
     const seconds = t.args('suspendedFor').reduce((n, [s]) => n + (s as number), 0);
     expect(seconds).toBeGreaterThan(0);
     expect(seconds).toBeLessThan(20);
+  });
+  it('the wall clock stepped back during an outage: the time counted stays what passed (a counter cannot go down; it threw)', async () => {
+    const { t, runner } = rig((c, s) => (c.n < 3 ? retryable() : acked(c, s)));
+    await runner.start();
+    await run(INITIAL_MS + 50);
+    vi.setSystemTime(Date.now() - 3_600_000);
+    await run(10_000);
+    expect(t.args('resumed')).toHaveLength(1);
+    const counted = t.args('suspendedFor').map(([s]) => s as number);
+    expect(counted.every((s) => s >= 0)).toBe(true);
+    // backoff 100 + 200 + 400 ms from the first failure to the success.
+    expect(counted.reduce((a, b) => a + b, 0)).toBeCloseTo(0.7, 5);
   });
 });
 

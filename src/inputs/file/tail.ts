@@ -122,7 +122,7 @@ export class FileInput {
     if (loaded.problem) this.#t.log.logger.error({ file: this.#store.file, problem: loaded.problem }, 'Checkpoint file damaged: files are read as new ones (duplicates possible, nothing skipped).');
     this.#files.restore(loaded.entries, !loaded.existed, await othersCheckpoints(this.#store.file, this.#cfg.forget_after_ms));
     await this.#scan(true);
-    this.#nextScan = Date.now() + this.#cfg.glob_interval_ms;
+    this.#nextScan = performance.now() + this.#cfg.glob_interval_ms;
     await this.#files.recoverRotatedWhileStopped();
     // Saved at once, so that a crash from here on is not taken for a first start.
     await this.#save();
@@ -176,7 +176,7 @@ export class FileInput {
     const cfg = this.#cfg;
     while (!this.#stopping) {
       try {
-        const now = Date.now();
+        const now = performance.now();
         if (this.#scanDue || now >= this.#nextScan) {
           this.#scanDue = false;
           this.#nextScan = now + cfg.glob_interval_ms;
@@ -187,7 +187,7 @@ export class FileInput {
           if (this.#stopping) break;
           read += await this.#visit(t);
         }
-        if (read === 0 && !this.#stopping) await this.#sleep(Math.min(cfg.poll_interval_ms, Math.max(1, this.#nextScan - Date.now())));
+        if (read === 0 && !this.#stopping) await this.#sleep(Math.min(cfg.poll_interval_ms, Math.max(1, this.#nextScan - performance.now())));
       } catch (err) {
         this.#error('EIO', '', err, {}, `File input error: ${(err as Error).message}`);
         await this.#sleep(cfg.poll_interval_ms);

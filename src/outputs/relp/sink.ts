@@ -84,7 +84,7 @@ export class RelpSink implements Sink<Held[]> {
   #arm(): void {
     if (this.#timer || this.#stopped) return;
     const every = Math.max(20, Math.min(1000, this.#o.ackTimeoutMs / 4));
-    this.#timer = setInterval(() => this.#tick(Date.now()), every);
+    this.#timer = setInterval(() => this.#tick(performance.now()), every);
     this.#timer.unref();
   }
 
@@ -203,7 +203,7 @@ export class RelpSink implements Sink<Held[]> {
         // Each time written: a message written again on the next session counts again.
         const cut = o.formatter.takeCut();
         if (cut > 0) this.#events?.cut(cut);
-        if (s.unanswered === to - from) s.lastAnswerAt = Date.now();
+        if (s.unanswered === to - from) s.lastAnswerAt = performance.now();
         this.#arm();
         socket.write(buf);
         this.#events?.wrote(buf.length);
@@ -244,7 +244,7 @@ export class RelpSink implements Sink<Held[]> {
     s.txnrs[k] = -1;
     while (s.head < s.txnrs.length && s.txnrs[s.head] === -1) s.head++;
     s.compact();
-    s.lastAnswerAt = Date.now();
+    s.lastAnswerAt = performance.now();
     // "200 OK" is the common answer: read without making a string (STATUS is 3 digits, then SP or LF).
     if (end - start >= 3 && buf[start] === 0x32 && buf[start + 1] === 0x30 && buf[start + 2] === 0x30 && (end === start + 3 || buf[start + 3] === 0x20 || buf[start + 3] === 0x0a)) {
       h.state[i] = ACKED;
@@ -419,7 +419,7 @@ export class RelpSink implements Sink<Held[]> {
         if (!s.closing) {
           s.closing = true;
           s.closeTxnr = s.txnr;
-          s.closeSentAt = Date.now();
+          s.closeSentAt = performance.now();
           this.#arm();
           s.open.socket.write(relpFrame(s.txnr, 'close'));
         }

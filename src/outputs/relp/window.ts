@@ -46,7 +46,7 @@ export class Session {
   readonly held: Held[] = [];
   readonly index: number[] = [];
   head = 0;
-  lastAnswerAt = Date.now();
+  lastAnswerAt = performance.now();
   done = false;
   closing = false;
   /** A write of what the window lets out is due at the end of this turn of the event loop. */

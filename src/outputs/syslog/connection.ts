@@ -11,7 +11,7 @@ export interface Written {
   /** The batch's events: [seq, seq + events). */
   readonly seq: number;
   readonly events: number;
-  /** When it was written on its connection. */
+  /** When it was written on its connection (performance.now(): a step of the wall clock is no timeout). */
   readonly at: number;
   /** Bytes the kernel had taken on this connection once this batch was in; -1 until then. */
   end: number;
@@ -61,7 +61,7 @@ export class Connection {
   /** Bytes the kernel has taken on this connection. */
   taken = 0;
   /** Last time the kernel took bytes (or the connection opened, or its close began). */
-  progressAt = Date.now();
+  progressAt = performance.now();
   closing = false;
   /** Everything we wrote, and our close, went out. */
   finished = false;

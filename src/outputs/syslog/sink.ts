@@ -110,7 +110,7 @@ export class SyslogTlsSink implements Sink<Written[]> {
     if (this.#timer || this.#stopped) return;
     const o = this.#o;
     const every = Math.max(20, Math.min(100, o.confirmAfterMs / 4, o.writeTimeoutMs / 4));
-    this.#timer = setInterval(() => this.#tick(Date.now()), every);
+    this.#timer = setInterval(() => this.#tick(performance.now()), every);
     this.#timer.unref();
   }
 
@@ -187,7 +187,7 @@ export class SyslogTlsSink implements Sink<Written[]> {
     // What is written is watched (confirmation, write timeout), also after a connect that took
     // longer than the timer's last tick, after which it may have stopped.
     this.#arm();
-    const w: Written = { buf, seq, events, at: Date.now(), end: -1 };
+    const w: Written = { buf, seq, events, at: performance.now(), end: -1 };
     // The write timeout counts from when the connection had something to take: not across a lull.
     if (conn.written === conn.taken) conn.progressAt = w.at;
     conn.window.push(w);
@@ -198,7 +198,7 @@ export class SyslogTlsSink implements Sink<Written[]> {
       if (err || conn.done) return;
       conn.taken += buf.length;
       w.end = conn.taken;
-      conn.progressAt = Date.now();
+      conn.progressAt = performance.now();
       this.#prove(conn);
     });
     this.#events?.wrote(buf.length);
@@ -305,7 +305,7 @@ export class SyslogTlsSink implements Sink<Written[]> {
     // Its answer is watched (write_timeout_ms), also for a connection with nothing written.
     this.#arm();
     // A connection still draining keeps its last progress time; the wait for the answer starts now.
-    if (conn.written === conn.taken) conn.progressAt = Date.now();
+    if (conn.written === conn.taken) conn.progressAt = performance.now();
     if (this.#current === conn) this.#current = undefined;
     this.#closing.add(conn);
     conn.socket.end();
