@@ -18,6 +18,9 @@ import { MAX_CONFIG_BYTES, readBounded } from './read-bounded.ts';
 import { readYaml, yamlValue } from './yaml-source.ts';
 
 import { ConfigError, EX_CONFIG } from './errors.ts';
+import { totalmem } from 'node:os';
+import { defaultMemoryBytes, LIMIT_SHARE, MIN_MEMORY_BYTES, mibText } from '../core/memory-budget.ts';
+import { MiB } from '../core/config-values.ts';
 
 export { ConfigError, EX_CONFIG };
 
@@ -46,12 +49,13 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
 }
 
 /** Parses a configuration file's content (bytes are checked to be UTF-8); `file` names it in problems. */
-export function parseConfig(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv = process.env): Config {
+/** `memoryLimit`: the process's memory limit in bytes (process.constrainedMemory(); 0 when none), for memory_bytes's default. */
+export function parseConfig(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv = process.env, memoryLimit = process.constrainedMemory()): Config {
   const secrets = new SecretScrubber(env);
   // The file name is the operator's own argument, left as it is.
   const clean = (p: string): string => (p.startsWith(file) ? file + secrets.scrub(p.slice(file.length)) : secrets.scrub(p));
   try {
-    return parse(input, file, env, secrets, clean);
+    return parse(input, file, env, secrets, clean, memoryLimit);
   } catch (err) {
     if (err instanceof ConfigError) throw new ConfigError(file, err.problems.map(clean));
     // A loader bug met by this file: still a configuration error, and no message that may quote it.
@@ -59,7 +63,7 @@ export function parseConfig(input: string | Uint8Array, file: string, env: NodeJ
   }
 }
 
-function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv, secrets: SecretScrubber, clean: (p: string) => string): Config {
+function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv, secrets: SecretScrubber, clean: (p: string) => string, memoryLimit: number): Config {
   const problems: string[] = [];
   const source = readYaml(input, file);
   if (!source.ok) throw new ConfigError(file, source.problems);
@@ -91,6 +95,7 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
 
   const warnings: string[] = [];
   const { native, format, mapPath, legacyEnv } = asNative(raw, env, file, problems, warnings, locate, locateKey);
+  budgetFromLimit(native, memoryLimit, warnings);
 
   const schema = currentConfigSchema();
   const parsed = schema.safeParse(native);
@@ -132,6 +137,22 @@ function parse(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv,
   }
   if (problems.length > 0) throw new ConfigError(file, problems);
   return deepFreeze({ ...resolved, warnings: warnings.map(clean) });
+}
+
+/**
+ * memory_bytes where the file does not set it and the process has a memory limit lower than the
+ * default allows for (a container's, a unit's MemoryMax): two thirds of it (memory-budget.ts),
+ * said among the warnings, since it changes every bound derived from it.
+ */
+function budgetFromLimit(native: unknown, memoryLimit: number, warnings: string[]): void {
+  if (typeof native !== 'object' || native === null || Array.isArray(native) || 'memory_bytes' in native) return;
+  const { bytes, limitBytes } = defaultMemoryBytes(memoryLimit, totalmem());
+  if (limitBytes === undefined) return;
+  (native as Record<string, unknown>)['memory_bytes'] = bytes;
+  const share = Math.floor((limitBytes * LIMIT_SHARE) / MiB) * MiB;
+  warnings.push(share >= MIN_MEMORY_BYTES
+    ? `memory_bytes: not set; ${mibText(bytes)}, two thirds of this process's memory limit (${mibText(limitBytes)}): under a flood the relay's peaks pass its budget, and the limit leaves them room. Set memory_bytes to choose another.`
+    : `memory_bytes: not set; ${mibText(bytes)}, the least, although this process's memory limit (${mibText(limitBytes)}) leaves less than a third above it: under a flood at full speed the kernel may kill the relay (measured: with memory_bytes 64 MiB, killed under a 64 MiB limit, not under 96 MiB). Give it ${mibText(Math.ceil(MIN_MEMORY_BYTES / LIMIT_SHARE))} or more.`);
 }
 
 /**

@@ -1,6 +1,7 @@
 // The memory budget (memory_bytes): one number from which the defaults of every bound that holds
-// events in memory derive, so that a relay limited to 64 MiB (a sidecar's limit) says so once
-// instead of sizing each queue and output. A bound set by hand wins over its derived default.
+// events in memory derive, so that a relay under a limit (a sidecar's) says so once, or not at all
+// (defaultMemoryBytes takes it from the limit), instead of sizing each queue and output. A bound
+// set by hand wins over its derived default.
 //
 // What the runtime takes before any event (Node.js, the code, V8's young generation under load) is
 // set aside; the rest is shared equally by the intakes, and each intake's share is split:
@@ -20,6 +21,26 @@ import { MiB } from './config-values.ts';
 export const DEFAULT_MEMORY_BYTES = 128 * MiB;
 /** The least memory_bytes accepted: the runtime's part and a little for events. */
 export const MIN_MEMORY_BYTES = 48 * MiB;
+/**
+ * Where the process has a memory limit (a container's, a systemd unit's MemoryMax: its cgroup)
+ * and the file does not set memory_bytes, the default is this share of the limit. Measured at full
+ * speed (TCP and HTTPS floods): with memory_bytes 64 MiB, a 64 MiB cgroup was killed by the kernel,
+ * a 96 MiB one ran through with 75-77 MiB at its peak (anonymous memory, page cache and the
+ * kernel's own): the budget is what the relay aims at, not a ceiling its peaks never pass.
+ */
+export const LIMIT_SHARE = 2 / 3;
+
+/**
+ * memory_bytes when the file does not say, from the process's memory limit (`constrained`, in
+ * bytes: Node's process.constrainedMemory(); 0, or more than the machine has, when there is none):
+ * DEFAULT_MEMORY_BYTES, or LIMIT_SHARE of a lower limit (whole MiB, MIN_MEMORY_BYTES at least).
+ * `limitBytes`: the limit, where it set the value.
+ */
+export function defaultMemoryBytes(constrained: number, machine: number): { readonly bytes: number; readonly limitBytes?: number } {
+  if (!(constrained > 0) || constrained >= machine || constrained * LIMIT_SHARE >= DEFAULT_MEMORY_BYTES) return { bytes: DEFAULT_MEMORY_BYTES };
+  const share = Math.floor((constrained * LIMIT_SHARE) / MiB) * MiB;
+  return { bytes: Math.max(MIN_MEMORY_BYTES, share), limitBytes: constrained };
+}
 /**
  * Set aside for the runtime: measured at rest with one intake, 31 MiB of anonymous memory (the
  * heap after start with its 16 MiB young generation, Node.js's own).

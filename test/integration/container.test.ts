@@ -89,6 +89,18 @@ describe('the image, built and run by podman', () => {
     expect((JSON.parse(podman(['image', 'inspect', IMAGE, '--format', '{{json .HealthCheck}}']).stdout) as { Test: string[] }).Test).toEqual(['CMD', '/usr/bin/intake-relay', 'healthcheck']);
   }, 60_000);
 
+  it('under the engine\'s memory limit (--memory 96m), memory_bytes not set: two thirds of it, said; without a limit, 128 MiB', ({ skip }) => {
+    if (!eng.ok) return skip(eng.why);
+    const key = ['-e', 'INTAKE_KEY=abcdef0123456789abcdef0123456789'];
+    const limited = podman(['run', '--rm', '--memory', '96m', ...key, IMAGE, 'validate']);
+    expect(limited.status).toBe(0);
+    expect(limited.stdout).toContain('memory: 64 MiB (memory_bytes)');
+    expect(limited.stdout).toContain("warning: memory_bytes: not set; 64 MiB, two thirds of this process's memory limit (96 MiB)");
+    const free = podman(['run', '--rm', ...key, IMAGE, 'validate']);
+    expect(free.stdout).toContain('memory: 128 MiB (memory_bytes)');
+    expect(free.stdout).not.toContain('warning: memory_bytes');
+  }, 60_000);
+
   it('with the emulator: as uid 10001 on a read-only root filesystem, healthy by the engine\'s health check, an event arrives, a stop exits 0', async ({ skip }) => {
     if (!eng.ok) return skip(eng.why);
     const [syslog, metrics] = [await freePort(), await freePort()];

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
 import { MiB } from '../../src/core/config-values.ts';
-import { memoryShares } from '../../src/core/memory-budget.ts';
+import { defaultMemoryBytes, memoryShares } from '../../src/core/memory-budget.ts';
 import { emulatorOutput } from '../../src/outputs/syslog/definition.ts';
 
 const KEY = 'abcdef0123456789abcdef0123456789';
@@ -11,7 +11,7 @@ const intake = (name: string, more = ''): string => `  - name: ${name}\n    inta
 
 describe('memory_bytes', () => {
   it('at the default (128 MiB), one intake: a 24 MiB memory queue and a 16 MiB resend window', () => {
-    const c = parseConfig(`intakes:\n${intake('a')}`, 'x.yaml', {});
+    const c = parseConfig(`intakes:\n${intake('a')}`, 'x.yaml', {}, 0);
     expect(c.memory_bytes).toBe(128 * MiB);
     expect(c.intakes[0]!.queue).toMatchObject({ type: 'memory', max_bytes: 24 * MiB });
     expect(c.intakes[0]!.output).toMatchObject({ type: 'syslog', resend_window_bytes: 16 * MiB, windowBytes: 16 * MiB });
@@ -65,5 +65,30 @@ describe('the local emulator\'s output', () => {
     const c = parseConfig(`memory_bytes: ${64 * MiB}\nemulator: { when: no_intake_key }\nintakes:\n  - name: a\n    intake_key: ""\n    inputs: [{ type: tcp, port: 0 }]\n`, 'x.yaml', {});
     expect(c.intakes[0]!.toEmulator).toBe(true);
     expect(emulatorOutput(1, 'ca', c.intakes[0]!.memory.perThreadBytes)).toMatchObject({ resend_window_bytes: Math.floor((32 * MiB) / 6), windowBytes: Math.floor((32 * MiB) / 6) });
+  });
+
+  it('not set, under a memory limit (a container\'s, a unit\'s MemoryMax): two thirds of the limit, in whole MiB, 48 MiB at least, 128 MiB at most', () => {
+    const machine = 16 * 1024 * MiB;
+    // No limit: Node says 0, or more than the machine has (cgroup v1 writes 2^63 rounded to pages).
+    for (const none of [0, machine, 2 ** 64, Number.NaN]) expect(defaultMemoryBytes(none, machine)).toEqual({ bytes: 128 * MiB });
+    expect(defaultMemoryBytes(512 * MiB, machine)).toEqual({ bytes: 128 * MiB });
+    expect(defaultMemoryBytes(192 * MiB, machine)).toEqual({ bytes: 128 * MiB });
+    expect(defaultMemoryBytes(96 * MiB, machine)).toEqual({ bytes: 64 * MiB, limitBytes: 96 * MiB });
+    expect(defaultMemoryBytes(100 * MiB, machine)).toEqual({ bytes: 66 * MiB, limitBytes: 100 * MiB });
+    expect(defaultMemoryBytes(64 * MiB, machine)).toEqual({ bytes: 48 * MiB, limitBytes: 64 * MiB });
+  });
+
+  it('the file\'s value wins over the limit; the one taken from a limit is said, with what to do when the limit is too small', () => {
+    const from96 = parseConfig(`intakes:\n${intake('a')}`, 'x.yaml', {}, 96 * MiB);
+    expect(from96.memory_bytes).toBe(64 * MiB);
+    expect(from96.intakes[0]!.queue).toMatchObject({ max_bytes: 8 * MiB });
+    expect(from96.warnings).toEqual(['memory_bytes: not set; 64 MiB, two thirds of this process\'s memory limit (96 MiB): under a flood the relay\'s peaks pass its budget, and the limit leaves them room. Set memory_bytes to choose another.']);
+    const set = parseConfig(`memory_bytes: ${80 * MiB}\nintakes:\n${intake('a')}`, 'x.yaml', {}, 96 * MiB);
+    expect(set.memory_bytes).toBe(80 * MiB);
+    expect(set.warnings).toEqual([]);
+    const small = parseConfig(`intakes:\n${intake('a')}`, 'x.yaml', {}, 64 * MiB);
+    expect(small.memory_bytes).toBe(48 * MiB);
+    expect(small.warnings[0]).toMatch(/^memory_bytes: not set; 48 MiB, the least, although this process's memory limit \(64 MiB\) .* Give it 72 MiB or more\.$/);
+    expect(parseConfig(`intakes:\n${intake('a')}`, 'x.yaml', {}, 0).warnings).toEqual([]);
   });
 });
