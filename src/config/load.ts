@@ -4,6 +4,7 @@
 // result is frozen. Every failure is a ConfigError, and nothing it or a warning says carries a
 // secret: problems echo no parser's text, and pass through a scrubber of every secret known.
 
+import { totalmem } from 'node:os';
 import { resolve as resolvePath, dirname } from 'node:path';
 import { isMap, isScalar, visit, type Document, type Node, type Scalar } from 'yaml';
 import type { ZodError, ZodType } from 'zod';
@@ -16,11 +17,9 @@ import { checkQueueDir, type LegacyEnv } from './legacy-env.ts';
 import { SecretScrubber, isSecretField } from './redact.ts';
 import { MAX_CONFIG_BYTES, readBounded } from './read-bounded.ts';
 import { readYaml, yamlValue } from './yaml-source.ts';
+import { defaultMemoryBytes, LIMIT_SHARE, MIN_MEMORY_BYTES, mibText } from '../core/memory-budget.ts';
 
 import { ConfigError, EX_CONFIG } from './errors.ts';
-import { totalmem } from 'node:os';
-import { defaultMemoryBytes, LIMIT_SHARE, MIN_MEMORY_BYTES, mibText } from '../core/memory-budget.ts';
-import { MiB } from '../core/config-values.ts';
 
 export { ConfigError, EX_CONFIG };
 
@@ -48,8 +47,11 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
   return parseConfig(bytes, file, env);
 }
 
-/** Parses a configuration file's content (bytes are checked to be UTF-8); `file` names it in problems. */
-/** `memoryLimit`: the process's memory limit in bytes (process.constrainedMemory(); 0 when none), for memory_bytes's default. */
+/**
+ * Parses a configuration file's content (bytes are checked to be UTF-8); `file` names it in
+ * problems. `memoryLimit`: the process's memory limit in bytes (process.constrainedMemory(); 0 when
+ * none), for memory_bytes's default.
+ */
 export function parseConfig(input: string | Uint8Array, file: string, env: NodeJS.ProcessEnv = process.env, memoryLimit = process.constrainedMemory()): Config {
   const secrets = new SecretScrubber(env);
   // The file name is the operator's own argument, left as it is.
@@ -149,8 +151,7 @@ function budgetFromLimit(native: unknown, memoryLimit: number, warnings: string[
   const { bytes, limitBytes } = defaultMemoryBytes(memoryLimit, totalmem());
   if (limitBytes === undefined) return;
   (native as Record<string, unknown>)['memory_bytes'] = bytes;
-  const share = Math.floor((limitBytes * LIMIT_SHARE) / MiB) * MiB;
-  warnings.push(share >= MIN_MEMORY_BYTES
+  warnings.push(limitBytes * LIMIT_SHARE >= MIN_MEMORY_BYTES
     ? `memory_bytes: not set; ${mibText(bytes)}, two thirds of this process's memory limit (${mibText(limitBytes)}): under a flood the relay's peaks pass its budget, and the limit leaves them room. Set memory_bytes to choose another.`
     : `memory_bytes: not set; ${mibText(bytes)}, the least, although this process's memory limit (${mibText(limitBytes)}) leaves less than a third above it: under a flood at full speed the kernel may kill the relay (measured: with memory_bytes 64 MiB, killed under a 64 MiB limit, not under 96 MiB). Give it ${mibText(Math.ceil(MIN_MEMORY_BYTES / LIMIT_SHARE))} or more.`);
 }

@@ -41,6 +41,7 @@ export function defaultMemoryBytes(constrained: number, machine: number): { read
   const share = Math.floor((constrained * LIMIT_SHARE) / MiB) * MiB;
   return { bytes: Math.max(MIN_MEMORY_BYTES, share), limitBytes: constrained };
 }
+
 /**
  * Set aside for the runtime: measured at rest with one intake, 31 MiB of anonymous memory (the
  * heap after start with its 16 MiB young generation, Node.js's own).

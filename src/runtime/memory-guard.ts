@@ -33,7 +33,7 @@ export const TRIM_DELAY_MS = 25;
 
 export interface MemoryGuardOptions {
   /** memory_bytes now (a reload may change it). */
-  readonly limitBytes: () => number;
+  readonly budgetBytes: () => number;
   /** Whether anything is busy: at rest nothing grows, and nothing is read. */
   readonly busy: () => boolean;
   /** Collects every thread's heap: this one's before it returns, the workers' when the promise resolves. */
@@ -86,9 +86,9 @@ export class MemoryGuard {
   /** One look: collects at the pressure mark if the last collection is far enough back. */
   check(): void {
     if (this.#collecting || !this.#o.busy()) return;
-    const limit = this.#o.limitBytes();
+    const budget = this.#o.budgetBytes();
     const before = this.#anon();
-    if (before === undefined || before < limit * PRESSURE || this.#now() - this.#lastAt < this.#gapMs) return;
+    if (before === undefined || before < budget * PRESSURE || this.#now() - this.#lastAt < this.#gapMs) return;
     this.#collecting = true;
     const round = ++this.#round;
     const workers = this.#o.collect();
@@ -103,7 +103,7 @@ export class MemoryGuard {
         this.#collecting = false;
         this.#o.trim();
         const after = this.#anon() ?? before;
-        this.#gapMs = before - after < limit * FREED_LITTLE ? SLOW_GAP_MS : MIN_GAP_MS;
+        this.#gapMs = before - after < budget * FREED_LITTLE ? SLOW_GAP_MS : MIN_GAP_MS;
         this.#o.collected?.(before, after);
       }, TRIM_DELAY_MS);
       this.#trimTimer.unref();

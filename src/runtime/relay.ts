@@ -103,7 +103,7 @@ export class Relay {
     this.#housekeeping = new Housekeeping(() => this.#workers.every((w) => w.idle()));
     const gc = majorGc();
     this.#guard = gc && new MemoryGuard({
-      limitBytes: () => this.topology.config.memory_bytes,
+      budgetBytes: () => this.topology.config.memory_bytes,
       busy: () => !this.#housekeeping.idle || !this.#workers.every((w) => w.idle()),
       collect: () => {
         gc();
@@ -112,7 +112,7 @@ export class Relay {
       trim: releaseFreeMemory,
       collected: (before, after) => {
         metrics.memoryCollections.inc();
-        log.debug({ anonymous_mib: mib(before), after_mib: mib(after), memory_mib: mib(this.topology.config.memory_bytes) }, 'Anonymous memory near memory_bytes: every thread collected its heap.');
+        log.debug({ anonymous_mib: mib(before), after_mib: mib(after), memory_mib: mib(this.topology.config.memory_bytes) }, 'Anonymous memory near memory_bytes: heaps collected (a worker slower than 250 ms may still be at it), free memory given back.');
       },
     });
     this.#env = {

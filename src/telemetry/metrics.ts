@@ -81,11 +81,11 @@ export class Metrics {
   readonly senderSeriesOverflow = this.#counter('intake_relay_sender_series_overflow_total', ['intake', 'input'],
     'Events of senders that got no intake_relay_sender_events_total series (senders.max_series reached).');
   readonly memoryCollections = this.#counter('intake_relay_memory_collections_total', [],
-    'Times the process\'s anonymous memory came near memory_bytes and every thread collected its heap (the C library then giving its free memory back). Many mean the budget is tight for the load; each costs CPU.');
+    'Times the process\'s anonymous memory came near memory_bytes and every thread was asked to collect its heap (the C library then giving its free memory back). Many mean the budget is tight for the load; each costs CPU.');
   readonly memoryAnonymous = this.#gauge('intake_relay_memory_anonymous_bytes', [],
     'The process\'s anonymous memory now (RssAnon: what the kernel cannot take back, what a container\'s limit counts), to compare with intake_relay_memory_budget_bytes. Linux only.', { probed: true, aggregator: 'max' });
   readonly memoryBudget = this.#gauge('intake_relay_memory_budget_bytes', [],
-    'memory_bytes: the memory the relay may use, from which its bounds derive and near which it collects.', { probed: true, aggregator: 'max' });
+    'memory_bytes: the memory the relay aims to stay under, from which its bounds derive and near which it collects.', { probed: true, aggregator: 'max' });
   readonly threadUtilization = this.#gauge('intake_relay_thread_utilization', ['thread'],
     'Share of the last second each thread of the relay was busy (event loop utilization, 0 to 1): near 1, that thread is at its limit. thread: main, or a worker\'s number (workers: N).', { probed: true });
   readonly tapViewers = this.#gauge('intake_relay_tap_viewers', [],

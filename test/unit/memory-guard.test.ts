@@ -8,14 +8,17 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { COLLECT_WAIT_MS, MemoryGuard, MIN_GAP_MS, PRESSURE, SAMPLE_MS, SLOW_GAP_MS, statusReader, TRIM_DELAY_MS, rssAnon } from '../../src/runtime/memory-guard.ts';
 
 const MiB = 1024 * 1024;
-const LIMIT = 100 * MiB;
+const BUDGET = 100 * MiB;
+
+/** Every guard a test made: stopped after it, whatever it asserted. */
+const guards: MemoryGuard[] = [];
 
 function rig(o: { busy?: boolean; freed?: number; workers?: () => Promise<unknown> } = {}) {
   let anon = 50 * MiB;
   let busy = o.busy ?? true;
   const log: string[] = [];
   const guard = new MemoryGuard({
-    limitBytes: () => LIMIT,
+    budgetBytes: () => BUDGET,
     busy: () => busy,
     anon: () => anon,
     collect: () => {
@@ -28,11 +31,15 @@ function rig(o: { busy?: boolean; freed?: number; workers?: () => Promise<unknow
     },
     collected: (before, after) => log.push(`${before / MiB} -> ${after / MiB}`),
   });
+  guards.push(guard);
   return { guard, log, set: (mib: number) => (anon = mib * MiB), idle: () => (busy = false) };
 }
 
 beforeEach(() => vi.useFakeTimers({ now: 0 }));
-afterEach(() => vi.useRealTimers());
+afterEach(() => {
+  for (const g of guards.splice(0)) g.stop();
+  vi.useRealTimers();
+});
 
 describe('MemoryGuard', () => {
   it('below 90% of memory_bytes, or with nothing busy, it collects nothing', async () => {
@@ -44,7 +51,6 @@ describe('MemoryGuard', () => {
     r.idle();
     await vi.advanceTimersByTimeAsync(10 * SAMPLE_MS);
     expect(r.log).toEqual([]);
-    r.guard.stop();
   });
 
   it('at the mark: collects, trims TRIM_DELAY_MS later, and not again within MIN_GAP_MS', async () => {
@@ -61,7 +67,6 @@ describe('MemoryGuard', () => {
     expect(r.log.filter((l) => l.startsWith('collect'))).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(SAMPLE_MS);
     expect(r.log.filter((l) => l.startsWith('collect'))).toEqual([`collect ${SAMPLE_MS}`, `collect ${SAMPLE_MS + MIN_GAP_MS}`]);
-    r.guard.stop();
   });
 
   it('a collection that freed little (what is live is near the mark) makes the next one wait SLOW_GAP_MS', async () => {
@@ -74,7 +79,6 @@ describe('MemoryGuard', () => {
     // Not at MIN_GAP_MS: at SLOW_GAP_MS, and again SLOW_GAP_MS later while each frees little.
     const at = r.log.filter((l) => l.startsWith('collect')).map((l) => Number(l.split(' ')[1]));
     expect(at).toEqual([SAMPLE_MS, SAMPLE_MS + SLOW_GAP_MS]);
-    r.guard.stop();
   });
 
   it('with workers: trims once every worker has collected, or COLLECT_WAIT_MS after asking at most', async () => {
@@ -94,8 +98,6 @@ describe('MemoryGuard', () => {
     const t0 = Date.now();
     await vi.advanceTimersByTimeAsync(SAMPLE_MS + COLLECT_WAIT_MS + TRIM_DELAY_MS + 10);
     expect(late.log.filter((l) => l.startsWith('trim'))).toEqual([`trim ${t0 + SAMPLE_MS + COLLECT_WAIT_MS + TRIM_DELAY_MS}`]);
-    r.guard.stop();
-    late.guard.stop();
   });
 
   it('stop() ends the watch and a pending trim', async () => {
@@ -109,7 +111,7 @@ describe('MemoryGuard', () => {
   });
 
   it('where RssAnon cannot be read, it does not start', () => {
-    const guard = new MemoryGuard({ limitBytes: () => LIMIT, busy: () => true, anon: () => undefined, collect: () => {}, trim: () => {} });
+    const guard = new MemoryGuard({ budgetBytes: () => BUDGET, busy: () => true, anon: () => undefined, collect: () => {}, trim: () => {} });
     expect(guard.start()).toBe(false);
   });
 });
