@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=8 --expose-gc
+#!/usr/bin/env -S node --max-semi-space-size=8 --expose-gc --no-allocation-site-pretenuring
 // The `intake-relay` command. Runs the compiled dist/main.js (`npm run build`); in a source checkout
 // without a build it falls back to src/main.ts through Node's type stripping.
 // --max-semi-space-size=8: an 8 MiB young generation measured less CPU per event and a smaller
@@ -11,6 +11,13 @@
 // paths, with 25 MiB of anonymous memory at rest instead of 30-31 (docs/performance.md).
 // --expose-gc: the housekeeping's memory-reducing collection when the outputs fall idle and after
 // the start (src/platform/v8-gc.ts): 19-20 MiB at rest instead of 24-25.
+// --no-allocation-site-pretenuring: V8 otherwise learns, from a burst in which most events
+// outlive a scavenge, to make the objects of an allocation site (events, their reads' buffers) in
+// the old generation at once, where only a full collection frees them. Under an HTTPS flood it did,
+// and the buffers of events long written piled up to the memory guard's mark at every turn; a file
+// run did the same or not from one run to the next. Without it: HTTPS peaks of 84-91 MiB instead of
+// 116, 1 full collection instead of 9-13, and less CPU per event; TCP, UDP and file unchanged or
+// better (docs/performance.md, "Memory near the budget").
 //
 // Node.js first, before anything is imported: an older one crashes inside a dependency with a stack
 // trace (undici on 22.12), or cannot read the sources at all (Node 20). The floor is the oldest Node

@@ -21,8 +21,9 @@ const CACHE = join(ROOT, 'build', 'cache');
 const require = createRequire(import.meta.url);
 
 /**
- * The launchers' V8 flags (bin/intake-relay.js, `npm start`): the young generation's size (RSS and
- * speed measured in README, "Performance"), and gc() for the housekeeping (src/platform/v8-gc.ts). And one for the executable only: its start-up made two functions (Node's internal
+ * The launchers' V8 flags (bin/intake-relay.js, `npm start`, which says why each): the young
+ * generation's size, gc() for the housekeeping and the memory guard (src/platform/v8-gc.ts), and no
+ * allocation-site pretenuring. And one for the executable only: its start-up made two functions (Node's internal
  * require, the logger's redaction path parser) hot enough for Maglev at the default 400, and that
  * one compilation kept 2.2 MiB of the compiler's code resident in a relay that then saw no traffic
  * (`npm run bench:floor`: 60.7 -> 59.0 MiB at rest); under load every hot function still passes
@@ -30,7 +31,7 @@ const require = createRequire(import.meta.url);
  * dozens of functions hot at start, so the flag changes nothing there. V8 keeps the flags in its
  * code cache's check, so the blob is made with them too.
  */
-const EXEC_ARGV = ['--max-semi-space-size=8', '--expose-gc', '--invocation-count-for-maglev=1500'];
+const EXEC_ARGV = ['--max-semi-space-size=8', '--expose-gc', '--no-allocation-site-pretenuring', '--invocation-count-for-maglev=1500'];
 /**
  * NODE_OPTIONS meant for some other Node program on the host (a --require, a heap limit) must not
  * reach the daemon; an operator who wants a Node flag says so on its command line instead:

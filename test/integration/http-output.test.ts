@@ -1,6 +1,8 @@
 // The HTTP output against a scripted HTTPS intake on loopback: each answer the issue lists, and
 // for each: events arrive exactly once where the intake accepted them, nothing is lost,
 // duplicates only where a request's outcome was unknown, and the books balance.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it, vi } from 'vitest';
 import { books, startRelay, TEST_KEY, TLS, errText } from '../helpers/relay.ts';
 import { sendTcp } from '../helpers/peers.ts';
@@ -209,6 +211,46 @@ describe('HTTP output', () => {
     await sendTcp(relay.port('h', 'tcp/0'), lines(100));
     await vi.waitFor(() => expect(target.accepted).toHaveLength(100), { timeout: 10_000 });
     expect(proxy.tunnels).toContain(`127.0.0.1:${target.port}`);
+  });
+
+  it('frees a body as soon as the intake accepted it over HTTPS, and only then: not one refused, not over plain HTTP', async () => {
+    // Bodies of ~7 KB (json-body.ts gives each its own memory, which src/core/free-now.ts needs).
+    const freed: number[] = [];
+    const transfer = ArrayBuffer.prototype.transfer;
+    const spy = vi.spyOn(ArrayBuffer.prototype, 'transfer').mockImplementation(function (this: ArrayBuffer, n?: number) {
+      if (n === 0 && this.byteLength >= 4096) freed.push(this.byteLength);
+      return transfer.call(this, n);
+    });
+    track({ stop: async () => spy.mockRestore() });
+    const tag = 'x'.repeat(60);
+    const { intake, relay } = await run(300, (_r, k) => (k === 2 ? { status: 500 } : { status: 200 }), '', lines(300, tag));
+    await vi.waitFor(() => expect(intake.accepted).toHaveLength(300), { timeout: 10_000 });
+    once(intake.accepted);
+    // Intact: a body freed too soon would have gone out empty or garbled.
+    expect(new Set(intake.accepted)).toEqual(new Set(Array.from({ length: 300 }, (_, i) => `${tag} ${i}`)));
+    const ok = intake.requests.filter((_r, i) => i !== 1);
+    expect(intake.requests).toHaveLength(4);
+    expect(freed.sort()).toEqual(ok.map((r) => r.bodyBytes).sort());
+    await vi.waitFor(async () => expect(await books(relay, 'h')).toMatchObject({ received: 300, sent: 300, dropped: 0, balanced: true }));
+
+    // Plain HTTP: a socket still writing a body reads it in place, so none is freed.
+    freed.length = 0;
+    const bodies: number[] = [];
+    const plain = http.createServer((req, res) => {
+      let n = 0;
+      req.on('data', (c: Buffer) => (n += c.length));
+      req.on('end', () => {
+        bodies.push(n);
+        res.writeHead(200).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', () => resolve()));
+    track({ stop: () => new Promise<void>((resolve) => plain.close(() => resolve())) });
+    const plainRelay = track(await startRelay(httpYaml(`http://127.0.0.1:${(plain.address() as AddressInfo).port}`)));
+    await sendTcp(plainRelay.port('h', 'tcp/0'), lines(300, tag));
+    await vi.waitFor(async () => expect(await books(plainRelay, 'h')).toMatchObject({ received: 300, sent: 300, balanced: true }), { timeout: 10_000 });
+    expect(bodies.length).toBeGreaterThanOrEqual(3);
+    expect(freed).toEqual([]);
   });
 });
 

@@ -73,7 +73,9 @@ export function jsonEventsBody(events: readonly LogEvent[], line: boolean): Buff
       size += 2 + (e.end - from) + x;
     }
   }
-  const out = Buffer.allocUnsafe(size);
+  // Its own memory, never a view into Node's pool of small Buffers: the sink frees it once the
+  // intake accepted it (core/free-now.ts).
+  const out = Buffer.allocUnsafeSlow(size);
   // Offsets go to the plan as 32-bit integers: a body of 2 GiB or more is copied message by message.
   const runs = size <= 0x7fffffff ? plan : undefined;
   const escapes = runs ? escaped : undefined;

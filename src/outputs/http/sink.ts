@@ -14,6 +14,7 @@ import { PeerTextRedactor } from '../../core/peer-text.ts';
 import type { Concurrency, SendResult, Sink, SinkEvents } from '../../core/contracts.ts';
 import type { HttpOutputTelemetry } from '../../core/telemetry.ts';
 import { jsonEventsBody } from './json-body.ts';
+import { freeNow } from '../../core/free-now.ts';
 
 const gzip = promisify(gzipCb);
 /** Of an answer's body, what is read: an error page's head explains it; the rest is not kept. */
@@ -54,6 +55,13 @@ export class HttpJsonSink implements Sink {
   #events: SinkEvents | undefined;
   #inFlight = 0;
   #up = false;
+  /**
+   * Whether a body is freed once the intake accepted it (freeNow), rather than when a collection
+   * finds it. Over TLS, a body is encrypted (or copied) as it is handed to the socket, and an answer
+   * of 2xx means the intake read all of it, so nothing reads it again. Over plain HTTP, a socket
+   * still writing it reads it in place.
+   */
+  readonly #freeBodies: boolean;
 
   constructor(o: HttpJsonOptions) {
     this.#o = o;
@@ -61,6 +69,7 @@ export class HttpJsonSink implements Sink {
     this.#auth = `Basic ${Buffer.from(`:${o.intakeKey}`).toString('base64')}`;
     this.#peerText = new PeerTextRedactor([o.intakeKey, ...proxyCredentials(o.proxy)]);
     this.#t = o.telemetry;
+    this.#freeBodies = o.url.protocol === 'https:';
   }
 
   /**
@@ -94,11 +103,18 @@ export class HttpJsonSink implements Sink {
     const n = batch.events.length;
     if (n === 0) return { status: 'sent' };
     const json = jsonEventsBody(batch.events, o.event === 'line');
-    if (json.length > o.maxBodyBytes) {
+    const jsonBytes = json.length;
+    if (jsonBytes > o.maxBodyBytes) {
+      freeNow(json);
       // Never send what the intake would refuse: split before sending.
-      return { status: 'permanent', reason: 'too_large', bisect: true, error: new RelayError('ERELAY_BODY_TOO_LARGE', `Body of ${json.length} bytes exceeds max_body_bytes (${o.maxBodyBytes}).`) };
+      return { status: 'permanent', reason: 'too_large', bisect: true, error: new RelayError('ERELAY_BODY_TOO_LARGE', `Body of ${jsonBytes} bytes exceeds max_body_bytes (${o.maxBodyBytes}).`) };
     }
-    const body = o.gzip ? await gzip(json, { level: zlib.Z_BEST_SPEED }) : json;
+    let body = json;
+    if (o.gzip) {
+      body = await gzip(json, { level: zlib.Z_BEST_SPEED });
+      // zlib has read it all: the compressed copy is what goes out.
+      freeNow(json);
+    }
     const headers: Record<string, string> = {
       authorization: this.#auth,
       'content-type': 'application/json',
@@ -121,8 +137,10 @@ export class HttpJsonSink implements Sink {
       const text = await readHead(res.body, ANSWER_READ_BYTES).catch(() => '');
       this.#t.requestSeconds((performance.now() - started) / 1000);
       this.#events?.wrote(body.length);
-      this.#t.bodyBytes(json.length);
-      return this.#answer(res.statusCode, res.headers, text, batch);
+      this.#t.bodyBytes(jsonBytes);
+      const result = this.#answer(res.statusCode, res.headers, text, batch);
+      if (result.status === 'sent' && this.#freeBodies) freeNow(body);
+      return result;
     } catch (err) {
       this.#t.request('error');
       this.#up = false;
