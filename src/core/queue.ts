@@ -9,16 +9,22 @@ import { SettledTracker } from './settled.ts';
 const RESUME_FRACTION = 0.9;
 /**
  * Readers that can wait (TCP, RELP, files) are paused well before the limits while the output is
- * taking batches: a queue of a few batches keeps it busy, and a deeper one only holds memory (each
- * queued event keeps its read alive, and events that wait long are promoted to the old generation
- * and cost a full GC to free). The mark counts events waiting to be taken, not batches in flight
- * (an HTTP output keeps many requests open). The depth above it is for outages: once the output has
- * released nothing for DRAINING_MS, readers fill the queue to its limits. A reader held by it goes
- * on below half the mark, or once a mark's worth of events has been released since it paused, so
- * readers that cannot wait (UDP, HTTP) keeping the queue above the mark do not starve it.
+ * taking batches: a queue of a couple of batches keeps it busy, and a deeper one only holds memory
+ * (each queued event keeps its read alive, and events that wait through two scavenges are promoted
+ * to the old generation, where only a full collection frees them and their reads). The mark
+ * counts events waiting to be taken, not batches in flight (an HTTP output keeps many requests
+ * open). The depth above it is for outages: once the output has released nothing for DRAINING_MS,
+ * readers fill the queue to its limits. A reader held by it goes on below half the mark, or once
+ * what was pending when it paused has been released down to half the mark, so readers that cannot
+ * wait (UDP, HTTP) keeping the queue above the mark do not starve it.
+ * A tenth of the limits and 4 batches until this mark: with the defaults, 10,000 events waited,
+ * about as many as V8's young generation holds between two scavenges with 4 MiB semi-spaces, so
+ * most were promoted. At 2% and 2 batches (2,000 events), the launchers' 4 MiB semi-spaces (8 MiB
+ * before) measured 10-21 MiB less peak anonymous memory on every path at about the same CPU per
+ * event (docs/performance.md, "Memory near the budget").
  */
-const SOFT_FRACTION = 0.1;
-const SOFT_BATCHES = 4;
+const SOFT_FRACTION = 0.02;
+const SOFT_BATCHES = 2;
 const SOFT_RESUME_FRACTION = 0.5;
 const DRAINING_MS = 2_000;
 
@@ -300,14 +306,17 @@ export class BoundedQueue implements EventQueue {
 
   /**
    * Resolves once a reader told to slow down may go on. While the output drains: below 90% of both
-   * limits, and below half the soft mark or once a soft mark's worth of what was pending when the
-   * first reader paused has been released. Otherwise (an outage): as soon as the queue is not full.
-   * And when the queue is closed.
+   * limits, and below half the soft mark or once what was pending when the first reader paused has
+   * been released down to half the mark (readers that cannot wait may have added more since).
+   * Otherwise (an outage): as soon as the queue is not full. And when the queue is closed.
+   * Not after a mark's worth released: each paused connection adds a read when it goes on (about
+   * 350 lines of 200 bytes), and four of them added more per round than a mark of 400 released,
+   * which took the queue to its limit (test/integration/queue-depth.test.ts).
    */
   writable(): Promise<void> {
     const now = performance.now();
     if (this.#closed || !this.#shouldWait(now)) return Promise.resolve();
-    if (this.#writableWaiters.length === 0) this.#softWakeAt = this.#released + Math.min(this.pendingEvents, this.#softEvents);
+    if (this.#writableWaiters.length === 0) this.#softWakeAt = this.#released + Math.max(0, this.pendingEvents - Math.floor(this.#softEvents * SOFT_RESUME_FRACTION));
     const p = new Promise<void>((resolve) => this.#writableWaiters.push(resolve));
     this.#armSoftTimer(now);
     return p;

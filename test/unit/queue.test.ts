@@ -41,8 +41,8 @@ async function drainOne(q: BoundedQueue, limits: typeof now): Promise<void> {
   q.release((await q.take(limits, signal))!);
 }
 
-/** 1,000 events or 1 MiB: a soft mark of 100 events unless the batches make it larger. */
-const softQueue = (): BoundedQueue => new BoundedQueue({ maxEvents: 1000, maxBytes: 1 << 20, whenFull: 'block' });
+/** 5,000 events or 5 MiB: a soft mark of 100 events (2%) unless the batches make it larger (2 batches). */
+const softQueue = (): BoundedQueue => new BoundedQueue({ maxEvents: 5000, maxBytes: 5 << 20, whenFull: 'block' });
 
 /** A soft queue offered `queued` events by a reader that can wait, whose output has taken and released 10 of them. */
 async function drainingQueue(queued: number): Promise<BoundedQueue> {
@@ -164,17 +164,19 @@ describe('BoundedQueue', () => {
 
   it('writable() resolves below 90% of the limits, once the output has stopped draining (else below half the soft mark)', async () => {
     await withFakeClock(async () => {
-      const q = new BoundedQueue({ maxEvents: 10, maxBytes: 10_000, whenFull: 'block' });
-      q.offer(evs(10), 100, 'pause');
-      const batch = { ...now, maxEvents: 1 };
+      const q = new BoundedQueue({ maxEvents: 200, maxBytes: 10_000, whenFull: 'block' });
+      q.offer(evs(200), 2000, 'pause');
+      // Batches of 11: a soft mark of 22 (two batches; 2% of the limits is 4).
+      const batch = { ...now, maxEvents: 11 };
       const taken = [(await q.take(batch, signal))!, (await q.take(batch, signal))!];
-      const w = waitWritable(q);
       q.release(taken[0]!);
+      // 189 of 200, the output draining: the reader waits, until 22 more are released at least.
+      const w = waitWritable(q);
       await Promise.resolve();
       expect(w.resumed).toBe(false);
       q.release(taken[1]!);
-      // 8 of 10: below 90%, but the output is draining, 8 wait (above half the soft mark, 4), and
-      // fewer than a soft mark's worth (4) have been released since the reader paused.
+      // 178 of 200: below 90%, but the output is draining, 178 wait (above half the soft mark, 11),
+      // and fewer than a soft mark's worth (22) have been released since the reader paused.
       await expectHeldAfter(w, 1_900);
       // It releases nothing more (an outage): the reader goes on and may fill the queue.
       await expectGoneOnAfter(w, 200);
@@ -182,13 +184,13 @@ describe('BoundedQueue', () => {
     });
   });
 
-  it('while the output drains, a reader that can wait is slowed at the soft mark (a tenth of the limits, at least 4 batches) and goes on below half of it', async () => {
+  it('while the output drains, a reader that can wait is slowed at the soft mark (2% of the limits, at least 2 batches) and goes on below half of it', async () => {
     const q = softQueue();
     const batch = { ...now, maxEvents: 10 };
     // Before the output has taken anything, nothing is draining: only the limits hold readers.
     expect(q.offer(evs(150), 1500, 'pause').result).toBe('ok');
     await drainOne(q, batch);
-    // Draining now: 140 pending is above the soft mark (max(100, 4 x 10) = 100).
+    // Draining now: 140 pending is above the soft mark (max(100, 2 x 10) = 100).
     expect(q.offer(evs(1), 10, 'pause').result).toBe('slow_down');
     // A reader that cannot wait (UDP) is not held by it: it is not full.
     expect(q.offer(evs(1), 10, 'drop').result).toBe('ok');
@@ -210,7 +212,7 @@ describe('BoundedQueue', () => {
       const w = waitWritable(q);
       await expectHeldAfter(w, 1_900);
       await expectGoneOnAfter(w, 200);
-      expect(q.offer(evs(800), 8000, 'pause').result).toBe('ok');
+      expect(q.offer(evs(4800), 48000, 'pause').result).toBe('ok');
       expect(q.offer(evs(100), 1000, 'pause').result).toBe('slow_down');
       expect(q.full).toBe(true);
       expect(vi.getTimerCount()).toBe(0);
@@ -239,19 +241,18 @@ describe('BoundedQueue soft mark (review cases)', () => {
 
   it('readers that cannot wait (UDP) keeping the queue above the mark do not starve a held reader: it goes on once the backlog it waited behind is released', async () => {
     const q = softQueue();
-    const batch = { ...now, maxEvents: 50 };
+    const batch = { ...now, maxEvents: 100 };
     q.offer(evs(300), 3000, 'drop');
     await drainOne(q, batch);
-    // 260 waiting, above the mark (max(100, 4 x 50) = 200): 260 pending to be released first.
+    // 210 waiting, above the mark (max(100, 2 x 100) = 200): 210 pending to be released first.
     expect(q.offer(evs(10), 100, 'pause').result).toBe('slow_down');
     const w = waitWritable(q);
-    // The output takes 50 at a time while UDP brings 50 more each time: the queue stays at 260.
-    // The reader goes on once a soft mark's worth (200) has been released since it paused.
-    for (let i = 0; i < 3; i++) {
-      await drainOne(q, batch);
-      q.offer(evs(50), 500, 'drop');
-      await Promise.resolve();
-    }
+    // The output takes 100 at a time while UDP brings 100 more each time: the queue stays at 210.
+    // The reader goes on once the 210 pending when it paused are released down to half the mark
+    // (100): 110 released since.
+    await drainOne(q, batch);
+    q.offer(evs(100), 1000, 'drop');
+    await Promise.resolve();
     expect(w.resumed).toBe(false);
     // 200 released since it paused: it goes on at once (not 2 s later).
     await drainOne(q, batch);
@@ -263,7 +264,7 @@ describe('BoundedQueue soft mark (review cases)', () => {
   it('readers held by the mark with the queue above 90% (UDP filled it) go on when the output stops, though the queue is not below 90%', async () => {
     await withFakeClock(async () => {
       const q = await drainingQueue(20);
-      q.offer(evs(910), 9100, 'drop');
+      q.offer(evs(4510), 45100, 'drop');
       expect(q.offer(evs(5), 50, 'pause').result).toBe('slow_down');
       expect(q.full).toBe(false);
       await expectGoneOnAfter(waitWritable(q), 2_100);
