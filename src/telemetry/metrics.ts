@@ -69,7 +69,7 @@ export class Metrics {
   readonly relpOpens = this.#counter('intake_relay_relp_sessions_opened_total', ['intake', 'input'],
     'RELP sessions a RELP input opened (their open command answered 200).');
   readonly inputPaused = this.#counter('intake_relay_input_pauses_total', ['intake', 'input'],
-    'Times a stream input stopped reading (backpressure): its queue was full, or held a tenth of its limits while the output was taking batches; for RELP also a sender that does not read its answers, or too many answers waiting for an earlier one.');
+    'Times a stream input stopped reading (backpressure): its queue was full, or held two batches (2% of its limits if more) while the output was taking batches; for RELP also a sender that does not read its answers, or too many answers waiting for an earlier one.');
   readonly sendersTracked = this.#gauge('intake_relay_senders', ['intake', 'input'],
     'Senders an input has seen and still tracks (seen within senders.known_within_ms, at most senders.max_tracked).');
   readonly sendersSilent = this.#gauge('intake_relay_senders_silent', ['intake', 'input'],
