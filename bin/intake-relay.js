@@ -2,10 +2,11 @@
 // The `intake-relay` command. Runs the compiled dist/main.js (`npm run build`); in a source checkout
 // without a build it falls back to src/main.ts through Node's type stripping.
 // --max-semi-space-size=4: 4 MiB semi-spaces (an 8 MiB young generation) measured 10-21 MiB less
-// peak anonymous memory than 8 MiB on every path, at about the same CPU per event, once readers
-// were held to a queue of two batches (src/core/queue.ts) and pretenuring was off (below): events
-// die before their second scavenge either way. With readers held to five times that queue, 4 MiB
-// had promoted them by the thousands (98-119 MiB at peak against 77-84; docs/performance.md).
+// peak anonymous memory than 8 MiB on every path (the same CPU per event on TCP and UDP, 6% more on
+// file, 20% more on HTTPS), once readers were held to a queue of two batches (src/core/queue.ts)
+// and pretenuring was off (below): events die before their second scavenge either way. With
+// readers held to five times that queue, 4 MiB had promoted them by the thousands (98-119 MiB at
+// peak against 77-84; docs/performance.md).
 // The young generation grows from V8's 1 MiB under the first burst. Starting it at 8 MiB
 // (--min-semi-space-size=8, from 0.2.0 until the UDP input got its reader thread) kept that
 // growth's scavenges from stalling a UDP socket's reads; the reader thread now drains the socket

@@ -20,8 +20,8 @@ const RESUME_FRACTION = 0.9;
  * A tenth of the limits and 4 batches until this mark: with the defaults, 10,000 events waited,
  * about as many as V8's young generation holds between two scavenges with 4 MiB semi-spaces, so
  * most were promoted. At 2% and 2 batches (2,000 events), the launchers' 4 MiB semi-spaces (8 MiB
- * before) measured 10-21 MiB less peak anonymous memory on every path at about the same CPU per
- * event (docs/performance.md, "Memory near the budget").
+ * before) measured 10-21 MiB less peak anonymous memory on every path, at the same CPU per event on
+ * TCP and UDP, 6% more on file and 20% more on HTTPS (docs/performance.md).
  */
 const SOFT_FRACTION = 0.02;
 const SOFT_BATCHES = 2;
@@ -57,9 +57,11 @@ export class BoundedQueue implements EventQueue {
   #writableWaiters: (() => void)[] = [];
   /** When the output last released a batch (performance.now(): monotonic), -1 before the first. */
   #releasedAt = -1;
-  /** Events released so far, and the count at which readers held by the soft mark go on. */
+  /** Events and bytes released so far, and the counts at which readers held by the soft mark go on. */
   #released = 0;
+  #releasedBytes = 0;
   #softWakeAt = 0;
+  #softWakeAtBytes = 0;
   /** The soft mark (see SOFT_FRACTION), from the limits and the batches the runner takes. */
   #softEvents = 0;
   #softBytes = 0;
@@ -192,6 +194,7 @@ export class BoundedQueue implements EventQueue {
     this.#drainedSinceMark += batch.events.length;
     if (batch.events.length > 0) this.#releasedAt = performance.now();
     this.#released += batch.events.length;
+    this.#releasedBytes += batch.bytes;
     this.#measureDrain(performance.now());
     this.#maybeWakeWriters();
   }
@@ -316,7 +319,11 @@ export class BoundedQueue implements EventQueue {
   writable(): Promise<void> {
     const now = performance.now();
     if (this.#closed || !this.#shouldWait(now)) return Promise.resolve();
-    if (this.#writableWaiters.length === 0) this.#softWakeAt = this.#released + Math.max(0, this.pendingEvents - Math.floor(this.#softEvents * SOFT_RESUME_FRACTION));
+    if (this.#writableWaiters.length === 0) {
+      // In events and in bytes: large events reach the mark in bytes first.
+      this.#softWakeAt = this.#released + Math.max(0, this.pendingEvents - Math.floor(this.#softEvents * SOFT_RESUME_FRACTION));
+      this.#softWakeAtBytes = this.#releasedBytes + Math.max(0, this.pendingBytes - Math.floor(this.#softBytes * SOFT_RESUME_FRACTION));
+    }
     const p = new Promise<void>((resolve) => this.#writableWaiters.push(resolve));
     this.#armSoftTimer(now);
     return p;
@@ -328,7 +335,9 @@ export class BoundedQueue implements EventQueue {
     const events = this.pendingEvents;
     const bytes = this.pendingBytes;
     const belowLimits = events < l.maxEvents * RESUME_FRACTION && bytes < l.maxBytes * RESUME_FRACTION;
-    const belowSoft = (this.#events < this.#softEvents * SOFT_RESUME_FRACTION && this.#bytes < this.#softBytes * SOFT_RESUME_FRACTION) || this.#released >= this.#softWakeAt;
+    const belowSoft =
+      (this.#events < this.#softEvents * SOFT_RESUME_FRACTION && this.#bytes < this.#softBytes * SOFT_RESUME_FRACTION) ||
+      (this.#released >= this.#softWakeAt && this.#releasedBytes >= this.#softWakeAtBytes);
     const now = performance.now();
     // Draining: below 90% of the limits and clear of the soft mark. Not draining (an outage, or
     // nothing taken yet): whenever there is room, since no release will come to wake them.

@@ -1,7 +1,9 @@
 // The HTTP output against a scripted HTTPS intake on loopback: each answer the issue lists, and
 // for each: events arrive exactly once where the intake accepted them, nothing is lost,
 // duplicates only where a request's outcome was unknown, and the books balance.
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it, vi } from 'vitest';
 import { books, startRelay, TEST_KEY, TLS, errText } from '../helpers/relay.ts';
@@ -211,6 +213,37 @@ describe('HTTP output', () => {
     await sendTcp(relay.port('h', 'tcp/0'), lines(100));
     await vi.waitFor(() => expect(target.accepted).toHaveLength(100), { timeout: 10_000 });
     expect(proxy.tunnels).toContain(`127.0.0.1:${target.port}`);
+  });
+
+  it('speaks HTTP/1.1 to an intake that also offers HTTP/2, directly and through a CONNECT proxy', async () => {
+    // undici offers HTTP/2 by default; the output is built for one request per connection, and
+    // frees a body once answered, which an HTTP/2 stream may still be sending.
+    const versions: string[] = [];
+    let events = 0;
+    const h2 = http2.createSecureServer({ allowHTTP1: true, cert: readFileSync(`${TLS}server.crt`), key: readFileSync(`${TLS}server.key`) }, (req, res) => {
+      versions.push(req.httpVersion);
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        events += (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { events: string[] }).events.length;
+        res.writeHead(200).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => h2.listen(0, '127.0.0.1', () => resolve()));
+    const sockets = new Set<import('node:net').Socket>();
+    h2.on('secureConnection', (c: import('node:net').Socket) => sockets.add(c));
+    track({ stop: () => new Promise<void>((resolve) => { for (const c of sockets) c.destroy(); h2.close(() => resolve()); }) });
+    const url = `https://127.0.0.1:${(h2.address() as AddressInfo).port}`;
+    const direct = track(await startRelay(httpYaml(url)));
+    await sendTcp(direct.port('h', 'tcp/0'), lines(50));
+    await vi.waitFor(() => expect(events).toBe(50), { timeout: 10_000 });
+    await direct.stop();
+    const proxy = track(await startConnectProxy());
+    const viaProxy = track(await startRelay(httpYaml(url).replace('      proxy: none\n', `      proxy: ${proxy.url}\n`)));
+    await sendTcp(viaProxy.port('h', 'tcp/0'), lines(50, 'p'));
+    await vi.waitFor(() => expect(events).toBe(100), { timeout: 10_000 });
+    expect(proxy.tunnels).toContain(`127.0.0.1:${(h2.address() as AddressInfo).port}`);
+    expect(new Set(versions)).toEqual(new Set(['1.1']));
   });
 
   it('frees a body as soon as the intake accepted it over HTTPS, and only then: not one refused, not over plain HTTP', async () => {

@@ -170,13 +170,14 @@ describe('BoundedQueue', () => {
       const batch = { ...now, maxEvents: 11 };
       const taken = [(await q.take(batch, signal))!, (await q.take(batch, signal))!];
       q.release(taken[0]!);
-      // 189 of 200, the output draining: the reader waits, until 22 more are released at least.
+      // 189 of 200, the output draining: the reader waits until those 189 are released down to
+      // half the mark (11), or 2 s pass without a release.
       const w = waitWritable(q);
       await Promise.resolve();
       expect(w.resumed).toBe(false);
       q.release(taken[1]!);
       // 178 of 200: below 90%, but the output is draining, 178 wait (above half the soft mark, 11),
-      // and fewer than a soft mark's worth (22) have been released since the reader paused.
+      // and 11 of the 178 to release have been released since the reader paused.
       await expectHeldAfter(w, 1_900);
       // It releases nothing more (an outage): the reader goes on and may fill the queue.
       await expectGoneOnAfter(w, 200);
@@ -269,6 +270,43 @@ describe('BoundedQueue soft mark (review cases)', () => {
       expect(q.full).toBe(false);
       await expectGoneOnAfter(waitWritable(q), 2_100);
     });
+  });
+
+  it('readers held far above the mark (each connection adds a read as it goes on) wait until the queue is back at half the mark, not for a mark\'s worth only', async () => {
+    const q = await drainingQueue(20);
+    const batch = { ...now, maxEvents: 10 };
+    // Several connections' reads came in at once: 510 waiting against a mark of 100.
+    expect(q.offer(evs(500), 5000, 'pause').result).toBe('slow_down');
+    const w = waitWritable(q);
+    // A mark's worth released (100): 410 still wait. Going on now would add another read per
+    // connection, more than was released, round after round, up to the limits.
+    for (let i = 0; i < 10; i++) await drainOne(q, batch);
+    await Promise.resolve();
+    expect(w.resumed).toBe(false);
+    // Released down to half the mark: 50 wait.
+    while (q.pendingEvents > 60) await drainOne(q, batch);
+    await Promise.resolve();
+    expect(w.resumed).toBe(false);
+    await drainOne(q, batch);
+    await w.done;
+    expect(q.pendingEvents).toBe(50);
+  });
+
+  it('the same in bytes: large events reach the mark in bytes first, and a held reader waits for the bytes to drain', async () => {
+    // A mark of 2,000 events (2%) but 2,000 bytes (two batches of 1,000 bytes): 100-byte events.
+    const q = new BoundedQueue({ maxEvents: 100_000, maxBytes: 100_000, whenFull: 'block' });
+    const batch = { maxEvents: 10, maxBytes: 1000, lingerMs: 0 };
+    q.offer(evs(20, 'a', 100), 2000, 'pause');
+    await drainOne(q, batch);
+    expect(q.offer(evs(100, 'b', 100), 10_000, 'pause').result).toBe('slow_down');
+    const w = waitWritable(q);
+    // 110 events, far below half the event mark, but 11,000 bytes: released down to 1,000 bytes.
+    for (let i = 0; i < 9; i++) await drainOne(q, batch);
+    await Promise.resolve();
+    expect(w.resumed).toBe(false);
+    await drainOne(q, batch);
+    await w.done;
+    expect(q.pendingBytes).toBe(1000);
   });
 
   it('an output that takes what waits (an HTTP output opening requests) lets held readers go on before any answer', async () => {

@@ -57,9 +57,11 @@ export class HttpJsonSink implements Sink {
   #up = false;
   /**
    * Whether a body is freed once the intake accepted it (freeNow), rather than when a collection
-   * finds it. Over TLS, a body is encrypted (or copied) as it is handed to the socket, and an answer
-   * of 2xx means the intake read all of it, so nothing reads it again. Over plain HTTP, a socket
-   * still writing it reads it in place.
+   * finds it. Over HTTP/1.1 and TLS, undici hands a request's head and body to the socket in one
+   * write, which TLS encrypts (or copies) at once; an answer means the head was sent, so the body
+   * went with it, and nothing reads it again. Over plain HTTP, a socket still writing it reads it
+   * in place; over HTTP/2 (which the dispatcher does not offer) a stream sends it piece by piece,
+   * as the intake's window allows, and an intake may answer before the end.
    */
   readonly #freeBodies: boolean;
 
@@ -86,13 +88,17 @@ export class HttpJsonSink implements Sink {
     // Loaded by the first HTTP output only: a relay without one never holds undici (~8 MB resident).
     const { Agent, EnvHttpProxyAgent, ProxyAgent, request } = await import('undici');
     this.#request = request;
+    // HTTP/1.1 only, also through a proxy's tunnel (undici offers HTTP/2 by default): one request
+    // per connection at a time, which the adaptive concurrency counts, and a body the intake has
+    // answered is no longer read by the socket (#freeBodies).
     const agentOptions = {
       connect: { ca: o.ca, timeout: o.connectTimeoutMs, rejectUnauthorized: true },
       headersTimeout: o.headersTimeoutMs,
       bodyTimeout: o.bodyTimeoutMs,
       keepAliveTimeout: 30_000,
+      allowH2: false,
     };
-    const requestTls = { ca: o.ca, rejectUnauthorized: true };
+    const requestTls = { ca: o.ca, rejectUnauthorized: true, allowH2: false };
     if (o.proxy === 'none') this.#dispatcher = new Agent(agentOptions);
     else if (o.proxy === 'env') this.#dispatcher = new EnvHttpProxyAgent({ ...agentOptions, requestTls });
     else this.#dispatcher = new ProxyAgent({ ...agentOptions, uri: o.proxy, requestTls });
