@@ -3,7 +3,8 @@
 // that lived through two scavenges (promoted). A request body that waits for its answer lives that
 // long under load, and at full speed such bodies piled up by the tens of MB between full
 // collections (measured on an HTTPS output: about 40 MB of dead buffers at each of the memory
-// guard's collections). Detaching the Buffer's ArrayBuffer frees its memory at once.
+// guard's collections). Detaching the Buffer's ArrayBuffer frees its memory at once. Used for the
+// HTTP output's bodies and the syslog output's let-go slabs (outputs/syslog/buffer-pool.ts).
 
 /**
  * Frees `buf`'s memory now, if `buf` is the whole of its own ArrayBuffer: not a view into Node's

@@ -44,6 +44,7 @@ export interface MemoryGuardOptions {
   readonly anon?: () => number | undefined;
   /** Told after each collection and trim: RssAnon before and after. */
   readonly collected?: (beforeBytes: number, afterBytes: number) => void;
+  /** Milliseconds on a monotonic clock (default: performance.now()): a step of the wall clock is no gap. */
   readonly now?: () => number;
 }
 
@@ -63,7 +64,7 @@ export class MemoryGuard {
   constructor(o: MemoryGuardOptions) {
     this.#o = o;
     this.#anon = o.anon ?? rssAnon();
-    this.#now = o.now ?? Date.now;
+    this.#now = o.now ?? (() => performance.now());
   }
 
   /** Starts watching; false where RssAnon cannot be read (not Linux). */

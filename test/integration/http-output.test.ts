@@ -251,7 +251,7 @@ describe('HTTP output', () => {
     const freed: number[] = [];
     const transfer = ArrayBuffer.prototype.transfer;
     const spy = vi.spyOn(ArrayBuffer.prototype, 'transfer').mockImplementation(function (this: ArrayBuffer, n?: number) {
-      if (n === 0 && this.byteLength >= 4096) freed.push(this.byteLength);
+      if (n === 0 && this.byteLength > 0) freed.push(this.byteLength);
       return transfer.call(this, n);
     });
     track({ stop: async () => spy.mockRestore() });
@@ -262,8 +262,9 @@ describe('HTTP output', () => {
     // Intact: a body freed too soon would have gone out empty or garbled.
     expect(new Set(intake.accepted)).toEqual(new Set(Array.from({ length: 300 }, (_, i) => `${tag} ${i}`)));
     const ok = intake.requests.filter((_r, i) => i !== 1);
-    expect(intake.requests).toHaveLength(4);
-    expect(freed.sort()).toEqual(ok.map((r) => r.bodyBytes).sort());
+    // The second request refused; batches may be cut smaller than 100 on a busy machine (linger).
+    expect(intake.requests.length).toBeGreaterThanOrEqual(4);
+    expect(freed.sort((a, b) => a - b)).toEqual(ok.map((r) => r.bodyBytes).sort((a, b) => a - b));
     await vi.waitFor(async () => expect(await books(relay, 'h')).toMatchObject({ received: 300, sent: 300, dropped: 0, balanced: true }));
 
     // Plain HTTP: a socket still writing a body reads it in place, so none is freed.

@@ -35,7 +35,8 @@ function rig(o: { busy?: boolean; freed?: number; workers?: () => Promise<unknow
   return { guard, log, set: (mib: number) => (anon = mib * MiB), idle: () => (busy = false) };
 }
 
-beforeEach(() => vi.useFakeTimers({ now: 0 }));
+// Date for the log's times, performance for the guard's own clock.
+beforeEach(() => vi.useFakeTimers({ now: 0, toFake: ['Date', 'performance', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] }));
 afterEach(() => {
   for (const g of guards.splice(0)) g.stop();
   vi.useRealTimers();
@@ -98,6 +99,17 @@ describe('MemoryGuard', () => {
     const t0 = Date.now();
     await vi.advanceTimersByTimeAsync(SAMPLE_MS + COLLECT_WAIT_MS + TRIM_DELAY_MS + 10);
     expect(late.log.filter((l) => l.startsWith('trim'))).toEqual([`trim ${t0 + SAMPLE_MS + COLLECT_WAIT_MS + TRIM_DELAY_MS}`]);
+  });
+
+  it('the gap is measured on the monotonic clock: a wall clock stepped back an hour does not hold the next collection', async () => {
+    const r = rig();
+    r.guard.start();
+    r.set(95);
+    await vi.advanceTimersByTimeAsync(SAMPLE_MS + TRIM_DELAY_MS);
+    vi.setSystemTime(Date.now() - 3_600_000);
+    r.set(95);
+    await vi.advanceTimersByTimeAsync(MIN_GAP_MS);
+    expect(r.log.filter((l) => l.startsWith('collect'))).toHaveLength(2);
   });
 
   it('stop() ends the watch and a pending trim', async () => {

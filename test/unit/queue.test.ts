@@ -52,6 +52,13 @@ async function drainingQueue(queued: number): Promise<BoundedQueue> {
   return q;
 }
 
+/** The output takes and releases `n` batches: the reader is still held. */
+async function expectHeldWhileDraining(q: BoundedQueue, batch: typeof now, n: number, w: ReturnType<typeof waitWritable>): Promise<void> {
+  for (let i = 0; i < n; i++) await drainOne(q, batch);
+  await Promise.resolve();
+  expect(w.resumed).toBe(false);
+}
+
 /** `ms` pass (fake clock): the reader is still held. */
 async function expectHeldAfter(w: ReturnType<typeof waitWritable>, ms: number): Promise<void> {
   vi.advanceTimersByTime(ms);
@@ -280,13 +287,10 @@ describe('BoundedQueue soft mark (review cases)', () => {
     const w = waitWritable(q);
     // A mark's worth released (100): 410 still wait. Going on now would add another read per
     // connection, more than was released, round after round, up to the limits.
-    for (let i = 0; i < 10; i++) await drainOne(q, batch);
-    await Promise.resolve();
-    expect(w.resumed).toBe(false);
-    // Released down to half the mark: 50 wait.
-    while (q.pendingEvents > 60) await drainOne(q, batch);
-    await Promise.resolve();
-    expect(w.resumed).toBe(false);
+    await expectHeldWhileDraining(q, batch, 10, w);
+    // 35 batches more leave 60; one more and it is down to half the mark: 50 wait.
+    await expectHeldWhileDraining(q, batch, 35, w);
+    expect(q.pendingEvents).toBe(60);
     await drainOne(q, batch);
     await w.done;
     expect(q.pendingEvents).toBe(50);
@@ -301,9 +305,7 @@ describe('BoundedQueue soft mark (review cases)', () => {
     expect(q.offer(evs(100, 'b', 100), 10_000, 'pause').result).toBe('slow_down');
     const w = waitWritable(q);
     // 110 events, far below half the event mark, but 11,000 bytes: released down to 1,000 bytes.
-    for (let i = 0; i < 9; i++) await drainOne(q, batch);
-    await Promise.resolve();
-    expect(w.resumed).toBe(false);
+    await expectHeldWhileDraining(q, batch, 9, w);
     await drainOne(q, batch);
     await w.done;
     expect(q.pendingBytes).toBe(1000);

@@ -7,6 +7,8 @@
 // released at once (its ArrayBuffer detached), not when a garbage collection finds it: a relay at
 // rest after a burst collects rarely, and kept tens of MB of let-go slabs for a minute or more.
 
+import { freeNow } from '../../core/free-now.ts';
+
 const SLAB_BYTES = 4 * 1024 * 1024;
 
 interface Slab {
@@ -71,5 +73,5 @@ export class BufferPool {
 
 /** Frees a slab's memory now. Only for one nothing was cut from that is not given back (live 0). */
 function release(s: Slab): void {
-  (s.buf.buffer as ArrayBuffer).transfer(0);
+  freeNow(s.buf);
 }
