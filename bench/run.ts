@@ -247,7 +247,7 @@ ${TEN_ROUTES}` : ''}${httpPort ? `listeners:
   const bin = process.env.RELAY_BIN;
   const [exe, args] = bin
     ? [bin, [...(more.length > 0 ? [`--node-options=${more.join(' ')}`] : []), ...run]]
-    : [process.execPath, ['--max-semi-space-size=4', '--expose-gc', '--no-allocation-site-pretenuring', ...more, join(root, process.env.RELAY_ENTRY ?? 'dist/main.js'), ...run]];
+    : [process.execPath, ['--max-semi-space-size=2', '--heap-growing-percent=50', '--expose-gc', '--no-allocation-site-pretenuring', ...more, join(root, process.env.RELAY_ENTRY ?? 'dist/main.js'), ...run]];
   const env = { ...process.env, ...Object.fromEntries((process.env.RELAY_ENV ?? '').split(' ').filter(Boolean).map((kv) => kv.split('=', 2) as [string, string])) };
   const proc = spawnPinned(relayCores, exe, args, { stdio: ['ignore', 'inherit', 'inherit'], env });
   const { pid, idleRssMb } = await settled(proc, tcpPort);

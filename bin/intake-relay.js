@@ -1,12 +1,18 @@
-#!/usr/bin/env -S node --max-semi-space-size=4 --expose-gc --no-allocation-site-pretenuring
+#!/usr/bin/env -S node --max-semi-space-size=2 --heap-growing-percent=50 --expose-gc --no-allocation-site-pretenuring
 // The `intake-relay` command. Runs the compiled dist/main.js (`npm run build`); in a source checkout
 // without a build it falls back to src/main.ts through Node's type stripping.
-// --max-semi-space-size=4: 4 MiB semi-spaces (an 8 MiB young generation) measured 10-21 MiB less
-// peak anonymous memory than 8 MiB on every path (the same CPU per event on TCP and UDP, 6% more on
-// file, 20% more on HTTPS), once readers were held to a queue of two batches (src/core/queue.ts)
-// and pretenuring was off (below): events die before their second scavenge either way. With
-// readers held to five times that queue, 4 MiB had promoted them by the thousands (98-119 MiB at
-// peak against 77-84; docs/performance.md).
+// --max-semi-space-size=2: 2 MiB semi-spaces (a 4 MiB young generation). Events die young: on the
+// TCP, UDP and file paths what survives a scavenge is the queue's two batches, and the buffers of
+// the reads they came from die at the scavenge after them, so a scavenge twice as often halves
+// those too. Against 4 MiB semi-spaces (which measured 10-21 MiB less than 8, once readers were
+// held to a queue of two batches, src/core/queue.ts): 4-6 MiB less peak anonymous memory on TCP, UDP
+// and file at the same CPU per event (docs/performance.md).
+// --heap-growing-percent=50: with the smaller young generation, more of an HTTPS batch's events
+// (alive until the intake answers) reach the old generation, 34 MB per million against 11, and V8
+// let the old generation grow to several times what was live before a full collection: HTTPS peaks
+// of 85-99 MiB. A full collection once the old generation has grown by half of what was live
+// holds them at 55-60 MiB, for 6-9 full collections per million events instead of 1-3 (about 10%
+// more CPU per event on that path).
 // The young generation grows from V8's 1 MiB under the first burst. Starting it at 8 MiB
 // (--min-semi-space-size=8, from 0.2.0 until the UDP input got its reader thread) kept that
 // growth's scavenges from stalling a UDP socket's reads; the reader thread now drains the socket

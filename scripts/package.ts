@@ -31,7 +31,7 @@ const require = createRequire(import.meta.url);
  * dozens of functions hot at start, so the flag changes nothing there. V8 keeps the flags in its
  * code cache's check, so the blob is made with them too.
  */
-const EXEC_ARGV = ['--max-semi-space-size=4', '--expose-gc', '--no-allocation-site-pretenuring', '--invocation-count-for-maglev=1500'];
+const EXEC_ARGV = ['--max-semi-space-size=2', '--heap-growing-percent=50', '--expose-gc', '--no-allocation-site-pretenuring', '--invocation-count-for-maglev=1500'];
 /**
  * NODE_OPTIONS meant for some other Node program on the host (a --require, a heap limit) must not
  * reach the daemon; an operator who wants a Node flag says so on its command line instead:

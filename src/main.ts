@@ -16,6 +16,7 @@ import { markFile, watchConfigFile } from './config/watch.ts';
 import type { Config } from './config/resolve.ts';
 import { Relay } from './runtime/relay.ts';
 import { EX_STATE_LOCKED } from './platform/state-lock.ts';
+import { tuneMalloc } from './platform/native-addon.ts';
 import { isRelayWorker, runWorker } from './runtime/worker-main.ts';
 // The commands' own modules (check, send, rules push, tap, the emulator) are imported when their
 // command runs: a daemon never loads them (undici alone is ~8 MB of resident memory).
@@ -224,6 +225,8 @@ async function validate(file: string, print: boolean, layout: ForwarderLayout | 
 }
 
 async function run(file: string, watchConfig: boolean, layout: ForwarderLayout | undefined): Promise<number> {
+  // First: the C library's allocator is set before the daemon allocates (native-addon.ts).
+  tuneMalloc();
   // A SIGHUP before the daemon runs (systemctl reload right after start) must not end the process
   // (its default action): it is remembered and applied once the daemon runs.
   let hupBeforeStart = false;

@@ -8,12 +8,11 @@
 //
 //   memory queue (max_bytes)         1/4   events in memory take 2-3 times their bytes as objects
 //   disk queue, memory part          1/6   (memory_bytes: events read ahead of the output)
-//   syslog resend window             1/6   (resend_window_bytes; per thread with workers)
+//   syslog resend window             1/6   (resend_window_bytes; per thread with workers), 8 MiB at most
 //   HTTP requests in flight          1/3   (max_concurrency x 2 x max_body_bytes: text and bytes)
 //
-// At the default 128 MiB and one intake: a 24 MiB memory queue, a 16 MiB resend window (the least
-// in which reading on confirms with Linux's default TCP buffers), a disk queue's 16 MiB in memory,
-// and up to 3 HTTP requests of 5 MiB in flight.
+// At the default 128 MiB and one intake: a 24 MiB memory queue, an 8 MiB resend window, a disk
+// queue's 16 MiB in memory, and up to 3 HTTP requests of 5 MiB in flight.
 
 import { MiB } from './config-values.ts';
 
@@ -80,8 +79,16 @@ export function mibText(n: number): string {
 export const queueBytesOf = (intakeBytes: number): number => Math.floor(intakeBytes / 4);
 /** A disk queue's memory_bytes from the intake's share. */
 export const diskMemoryBytesOf = (intakeBytes: number): number => Math.floor(intakeBytes / 6);
-/** The syslog output's resend window from the intake's share in one thread (at least 1 MiB). */
-export const resendWindowOf = (perThreadBytes: number): number => Math.max(MiB, Math.floor(perThreadBytes / 6));
+/**
+ * The most a derived resend window takes. A larger one only saves connections in a flood: with
+ * Linux's default TCP buffers, 16 MiB confirms by reading on, where 8 MiB closes a connection for
+ * confirmation every 4 MiB. Measured on the TCP flood (docs/performance.md): 16 MiB peaked 8-9 MiB
+ * higher, for 26 connections per million events against 43. `resend_window_bytes: auto` (or a
+ * number) takes the larger window.
+ */
+export const MAX_DERIVED_WINDOW_BYTES = 8 * MiB;
+/** The syslog output's resend window from the intake's share in one thread (1 to 8 MiB). */
+export const resendWindowOf = (perThreadBytes: number): number => Math.min(MAX_DERIVED_WINDOW_BYTES, Math.max(MiB, Math.floor(perThreadBytes / 6)));
 /** The HTTP output's most requests in flight: each holds its JSON text and its bytes (2 to 32). */
 export const httpConcurrencyOf = (perThreadBytes: number, maxBodyBytes: number): number =>
   Math.min(32, Math.max(2, Math.floor(perThreadBytes / 3 / (2 * maxBodyBytes))));

@@ -1,10 +1,11 @@
-// The native addon's memory call (native/process.c, src/platform/native-addon.ts): trimMemory gives
+// The native addon's memory calls (native/process.c, src/platform/native-addon.ts): trimMemory gives
 // back what a burst freed inside the C library's heaps, as the relay asks once every output is
-// idle. Measured in a process of its own.
+// idle; mallocThresholds keeps glibc from raising its thresholds as large blocks are freed, as
+// `run` sets first thing (tuneMalloc). Measured in processes of their own.
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { nativeAddon, releaseFreeMemory } from '../../src/platform/native-addon.ts';
+import { MALLOC_MAP_BYTES, MALLOC_TRIM_BYTES, nativeAddon, releaseFreeMemory, tuneMalloc } from '../../src/platform/native-addon.ts';
 
 const ADDON = fileURLToPath(new URL('../../native/build/relay.node', import.meta.url));
 
@@ -32,5 +33,39 @@ describe('native addon: trimMemory', () => {
     expect(kept).toBe(true);
     // 1,800 × 64 KiB = 112.5 MiB freed; at least 80 of it given back.
     expect(before - after).toBeGreaterThan(80);
+  });
+});
+
+describe('native addon: the allocator set for a daemon (tuneMalloc)', () => {
+  // A 4 MiB block freed, then twenty of 1.5 MiB taken and all but the last freed: anonymous memory
+  // kept, in MiB. Untouched, glibc raises its mapping threshold to 4 MiB at the first free, so the
+  // 1.5 MiB blocks come from the heap, below the last one: holes it keeps.
+  const kept = (tune: boolean): number => {
+    const script = `
+      const m = { exports: {} };
+      process.dlopen(m, ${JSON.stringify(ADDON)});
+      if (${tune}) m.exports.mallocThresholds(${MALLOC_MAP_BYTES}, ${MALLOC_TRIM_BYTES});
+      const anon = () => Number(/RssAnon:\\s+(\\d+)/.exec(require('node:fs').readFileSync('/proc/self/status', 'latin1'))[1]) / 1024;
+      Buffer.allocUnsafeSlow(4 << 20).fill(1).buffer.transfer(0);
+      const before = anon();
+      const bufs = Array.from({ length: 20 }, () => Buffer.allocUnsafeSlow(1536 << 10).fill(7));
+      bufs.slice(0, -1).forEach((b) => b.buffer.transfer(0));
+      console.log(JSON.stringify({ kept: anon() - before, last: bufs.at(-1)[(1536 << 10) - 1] }));
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    const out = JSON.parse(r.stdout) as { kept: number; last: number };
+    expect(out.last).toBe(7);
+    return out.kept;
+  };
+
+  it('fixes the thresholds: large blocks freed are given back, not kept as holes', () => {
+    expect(kept(false)).toBeGreaterThan(20);
+    expect(kept(true)).toBeLessThan(6);
+  });
+
+  it('leaves a setting the environment gave glibc as it is', () => {
+    expect(tuneMalloc({ MALLOC_ARENA_MAX: '4', MALLOC_TRIM_THRESHOLD_: '131072' })).toEqual({ arenas: false, thresholds: false });
+    expect(tuneMalloc({})).toEqual({ arenas: true, thresholds: true });
   });
 });

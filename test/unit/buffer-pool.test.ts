@@ -1,9 +1,11 @@
 // The syslog output's batch buffers (src/outputs/syslog/buffer-pool.ts): cut from reused slabs,
 // never handing out memory a batch not given back still holds.
 import { describe, expect, it } from 'vitest';
-import { BufferPool } from '../../src/outputs/syslog/buffer-pool.ts';
+import { BufferPool, SLAB_BYTES } from '../../src/outputs/syslog/buffer-pool.ts';
 
 const MiB = 1024 * 1024;
+/** 270,000-byte batches per slab. */
+const per = Math.floor(SLAB_BYTES / 270_000);
 
 describe('BufferPool', () => {
   it('cuts batches one after another from a slab, and reuses the slab only once all of them are given back', () => {
@@ -13,12 +15,12 @@ describe('BufferPool', () => {
     expect(b.buffer).toBe(a.buffer);
     expect(b.byteOffset).toBe(a.byteOffset + 270_000);
     // Fill the first slab; the next batch starts a second one.
-    const rest = Array.from({ length: 13 }, () => pool.take(270_000));
+    const rest = Array.from({ length: per - 2 }, () => pool.take(270_000));
     const next = pool.take(270_000);
     expect(next.buffer).not.toBe(a.buffer);
     for (const buf of [a, b, ...rest.slice(0, -1)]) pool.give(buf);
     // One batch of the first slab is still held: a third slab, not the first.
-    for (let i = 0; i < 15; i++) pool.take(270_000);
+    for (let i = 0; i < per; i++) pool.take(270_000);
     const third = pool.take(270_000);
     expect(third.buffer).not.toBe(a.buffer);
     pool.give(rest.at(-1)!);
@@ -33,7 +35,7 @@ describe('BufferPool', () => {
 
   it('keeps freed slabs up to its bound for the next burst, and trim() lets all but one go', () => {
     const pool = new BufferPool(64 * MiB);
-    const burst = () => Array.from({ length: 4 * 15 }, () => pool.take(270_000));
+    const burst = () => Array.from({ length: 4 * per }, () => pool.take(270_000));
     const first = burst();
     const slabs = new Set(first.map((b) => b.buffer));
     expect(slabs.size).toBe(4);
@@ -50,14 +52,14 @@ describe('BufferPool', () => {
   });
 
   it('frees the memory of a slab it lets go at once (trim, or more free than its bound), never of one a batch still holds', () => {
-    const pool = new BufferPool(8 * MiB);
-    const slabBatches = 15; // 270,000-byte batches per 4 MiB slab
+    const pool = new BufferPool(2 * SLAB_BYTES);
+    const slabBatches = per;
     const batches = Array.from({ length: 5 * slabBatches }, () => pool.take(270_000));
     const slabs = [...new Set(batches.map((b) => b.buffer))];
     expect(slabs.length).toBe(5);
     const held = batches.slice(-slabBatches - 1); // the last slab's batches, and one of the fourth slab's
     for (const b of batches.slice(0, -slabBatches - 1)) pool.give(b);
-    // Three slabs were given back whole: two are kept (the bound is 8 MiB), the third is let go.
+    // Three slabs were given back whole: two are kept (the bound is two slabs), the third is let go.
     const freed = slabs.filter((a) => a.byteLength === 0);
     expect(freed).toHaveLength(1);
     for (const b of held) expect(b.length).toBe(270_000);
@@ -71,10 +73,10 @@ describe('BufferPool', () => {
     expect(pool.take(270_000).length).toBe(270_000);
   });
 
-  it('a batch over a quarter slab gets its own buffer; giving it back is harmless', () => {
+  it('a batch over half a slab gets its own buffer; giving it back is harmless', () => {
     const pool = new BufferPool(8 * MiB);
-    const big = pool.take(2 * MiB);
-    expect(big.length).toBe(2 * MiB);
+    const big = pool.take(SLAB_BYTES / 2 + 1);
+    expect(big.length).toBe(SLAB_BYTES / 2 + 1);
     pool.give(big);
     const small = pool.take(100);
     expect(small.buffer).not.toBe(big.buffer);

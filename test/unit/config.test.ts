@@ -39,7 +39,7 @@ describe('configuration', () => {
   it('resolves the resend window and the proof distance from the TCP buffers, and warns about settings that cannot keep their promise', () => {
     const base = `intakes:\n  - name: fw\n    intake_key: ${KEY}\n    inputs: [{ type: udp, port: 514 }]\n`;
     const dflt = parseConfig(base, 'x.yaml', {});
-    expect(dflt.intakes[0]!.output).toMatchObject({ resend_window_bytes: 16 * 1024 * 1024, windowBytes: 16 * 1024 * 1024, proofBytes: unreadCapacityBytes() });
+    expect(dflt.intakes[0]!.output).toMatchObject({ resend_window_bytes: 8 * 1024 * 1024, windowBytes: 8 * 1024 * 1024, proofBytes: unreadCapacityBytes() });
     expect(dflt.warnings).toEqual([]);
     // auto: as much as the proof by volume needs, plus the headroom (the previous default).
     const auto = parseConfig(`${base}    output: { type: syslog, resend_window_bytes: auto }\n`, 'x.yaml', {});
@@ -308,7 +308,7 @@ describe('intake-relay validate', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).not.toMatch(/proofBytes|windowBytes|caPem|label:/);
     const again = parseConfig(r.stdout.replace('"[redacted]"', KEY), 'printed.yaml', {});
-    expect(again.intakes[0]!.output).toMatchObject({ type: 'syslog', host: 'intake.sekoia.io', port: 10514, resend_window_bytes: 16777216, intake_receive_buffer_bytes: 'auto' });
+    expect(again.intakes[0]!.output).toMatchObject({ type: 'syslog', host: 'intake.sekoia.io', port: 10514, resend_window_bytes: 8388608, intake_receive_buffer_bytes: 'auto' });
   });
 
   it('--print of every input and listener type is loadable again, to the same configuration', () => {

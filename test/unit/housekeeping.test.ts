@@ -91,7 +91,7 @@ describe('housekeeping', () => {
     const read = (f: string): string => readFileSync(new URL(f, root), 'utf8');
     const flags = (s: string): string[] => s.match(/--[a-z-]+(=\S+?)?(?=[\s'",\]]|$)/g) ?? [];
     const start = flags((JSON.parse(read('package.json')) as { scripts: { start: string } }).scripts.start.split(' dist/')[0] as string);
-    expect(start).toEqual(['--max-semi-space-size=4', '--expose-gc', '--no-allocation-site-pretenuring']);
+    expect(start).toEqual(['--max-semi-space-size=2', '--heap-growing-percent=50', '--expose-gc', '--no-allocation-site-pretenuring']);
     expect(flags(read('bin/intake-relay.js').split('\n')[0] as string)).toEqual(start);
     // The executable adds one of its own (scripts/package.ts says why).
     expect(flags(/const EXEC_ARGV = \[([^\]]*)\]/.exec(read('scripts/package.ts'))?.[1] ?? '')).toEqual([...start, '--invocation-count-for-maglev=1500']);

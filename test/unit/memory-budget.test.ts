@@ -10,11 +10,18 @@ const KEY = 'abcdef0123456789abcdef0123456789';
 const intake = (name: string, more = ''): string => `  - name: ${name}\n    intake_key: ${KEY}\n    inputs: [{ type: tcp, port: 0 }]\n${more}`;
 
 describe('memory_bytes', () => {
-  it('at the default (128 MiB), one intake: a 24 MiB memory queue and a 16 MiB resend window', () => {
+  it('at the default (128 MiB), one intake: a 24 MiB memory queue and an 8 MiB resend window (its most)', () => {
     const c = parseConfig(`intakes:\n${intake('a')}`, 'x.yaml', {}, 0);
     expect(c.memory_bytes).toBe(128 * MiB);
     expect(c.intakes[0]!.queue).toMatchObject({ type: 'memory', max_bytes: 24 * MiB });
-    expect(c.intakes[0]!.output).toMatchObject({ type: 'syslog', resend_window_bytes: 16 * MiB, windowBytes: 16 * MiB });
+    expect(c.intakes[0]!.output).toMatchObject({ type: 'syslog', resend_window_bytes: 8 * MiB, windowBytes: 8 * MiB });
+    // A larger budget does not make a larger derived window; auto or a number does.
+    const big = parseConfig(`memory_bytes: ${1024 * MiB}\nintakes:\n${intake('a')}`, 'x.yaml', {}, 0);
+    expect(big.intakes[0]!.queue).toMatchObject({ max_bytes: (1024 - 32) * MiB / 4 });
+    expect(big.intakes[0]!.output).toMatchObject({ resend_window_bytes: 8 * MiB });
+    const auto = parseConfig(`intakes:\n${intake('a', '    output: { type: syslog, resend_window_bytes: auto }\n')}`, 'x.yaml', {}, 0);
+    const out = auto.intakes[0]!.output as { windowBytes: number; proofBytes: number };
+    expect(out.windowBytes).toBe(out.proofBytes + 8 * MiB);
   });
 
   it('a sidecar\'s 64 MiB, shared by two intakes: each gets (64 - 32) / 2 = 16 MiB', () => {

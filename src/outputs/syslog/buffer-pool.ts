@@ -2,14 +2,19 @@
 // confirmed it (the resend window: tens of MB under load). Allocating a fresh one per batch made V8
 // hold tens of MB of dead off-heap memory between major collections; rounding each to a
 // power-of-two size class wasted up to half of each (a 270 KB batch took 512 KiB). Batches are
-// cut from 4 MiB slabs one after another instead, and a slab is reused once every batch cut from
+// cut from 1 MiB slabs one after another instead, and a slab is reused once every batch cut from
 // it has been given back, so the window costs what it holds plus at most a slab. A slab let go is
 // released at once (its ArrayBuffer detached), not when a garbage collection finds it: a relay at
 // rest after a burst collects rarely, and kept tens of MB of let-go slabs for a minute or more.
 
 import { freeNow } from '../../core/free-now.ts';
 
-const SLAB_BYTES = 4 * 1024 * 1024;
+/**
+ * Half of it holds a default batch (1,000 events of 250 bytes). The window costs what it holds and
+ * the slabs at its two ends, partly used: measured on the TCP flood with an 8 MiB window, 1 MiB
+ * slabs peaked 3-4 MiB lower than 2 MiB ones (3 runs each).
+ */
+export const SLAB_BYTES = 1024 * 1024;
 
 interface Slab {
   readonly buf: Buffer;
@@ -32,8 +37,8 @@ export class BufferPool {
   }
 
   take(size: number): Buffer {
-    // A batch larger than a quarter slab gets a buffer of its own (not pooled).
-    if (size > SLAB_BYTES / 4) return Buffer.allocUnsafeSlow(size);
+    // A batch larger than half a slab gets a buffer of its own (not pooled).
+    if (size > SLAB_BYTES / 2) return Buffer.allocUnsafeSlow(size);
     let s = this.#current;
     if (s && s.used + size > SLAB_BYTES) {
       if (s.live === 0) s.used = 0;
