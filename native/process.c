@@ -3,8 +3,6 @@
 //                            malloc_trim: free pages inside its heaps too); false where there is none
 //   lockFile(fd) -> 0 | errno  an exclusive flock(2) on an open file, without waiting: 0, or
 //                            EWOULDBLOCK when another open file description holds it
-//   limitArenas(n) -> bool   at most n malloc arenas from now on (glibc's M_ARENA_MAX); false
-//                            where there is no glibc
 //   mallocThresholds(map, trim) -> bool  allocations of `map` bytes or more mapped on their own,
 //                            a heap's free top given back past `trim` bytes (M_MMAP_THRESHOLD
 //                            and M_TRIM_THRESHOLD, fixed); false where there is no glibc
@@ -31,38 +29,18 @@ static napi_value js_trim_memory(napi_env env, napi_callback_info info) {
   return out;
 }
 
-// mallopt(2) for the daemon (src/platform/native-addon.ts says why each): limitArenas(n) caps the
-// arenas made from now on (M_ARENA_MAX); mallocThresholds(map, trim) fixes the size from which an
-// allocation is mapped on its own (M_MMAP_THRESHOLD), and the free top past which a heap gives
-// memory back (M_TRIM_THRESHOLD), both of which glibc otherwise raises as large blocks are freed.
-static int ints(napi_env env, napi_callback_info info, size_t want, int32_t *out, const char *usage) {
+// mallocThresholds(map, trim): the size from which an allocation is mapped on its own
+// (M_MMAP_THRESHOLD), and the free top past which a heap gives memory back (M_TRIM_THRESHOLD),
+// fixed; glibc otherwise raises both as large blocks are freed (src/platform/native-addon.ts).
+static napi_value js_malloc_thresholds(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < want) goto bad;
-  for (size_t i = 0; i < want; i++) {
-    if (napi_get_value_int32(env, argv[i], &out[i]) != napi_ok || out[i] < 1) goto bad;
+  int32_t n[2] = {0, 0};
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2 || napi_get_value_int32(env, argv[0], &n[0]) != napi_ok ||
+      napi_get_value_int32(env, argv[1], &n[1]) != napi_ok || n[0] < 1 || n[1] < 1) {
+    napi_throw_type_error(env, NULL, "mallocThresholds(mapBytes, trimBytes): two positive numbers");
+    return NULL;
   }
-  return 1;
-bad:
-  napi_throw_type_error(env, NULL, usage);
-  return 0;
-}
-
-static napi_value js_limit_arenas(napi_env env, napi_callback_info info) {
-  int32_t n[1];
-  if (!ints(env, info, 1, n, "limitArenas(n): n is a positive number")) return NULL;
-  napi_value out;
-#ifdef __GLIBC__
-  napi_get_boolean(env, mallopt(M_ARENA_MAX, n[0]) == 1, &out);
-#else
-  napi_get_boolean(env, false, &out);
-#endif
-  return out;
-}
-
-static napi_value js_malloc_thresholds(napi_env env, napi_callback_info info) {
-  int32_t n[2];
-  if (!ints(env, info, 2, n, "mallocThresholds(mapBytes, trimBytes): two positive numbers")) return NULL;
   napi_value out;
 #ifdef __GLIBC__
   napi_get_boolean(env, mallopt(M_MMAP_THRESHOLD, n[0]) == 1 && mallopt(M_TRIM_THRESHOLD, n[1]) == 1, &out);
@@ -94,7 +72,6 @@ void register_process(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
     {"trimMemory", NULL, js_trim_memory, NULL, NULL, NULL, napi_enumerable, NULL},
     {"lockFile", NULL, js_lock_file, NULL, NULL, NULL, napi_enumerable, NULL},
-    {"limitArenas", NULL, js_limit_arenas, NULL, NULL, NULL, napi_enumerable, NULL},
     {"mallocThresholds", NULL, js_malloc_thresholds, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);

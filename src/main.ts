@@ -225,7 +225,7 @@ async function validate(file: string, print: boolean, layout: ForwarderLayout | 
 }
 
 async function run(file: string, watchConfig: boolean, layout: ForwarderLayout | undefined): Promise<number> {
-  // First: the C library's allocator is set before the daemon allocates (native-addon.ts).
+  // First: the C library's thresholds, before the daemon frees any large block (native-addon.ts).
   tuneMalloc();
   // A SIGHUP before the daemon runs (systemctl reload right after start) must not end the process
   // (its default action): it is remembered and applied once the daemon runs.

@@ -179,6 +179,12 @@ export const ENVIRONMENT: readonly EnvironmentVariable[] = [
     outside: 'read by Node.js itself before any of the relay\'s code runs',
   },
   {
+    names: ['MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_'],
+    readBy: 'the C library (glibc), at start; `run` looks at them',
+    does: 'The size from which an allocation is mapped on its own, and the free top past which a heap gives memory back. Unset, `run` fixes them at 1 MiB and 256 KiB (glibc otherwise raises both as large blocks are freed, and its heaps kept tens of MB under an HTTPS flood); either one set, both are left as glibc has them.',
+    default: '1 MiB and 256 KiB, set by `run`',
+  },
+  {
     names: ['NODE_OPTIONS'],
     readBy: 'Node.js, when the relay runs from the npm package or a checkout',
     does: 'Node.js options. The single executable ignores it (it is meant for other Node.js programs on the host): give it a flag on its command line instead, `intake-relay --node-options=--max-old-space-size=512 run ...`.',

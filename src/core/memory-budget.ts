@@ -45,7 +45,7 @@ export function defaultMemoryBytes(constrained: number, machine: number): { read
 
 /**
  * Set aside for the runtime: measured at rest with one intake, 31 MiB of anonymous memory (the
- * heap after start with its young generation, then 16 MiB and now 8 under load, Node.js's own).
+ * heap after start with its young generation, then 16 MiB, 8 and now 4 under load, Node.js's own).
  * What is not given to a bound (a quarter of each share at least: batches being formatted, socket
  * buffers, the old generation's garbage between collections) is the slack the rest of the work
  * takes.

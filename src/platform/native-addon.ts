@@ -1,7 +1,7 @@
 // The relay's native addon (native/: addon.c registers udp-recvmmsg.c, the UDP input's batched
 // receive, used by src/inputs/udp/native.ts; process.c: trimMemory(), which gives the C
-// library's free memory back to the system, limitArenas() and mallocThresholds(), which set its
-// allocator for a daemon, and lockFile(), the state directories' flock; and
+// library's free memory back to the system, mallocThresholds(), which fixes its thresholds for a
+// daemon, and lockFile(), the state directories' flock; and
 // copy-runs.c: copyRuns(), the batch formatter's copies in one call, and jsonExtras(), the JSON
 // body's escapes measured, src/syslog/copy-plan.ts). Built
 // by native/compile.mjs at `npm ci` and `npm run build` (needs a C compiler), and carried inside
@@ -36,33 +36,25 @@ export function releaseFreeMemory(): boolean {
   return typeof trim === 'function' ? (trim as () => boolean)() : false;
 }
 
-/** Arenas (the C library's heaps) threads started by the daemon share: the main thread's and one more. */
-export const MALLOC_ARENAS = 2;
 /** From this size an allocation is mapped on its own (glibc's default is 128 KiB, raised as blocks are freed). */
 export const MALLOC_MAP_BYTES = 1024 * 1024;
 /** A heap gives back a free top larger than this (glibc's default is 128 KiB, raised likewise). */
 export const MALLOC_TRIM_BYTES = 256 * 1024;
 
 /**
- * Sets the C library's allocator for a daemon, at the start of `run` (glibc; a setting given in
- * its own environment variable is left as it is). Returns what was set.
- * - Thresholds: glibc maps a block of 128 KiB or more on its own, but each time such a block is
- *   freed it raises that size to the block's, and the free top a heap keeps to twice that. The
- *   relay frees large blocks all the time (HTTP bodies, the syslog window's slabs), so its heaps
- *   came to keep tens of MB: under an HTTPS flood, 20 MiB in the main heap and 10 in one thread's,
- *   peaks of 81-84 MiB in 2 runs of 6. Fixed (reads of 512 KiB and bodies stay in the heap, which
- *   keeps at most 256 KiB of free top): HTTPS 55-59 MiB, TCP 3-6 MiB less, at the same CPU per
- *   event (docs/performance.md).
- * - Arenas: each thread that allocates gets a heap of its own otherwise (up to 8 per core), each
- *   keeping its own peak. Threads started before `run` (V8's) have theirs already; libuv's pool
- *   (gzip, file reads) shares one.
+ * Fixes the C library's thresholds for a daemon, at the start of `run` (glibc; unless
+ * MALLOC_MMAP_THRESHOLD_ or MALLOC_TRIM_THRESHOLD_ gave them). glibc maps a block of 128 KiB or
+ * more on its own, but each time such a block is freed it raises that size to the block's, and the
+ * free top a heap keeps to twice that. The relay frees large blocks all the time (HTTP bodies, the
+ * syslog window's slabs), so its heaps came to keep tens of MB: under an HTTPS flood, 20 MiB in the
+ * main heap and 10 in one thread's, peaks of 81-84 MiB in 2 runs of 6. Fixed (reads of 512 KiB and
+ * bodies stay in the heap, which keeps at most 256 KiB of free top): HTTPS 55-59 MiB, TCP 3-6 MiB
+ * less, at the same CPU per event (docs/performance.md). Returns whether it set them.
  */
-export function tuneMalloc(env: NodeJS.ProcessEnv = process.env): { readonly arenas: boolean; readonly thresholds: boolean } {
-  const e = nativeAddon().exports;
-  const call = (name: string, ...n: number[]): boolean => typeof e?.[name] === 'function' && (e[name] as (...n: number[]) => boolean)(...n);
-  const thresholds = env.MALLOC_MMAP_THRESHOLD_ === undefined && env.MALLOC_TRIM_THRESHOLD_ === undefined && call('mallocThresholds', MALLOC_MAP_BYTES, MALLOC_TRIM_BYTES);
-  const arenas = env.MALLOC_ARENA_MAX === undefined && call('limitArenas', MALLOC_ARENAS);
-  return { arenas, thresholds };
+export function tuneMalloc(env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.MALLOC_MMAP_THRESHOLD_ !== undefined || env.MALLOC_TRIM_THRESHOLD_ !== undefined) return false;
+  const set = nativeAddon().exports?.mallocThresholds;
+  return typeof set === 'function' ? (set as (map: number, trim: number) => boolean)(MALLOC_MAP_BYTES, MALLOC_TRIM_BYTES) : false;
 }
 
 /**
