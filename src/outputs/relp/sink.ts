@@ -241,7 +241,7 @@ export class RelpSink implements Sink<Held[]> {
     }
     const h = s.held[k] as Held;
     const i = s.index[k] as number;
-    s.txnrs[k] = -1;
+    s.answered(k);
     while (s.head < s.txnrs.length && s.txnrs[s.head] === -1) s.head++;
     s.compact();
     s.lastAnswerAt = performance.now();

@@ -41,9 +41,13 @@ export interface Held {
 export class Session {
   readonly open: OpenSession;
   txnr: number;
-  /** Unanswered transactions: their numbers, and which held event each carries. */
+  /**
+   * Unanswered transactions: their numbers, and which held event each carries. An answered one
+   * keeps its place until the next compaction with -1 and no batch: a batch answered must not stay
+   * reachable through thousands of answered places, or its events outlive the young generation.
+   */
   readonly txnrs: number[] = [];
-  readonly held: Held[] = [];
+  readonly held: (Held | undefined)[] = [];
   readonly index: number[] = [];
   head = 0;
   lastAnswerAt = performance.now();
@@ -70,6 +74,12 @@ export class Session {
     this.txnrs.push(txnr);
     this.held.push(h);
     this.index.push(i);
+  }
+
+  /** Transaction k is answered: its place lets go of its batch. */
+  answered(k: number): void {
+    this.txnrs[k] = -1;
+    this.held[k] = undefined;
   }
 
   /** Removes answered transactions from the front (compacting now and then). */
