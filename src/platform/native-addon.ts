@@ -1,12 +1,14 @@
-// The relay's native addon (native/: addon.c registers udp-recvmmsg.c, the UDP input's batched
-// receive, used by src/inputs/udp/native.ts; process.c: trimMemory(), which gives the C
-// library's free memory back to the system, mallocThresholds(), which fixes its thresholds for a
-// daemon, and lockFile(), the state directories' flock; and
-// copy-runs.c: copyRuns(), the batch formatter's copies in one call, and jsonExtras(), the JSON
-// body's escapes measured, src/syslog/copy-plan.ts). Built
-// by native/compile.mjs at `npm ci` and `npm run build` (needs a C compiler), and carried inside
-// the single executable as an asset. Where it is missing or does not load, the UDP input uses
-// Node's dgram, memory is given back as the C library sees fit, and locks are taken with flock(1).
+// The relay's native addon (native/). addon.c registers each concern's calls:
+// - udp-recvmmsg.c: the UDP input's batched receive (src/inputs/udp/native.ts);
+// - process.c: trimMemory(), which gives the C library's free memory back to the system;
+//   mallocThresholds(), which fixes its thresholds for a daemon; lockFile(), the state
+//   directories' flock;
+// - copy-runs.c: copyRuns(), the batch formatter's copies in one call, and jsonExtras(), the JSON
+//   body's escapes measured (src/syslog/copy-plan.ts).
+// Built by native/compile.mjs at `npm ci` and `npm run build` (needs a C compiler), and carried
+// inside the single executable as an asset. Where it is missing or does not load, the UDP input
+// uses Node's dgram, memory is given back as the C library sees fit, and locks are taken with
+// flock(1).
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
