@@ -6,13 +6,14 @@
 // the reads they came from die at the scavenge after them, so a scavenge twice as often halves
 // those too. Against 4 MiB semi-spaces (which measured 10-21 MiB less than 8, once readers were
 // held to a queue of two batches, src/core/queue.ts): 4-6 MiB less peak anonymous memory on TCP, UDP
-// and file at the same CPU per event (docs/performance.md).
+// and file; with the flag below, the same CPU per event on TCP and UDP, 10-18% more on file
+// (docs/performance.md).
 // --heap-growing-percent=50: with the smaller young generation, more of an HTTPS batch's events
 // (alive until the intake answers) reach the old generation, 34 MB per million against 11, and V8
 // let the old generation grow to several times what was live before a full collection: HTTPS peaks
 // of 85-99 MiB. A full collection once the old generation has grown by half of what was live
 // holds them at 55-60 MiB, for 6-9 full collections per million events instead of 1-3 (about 10%
-// more CPU per event on that path).
+// more CPU per event on that path, and on the RELP output 3.3-3.5 us per event against 2.9).
 // The young generation grows from V8's 1 MiB under the first burst. Starting it at 8 MiB
 // (--min-semi-space-size=8, from 0.2.0 until the UDP input got its reader thread) kept that
 // growth's scavenges from stalling a UDP socket's reads; the reader thread now drains the socket

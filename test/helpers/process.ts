@@ -2,6 +2,7 @@
 // capabilities, the other subcommands for their output and exit codes; and counting what an intake
 // received.
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { track } from './cleanup.ts';
 import type { TestIntake } from './peers.ts';
 
@@ -86,6 +87,12 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Cli
 /** `intake-relay run -c configFile [extra...]`, killed when the test ends if it still runs. */
 export function startRelayProcess(configFile: string, options: CliOptions & { extra?: readonly string[] } = {}): CliProcess {
   return startCli(['run', '-c', configFile, ...(options.extra ?? [])], options);
+}
+
+/** Node's flags as the launchers give them: those of `npm start` (the launcher test checks the others agree). */
+export function launcherNodeFlags(): string[] {
+  const start = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  return start.split(' dist/')[0]!.split(' ').filter((w) => w.startsWith('--'));
 }
 
 /** `intake-relay run -c configFile [extra...]`, optionally under a wrapper command; the caller stops it. */

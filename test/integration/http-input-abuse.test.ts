@@ -11,7 +11,7 @@ import { request } from 'undici';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { books, startRelay, TLS, type RunningRelay } from '../helpers/relay.ts';
 import { freePort, startTestIntake, waitListening, type TestIntake } from '../helpers/peers.ts';
-import { exited, runRelayProcess, type RelayProcess } from '../helpers/process.ts';
+import { exited, launcherNodeFlags, runRelayProcess, type RelayProcess } from '../helpers/process.ts';
 
 const KEY = 'AAAAaaaa0000111122223333444455556';
 const MiB = 1024 * 1024;
@@ -261,7 +261,7 @@ describe('HTTP input: the abuse mix from several clients at once', () => {
     // Defaults for every limit (10 MiB bodies, 16 MiB inflated, a 64 MiB budget), and Node's
     // flags as the launchers give them.
     writeFileSync(file, yaml(intake.port).replace('port: 0', `port: ${port}`));
-    proc = runRelayProcess(file, ['sh', '-c', 'exec "$0" --max-semi-space-size=2 --heap-growing-percent=50 --expose-gc --no-allocation-site-pretenuring "$@"']);
+    proc = runRelayProcess(file, ['sh', '-c', `exec "$0" ${launcherNodeFlags().join(' ')} "$@"`]);
     const pid = proc.proc.pid!;
     await waitListening(port, 20_000);
     const base = `http://127.0.0.1:${port}`;
