@@ -4,7 +4,10 @@
 // from tempDir() (test/helpers/cleanup.ts) go when their test ends; this catches the rest (a
 // suite's directory, a relay's or a peer's kept for reading after it stopped, what a failed or
 // timed-out test left), so that runs do not fill the machine's /tmp. And podman's Docker API, where
-// podman is installed, for the container tests.
+// podman is installed, for the container tests; when the run ends, the images it built go too (the
+// test image and every intermediate layer of its build: kept, each run left 1.5 GB in podman's
+// store, and the CI machine's disk filled). The base images stay: they are named, made once, and
+// the next run builds on them.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -24,6 +27,38 @@ function answers(socket: string): Promise<boolean> {
   });
 }
 
+/** The test image's tag (test/helpers/engine.ts). */
+const TEST_IMAGE = 'localhost/intake-relay:test';
+
+/** Every image in podman's store, intermediate ones included, with its names; undefined without podman. */
+function podmanImages(): Map<string, string[]> | undefined {
+  const r = spawnSync('podman', ['images', '--all', '--no-trunc', '--format', '{{.ID}} {{.Repository}}:{{.Tag}}'], { encoding: 'utf8' });
+  if (r.status !== 0) return undefined;
+  const images = new Map<string, string[]>();
+  for (const line of r.stdout.split('\n')) {
+    const [id, name] = line.split(' ');
+    if (!id || !name) continue;
+    const names = images.get(id) ?? [];
+    if (name !== '<none>:<none>') names.push(name);
+    images.set(id, names);
+  }
+  return images;
+}
+
+/**
+ * Removes the images made since `before`: unnamed ones (the build's layers) and the test image.
+ * Named images made meanwhile (the base images, on a machine's first run) are kept.
+ */
+function sweepImages(before: Map<string, string[]>): void {
+  const after = podmanImages();
+  if (!after) return;
+  const made = [...after].filter(([id, names]) => !before.has(id) && names.every((n) => n === TEST_IMAGE)).map(([id]) => id);
+  if (made.length === 0) return;
+  // One call: podman removes children before their parents.
+  const r = spawnSync('podman', ['rmi', '--ignore', ...made], { encoding: 'utf8', timeout: 300_000 });
+  if (r.status !== 0) process.stderr.write(`global-setup: ${made.length} images this run built were not all removed: ${r.stderr.trim().split('\n').at(-1)}\n`);
+}
+
 async function podmanApi(): Promise<ChildProcess | undefined> {
   if (spawnSync('podman', ['--version']).status !== 0 || (await answers(PODMAN_SOCKET))) return undefined;
   mkdirSync('/run/podman', { recursive: true });
@@ -38,9 +73,11 @@ export default async function setup(): Promise<() => void> {
   const dir = mkdtempSync(join(tmpdir(), 'relay-tests-'));
   // Test files run in forked workers started after this, with this environment.
   process.env.TMPDIR = dir;
+  const images = podmanImages();
   const api = await podmanApi();
   return () => {
     api?.kill();
+    if (images) sweepImages(images);
     rmSync(dir, { recursive: true, force: true });
   };
 }

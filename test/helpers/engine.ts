@@ -59,7 +59,7 @@ export function engine(): Promise<Engine> {
     const revision = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
     const ca = buildCa();
     const build = spawnSync('flock', [LOCK, 'podman',
-      'build', '--format', 'docker', '-t', IMAGE,
+      'build', '--force-rm', '--format', 'docker', '-t', IMAGE,
       '--build-arg', `BUILD_IMAGE=${BUILD_BASE}`, '--build-arg', `RUNTIME_IMAGE=${RUNTIME_BASE}`, '--build-arg', `REVISION=${revision}`,
       ...(ca ? ['--secret', `id=build_ca,src=${ca}`] : []),
       ROOT,
