@@ -93,7 +93,7 @@ export function stateInUse(cfg: Config): { readonly lines: string[]; readonly co
  * are replaced, file contents (certificates) left out: keys, key files' contents, bearer tokens.
  */
 export function effectiveYaml(cfg: Config): string {
-  const internal = new Set(['label', 'tlsFiles', 'caPem', 'clientCertPem', 'clientKeyPem', 'proofBytes', 'windowBytes', 'keySource', 'toEmulator', 'memory', 'endpoint', 'file', 'format', 'warnings']);
+  const internal = new Set(['label', 'tlsFiles', 'caPem', 'clientCertPem', 'clientKeyPem', 'proofBytes', 'windowBytes', 'backlogBytes', 'keySource', 'toEmulator', 'memory', 'endpoint', 'file', 'format', 'warnings']);
   const plain = JSON.parse(
     JSON.stringify(cfg, (k, v: unknown) => {
       if (internal.has(k) || Buffer.isBuffer(v)) return undefined;

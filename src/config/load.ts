@@ -153,7 +153,7 @@ function budgetFromLimit(native: unknown, memoryLimit: number, warnings: string[
   (native as Record<string, unknown>)['memory_bytes'] = bytes;
   warnings.push(limitBytes * LIMIT_SHARE >= MIN_MEMORY_BYTES
     ? `memory_bytes: not set; ${mibText(bytes)}, two thirds of this process's memory limit (${mibText(limitBytes)}): under a flood the relay's peaks pass its budget, and the limit leaves them room. Set memory_bytes to choose another.`
-    : `memory_bytes: not set; ${mibText(bytes)}, the least, although this process's memory limit (${mibText(limitBytes)}) leaves less than a third above it: under a flood at full speed it has little room (measured under a 64 MiB limit: no flood was killed, but 2 UDP floods of 10 at 100,000 datagrams/s lost 5% of them). Give it ${mibText(Math.ceil(MIN_MEMORY_BYTES / LIMIT_SHARE))} or more.`);
+    : `memory_bytes: not set; ${mibText(bytes)}, the least, although this process's memory limit (${mibText(limitBytes)}) leaves less than a third above it: under a flood at full speed it has little room (measured under a 64 MiB limit: no flood was killed, but 2 UDP floods of 7 at 100,000 datagrams/s lost 0.1% and 2% of them, counted). Give it ${mibText(Math.ceil(MIN_MEMORY_BYTES / LIMIT_SHARE))} or more.`);
 }
 
 /**

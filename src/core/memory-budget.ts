@@ -10,9 +10,11 @@
 //   disk queue, memory part          1/6   (memory_bytes: events read ahead of the output)
 //   syslog resend window             1/6   (resend_window_bytes; per thread with workers), 8 MiB at most
 //   HTTP requests in flight          1/3   (max_concurrency x 2 x max_body_bytes: text and bytes)
+//   UDP input's read backlog         1/6   (per input and thread), 16 MiB at most
 //
 // At the default 128 MiB and one intake: a 24 MiB memory queue, an 8 MiB resend window, a disk
-// queue's 16 MiB in memory, and up to 3 HTTP requests of 5 MiB in flight.
+// queue's 16 MiB in memory, up to 3 HTTP requests of 5 MiB in flight, and 16 MiB of datagrams read
+// ahead of a busy thread.
 
 import { MiB } from './config-values.ts';
 
@@ -89,6 +91,19 @@ export const diskMemoryBytesOf = (intakeBytes: number): number => Math.floor(int
 export const MAX_DERIVED_WINDOW_BYTES = 8 * MiB;
 /** The syslog output's resend window from the intake's share in one thread (1 to 8 MiB). */
 export const resendWindowOf = (perThreadBytes: number): number => Math.min(MAX_DERIVED_WINDOW_BYTES, Math.max(MiB, Math.floor(perThreadBytes / 6)));
+/**
+ * The most a UDP input's reader thread (or its receive_threads together) holds of what it read and
+ * the relay's thread has not taken yet, before it drops datagrams (counted): ~0.6 s of 200-byte
+ * datagrams at 100,000 a second, over a collection or a burst of output.
+ */
+export const MAX_UDP_BACKLOG_BYTES = 16 * MiB;
+/**
+ * A UDP input's read backlog from the intake's share in one thread (1 to 16 MiB). It was 16 MiB
+ * whatever the budget: under a 64 MiB limit (a 48 MiB budget) a relay starved of CPU (a quarter of
+ * a core for 100,000 datagrams a second) filled it, and the kernel killed it in 3 floods of 3; at
+ * 2 MiB, 2 floods of 2 ran through at 58-60 MiB, each datagram lost counted.
+ */
+export const udpBacklogOf = (perThreadBytes: number): number => Math.min(MAX_UDP_BACKLOG_BYTES, Math.max(MiB, Math.floor(perThreadBytes / 6)));
 /** The HTTP output's most requests in flight: each holds its JSON text and its bytes (2 to 32). */
 export const httpConcurrencyOf = (perThreadBytes: number, maxBodyBytes: number): number =>
   Math.min(32, Math.max(2, Math.floor(perThreadBytes / 3 / (2 * maxBodyBytes))));

@@ -53,7 +53,7 @@ export class Metrics {
   readonly udpKernelDrops = this.#counter('intake_relay_udp_kernel_drops_total', ['intake', 'input'],
     'Datagrams the kernel dropped before intake-relay could read them (socket receive buffer full; Linux only). Raise receive_buffer_bytes.', { probed: true });
   readonly udpReceiveDrops = this.#counter('intake_relay_udp_receive_drops_total', ['intake', 'input'],
-    'Datagrams read from a UDP socket and dropped because the main thread had not taken the last 16 MiB read (by the native reader thread, or by receive_threads): the relay cannot keep up; see CPU.');
+    'Datagrams read from a UDP socket and dropped because the main thread had not taken what was read before them (by the native reader thread, or by receive_threads; a sixth of the intake\'s share of memory_bytes, 16 MiB at most): the relay cannot keep up; see CPU.');
   readonly routeDropped = this.#counter('intake_relay_route_dropped_total', ['listener', 'reason'],
     'Events a shared listener did not hand to any intake: route_drop (a route said drop), no_route (nothing matched and the default is drop), too_large.');
   readonly eventsFiltered = this.#counter('intake_relay_events_filtered_total', ['intake', 'rule'],

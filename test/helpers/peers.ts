@@ -245,10 +245,19 @@ export async function holdUdpPort(): Promise<number> {
  * this process reads nothing meanwhile); resolves once that process has sent them all and exited.
  */
 export async function udpBurstWhileBlocked(port: number, o: { count: number; perTick: number; tickMs: number; blockMs: number; prefix?: string }): Promise<void> {
+  // The sender starts (a Node.js start: up to a second on a busy machine), says so, and sends on
+  // SIGUSR2, sent just before this thread blocks: the whole burst falls within the block. (A pipe's
+  // write was seen to reach it only after the block; a signal is delivered at once.)
   const child = spawn(process.execPath, ['-e', `
     const s = require('node:dgram').createSocket('udp4'); const p = Buffer.alloc(1000, 97); p.write(${JSON.stringify(o.prefix ?? '')});
-    let i = 0; const tick = () => { for (let k = 0; k < ${o.perTick} && i < ${o.count}; k++, i++) s.send(p, ${port}, '127.0.0.1'); if (i < ${o.count}) setTimeout(tick, ${o.tickMs}); else setTimeout(() => s.close(), 100); }; tick();`]);
+    let i = 0; const tick = () => { for (let k = 0; k < ${o.perTick} && i < ${o.count}; k++, i++) s.send(p, ${port}, '127.0.0.1'); if (i < ${o.count}) setTimeout(tick, ${o.tickMs}); else setTimeout(() => s.close(), 100); };
+    const waiting = setTimeout(() => process.exit(3), 60000); process.once('SIGUSR2', () => { clearTimeout(waiting); tick(); }); process.stdout.write('ready\\n');`], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise((r) => child.once('exit', r));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.once('data', () => resolve());
+    child.once('exit', (code) => reject(new Error(`the UDP burst's sender exited (${code}) before it was ready`)));
+  });
+  child.kill('SIGUSR2');
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, o.blockMs);
   await exited;
 }

@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { nativeUdp } from '../../src/inputs/udp/native.ts';
 import { books, startRelay } from '../helpers/relay.ts';
-import { holdUdpPort, recvmmsgFailingShim, sendUdp, startTestIntake } from '../helpers/peers.ts';
+import { holdUdpPort, recvmmsgFailingShim, sendUdp, startTestIntake, udpBurstWhileBlocked } from '../helpers/peers.ts';
 import { expectBurstWhileBlockedArrivesWhole } from '../helpers/udp-burst.ts';
 import { relayYaml } from '../helpers/config.ts';
 import { track } from '../helpers/cleanup.ts';
@@ -221,6 +221,39 @@ describe('native UDP receive (recvmmsg)', () => {
   it('a burst while the main thread is blocked is read by the addon\'s reader thread, not dropped by the kernel', async () => {
     // The socket's receive buffer is the kernel's default (net.core.rmem_default).
     await expectBurstWhileBlockedArrivesWhole(input());
+  });
+
+  it('what the reader holds ahead of a blocked thread derives from memory_bytes: 16 MiB takes an 8 MB burst whole, 48 MiB (2.67 MiB) drops and counts the rest', async () => {
+    const intake = track(await startTestIntake());
+    const sent = 8_000;
+    const outcome = async (memory: string) => {
+      const relay = track(await startRelay(relayYaml({ intakePort: intake.port, inputs: input(0, ', receive_buffer_bytes: 4194304'), extra: `shutdown_timeout_ms: 1000\n${memory}` })));
+      const port = relay.port('t', 'udp/0');
+      await udpBurstWhileBlocked(port, { count: sent, perTick: 80, tickMs: 10, blockMs: 3_000, prefix: '<14>burst ' });
+      const count = async () => ({
+        received: await relay.metric('intake_relay_events_received_total'),
+        receiveDrops: await relay.metric('intake_relay_udp_receive_drops_total'),
+        kernelDrops: await relay.metric('intake_relay_udp_kernel_drops_total'),
+      });
+      await vi.waitFor(async () => {
+        const c = await count();
+        expect(c.received + c.receiveDrops + c.kernelDrops).toBe(sent);
+      }, { timeout: 15_000 });
+      const c = await count();
+      await vi.waitFor(async () => expect(await books(relay, 't')).toMatchObject({ received: c.received, sent: c.received, dropped: 0, balanced: true }), { timeout: 15_000 });
+      await relay.stop();
+      return c;
+    };
+    // The default budget: the intake's share is 96 MiB, a sixth of it past the 16 MiB bound.
+    expect(await outcome('')).toEqual({ received: sent, receiveDrops: 0, kernelDrops: 0 });
+    // 48 MiB: a 16 MiB share, 2.67 MiB of backlog: ten chunks of 256 KiB, each ~250 datagrams of 1,000 bytes.
+    const tight = await outcome('memory_bytes: 50331648');
+    expect(tight.kernelDrops).toBe(0);
+    expect(tight.received).toBeGreaterThan(2_000);
+    expect(tight.received).toBeLessThanOrEqual(2_800);
+    expect(tight.receiveDrops).toBe(sent - tight.received);
+    // One intake for both relays: what each received reached it.
+    await vi.waitFor(() => expect(intake.received).toHaveLength(sent + tight.received));
   });
 
   for (const path of ['recvmmsg', 'dgram'] as const) {

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
 import { MiB } from '../../src/core/config-values.ts';
-import { defaultMemoryBytes, memoryShares } from '../../src/core/memory-budget.ts';
+import { defaultMemoryBytes, memoryShares, udpBacklogOf } from '../../src/core/memory-budget.ts';
 import { emulatorOutput } from '../../src/outputs/syslog/definition.ts';
 
 const KEY = 'abcdef0123456789abcdef0123456789';
@@ -31,6 +31,19 @@ describe('memory_bytes', () => {
     // A disk queue's memory part takes a sixth; the HTTP output two requests at least.
     expect(c.intakes[1]!.queue).toMatchObject({ type: 'disk', memory_bytes: Math.floor((16 * MiB) / 6) });
     expect(c.intakes[1]!.output).toMatchObject({ type: 'http', max_concurrency: 2 });
+  });
+
+  it('a UDP input\'s read backlog: a sixth of the share in one thread, 1 to 16 MiB, for an intake\'s input and a shared listener alike', () => {
+    const udp = (memory: number, more = ''): number[] => {
+      const c = parseConfig(`memory_bytes: ${memory}\n${more}listeners: [{ type: udp, port: 0, routes: [{ intake: a }] }]\nintakes:\n  - name: a\n    intake_key: ${KEY}\n    inputs: [{ type: udp, port: 0 }]\n`, 'x.yaml', {}, 0);
+      return [c.intakes[0]!.inputs[0], c.listeners[0]].map((i) => (i as { backlogBytes: number }).backlogBytes);
+    };
+    expect(udp(128 * MiB)).toEqual([16 * MiB, 16 * MiB]);
+    expect(udp(48 * MiB)).toEqual([Math.floor((16 * MiB) / 6), Math.floor((16 * MiB) / 6)]);
+    // 4 threads at 128 MiB: (128 - 32 - 48) / 4 = 12 MiB per thread, a sixth of it 2 MiB.
+    expect(udp(128 * MiB, 'workers: 4\n')).toEqual([2 * MiB, 2 * MiB]);
+    expect(udpBacklogOf(4 * MiB)).toBe(MiB);
+    expect(udpBacklogOf(1024 * MiB)).toBe(16 * MiB);
   });
 
   it('a bound set by hand wins over its derived default', () => {

@@ -8,6 +8,7 @@ import type { ResolvedUdp, UdpConfig } from './schema.ts';
 import { describeSyslog, headerDefaults, syslogFeeds, syslogLabel, syslogRouter } from '../syslog-config.ts';
 import { UdpSyslogInput } from './input.ts';
 import { isIPv6 } from 'node:net';
+import { udpBacklogOf } from '../../core/memory-budget.ts';
 
 /** How imudp names the address it binds: * for every address, else the address itself. */
 function udpBind(address: string): string {
@@ -15,7 +16,7 @@ function udpBind(address: string): string {
 }
 
 export const udpInput = {
-  resolve: (c, ctx) => ({ ...c, label: syslogLabel(c, 'udp', ctx), tlsFiles: undefined }),
+  resolve: (c, ctx) => ({ ...c, label: syslogLabel(c, 'udp', ctx), tlsFiles: undefined, backlogBytes: udpBacklogOf(ctx.memory.perThreadBytes) }),
   listening: (c) => ({ proto: 'udp', address: c.address, port: c.port }),
   feeds: syslogFeeds,
   router: syslogRouter,
@@ -27,7 +28,7 @@ export const udpInput = {
     new UdpSyslogInput(
       {
         label: c.label, address: c.address, port: c.port, receiveBufferBytes: c.receive_buffer_bytes, maxMessageBytes: c.max_message_bytes, oversize: c.oversize,
-        defaults: headerDefaults(c.defaults), receiveThreads: c.receive_threads,
+        defaults: headerDefaults(c.defaults), receiveThreads: c.receive_threads, backlogBytes: c.backlogBytes,
       },
       ctx.inlet,
       syslogInputTelemetry(ctx.tools.metrics, ctx.tools.log, ctx.tools.owner, ctx.tools.input, ctx.tools.senders),

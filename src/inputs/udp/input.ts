@@ -24,13 +24,15 @@ export interface UdpInputOptions {
   readonly defaults: HeaderDefaults;
   /** Threads receiving datagrams (their own sockets on the port); 0: the main thread's socket. */
   readonly receiveThreads: number;
+  /**
+   * What the native reader thread, or the receive threads together, may have read and the main
+   * thread not taken yet, before they drop (udpBacklogOf: 16 MiB at the default memory_bytes).
+   */
+  readonly backlogBytes: number;
 }
 
-/**
- * What a receive thread, or the native reader thread, may have read and the main thread not taken
- * yet, before it drops: 16 MiB holds ~0.6 s of 200-byte datagrams at 100,000 a second.
- */
-const MAX_BACKLOG_BYTES = 16 * 1024 * 1024;
+/** The least backlog a receive thread gets: a few batches (the native reader's chunks are 256 KiB). */
+const MIN_THREAD_BACKLOG_BYTES = 256 * 1024;
 
 /**
  * Why the native receive cannot bind `address`, or undefined: it takes a numeric address without a
@@ -141,7 +143,7 @@ export class UdpSyslogInput implements Source {
         (errno) => {
           if (failures++ % 1000 === 0) this.#readFailed(errno, failures);
         },
-        MAX_BACKLOG_BYTES,
+        o.backlogBytes,
       );
       [port, rcvbuf] = udp.info(h);
     } catch (err) {
@@ -170,7 +172,7 @@ export class UdpSyslogInput implements Source {
       port: o.port,
       type: isIPv6(o.address) ? 'udp6' : 'udp4',
       receiveBufferBytes: o.receiveBufferBytes,
-      maxBacklogBytes: MAX_BACKLOG_BYTES,
+      maxBacklogBytes: Math.max(MIN_THREAD_BACKLOG_BYTES, Math.floor(o.backlogBytes / o.receiveThreads)),
       what,
       onBatch: (b) => this.#batch(builder, b),
       onFailure: (err) => t.log.error('receive_thread', err, {}, 'A UDP receive thread failed: its senders now go to the other threads\' sockets.'),

@@ -16,4 +16,5 @@ export const udpInputSchema = z.strictObject({
 export const udpListenerSchema = udpInputSchema.extend({ ...routingFields, type: z.literal('udp').describe('Syslog over UDP, shared by several intakes through routes.') });
 
 export type UdpConfig = z.infer<typeof udpInputSchema> | z.infer<typeof udpListenerSchema>;
-export type ResolvedUdp = UdpConfig & { readonly label: string; readonly tlsFiles: undefined };
+/** `backlogBytes`: what the reader may hold ahead of the relay's thread, from memory_bytes (memory-budget.ts). */
+export type ResolvedUdp = UdpConfig & { readonly label: string; readonly tlsFiles: undefined; readonly backlogBytes: number };
