@@ -197,11 +197,17 @@ describe('workers: reload and stop under load', () => {
     const stopped = await relay.stop();
     await Promise.all(senders.map((s) => s.stop()));
     expect(stopped.lost).toBe(0);
-    // The books, read after the stop from every thread's final metrics: all received was sent.
+    // The main thread took its part (the workers' counters end with them).
     const received = await metricValue(relay.daemon.metrics, 'intake_relay_events_received_total', { intake: 't' });
     expect(received).toBeGreaterThan(0);
     const messages = intake.received.map((m) => m.message);
-    expect(new Set(messages).size).toBe(messages.length);
+    // At least once: a connection that fails (a reset, a write or a close not answered in time) has
+    // what it held written again on the next, counted as resent and logged by its thread (once per
+    // 10 s). No duplicate comes without such a line. (Seen once in a full run on the 2-core VM: 500
+    // of 9,850 twice; not reproduced in 15 runs of this test beside three busy loops.)
+    const duplicates = messages.length - new Set(messages).size;
+    const lost = relay.logs.filter((l) => l.msg === 'Output connection lost; unconfirmed events will be written again.');
+    if (duplicates > 0) expect(lost.length, `${duplicates} duplicates, no connection lost; warnings: ${JSON.stringify(relay.logs.filter((l) => Number(l.level) >= 40))}`).toBeGreaterThan(0);
     // Each sender's events arrived as a prefix of what it sent, in order: nothing in the middle lost.
     for (const [i] of senders.entries()) {
       const mine = [...new Set(messages.filter((m) => m.startsWith(`s${i}-`)))].map((m) => Number(m.split('-')[1]));
