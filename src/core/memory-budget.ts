@@ -100,8 +100,8 @@ export const MAX_UDP_BACKLOG_BYTES = 16 * MiB;
 /**
  * A UDP input's read backlog from the intake's share in one thread (1 to 16 MiB). It was 16 MiB
  * whatever the budget: under a 64 MiB limit (a 48 MiB budget) a relay starved of CPU (a quarter of
- * a core for 100,000 datagrams a second) filled it, and the kernel killed it in 3 floods of 3; at
- * 2 MiB, 2 floods of 2 ran through at 58-60 MiB, each datagram lost counted.
+ * a core for 100,000 datagrams a second) filled it, and the kernel killed it in 3 floods of 3; with
+ * this bound (2.67 MiB there), 3 floods of 3 ran through at 60-62 MiB, each datagram lost counted.
  */
 export const udpBacklogOf = (perThreadBytes: number): number => Math.min(MAX_UDP_BACKLOG_BYTES, Math.max(MiB, Math.floor(perThreadBytes / 6)));
 /** The HTTP output's most requests in flight: each holds its JSON text and its bytes (2 to 32). */
