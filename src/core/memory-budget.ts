@@ -81,6 +81,8 @@ export function mibText(n: number): string {
 export const queueBytesOf = (intakeBytes: number): number => Math.floor(intakeBytes / 4);
 /** A disk queue's memory_bytes from the intake's share. */
 export const diskMemoryBytesOf = (intakeBytes: number): number => Math.floor(intakeBytes / 6);
+/** A sixth of a thread's share, from 1 MiB to `most`: the bounds a thread keeps per output or input. */
+const sixthOf = (perThreadBytes: number, most: number): number => Math.min(most, Math.max(MiB, Math.floor(perThreadBytes / 6)));
 /**
  * The most a derived resend window takes. A larger one only saves connections in a flood: with
  * Linux's default TCP buffers, 16 MiB confirms by reading on, where 8 MiB closes a connection for
@@ -90,7 +92,7 @@ export const diskMemoryBytesOf = (intakeBytes: number): number => Math.floor(int
  */
 export const MAX_DERIVED_WINDOW_BYTES = 8 * MiB;
 /** The syslog output's resend window from the intake's share in one thread (1 to 8 MiB). */
-export const resendWindowOf = (perThreadBytes: number): number => Math.min(MAX_DERIVED_WINDOW_BYTES, Math.max(MiB, Math.floor(perThreadBytes / 6)));
+export const resendWindowOf = (perThreadBytes: number): number => sixthOf(perThreadBytes, MAX_DERIVED_WINDOW_BYTES);
 /**
  * The most a UDP input's reader thread (or its receive_threads together) holds of what it read and
  * the relay's thread has not taken yet, before it drops datagrams (counted): ~0.6 s of 200-byte
@@ -103,7 +105,7 @@ export const MAX_UDP_BACKLOG_BYTES = 16 * MiB;
  * a core for 100,000 datagrams a second) filled it, and the kernel killed it in 3 floods of 3; with
  * this bound (2.67 MiB there), 3 floods of 3 ran through at 60-62 MiB, each datagram lost counted.
  */
-export const udpBacklogOf = (perThreadBytes: number): number => Math.min(MAX_UDP_BACKLOG_BYTES, Math.max(MiB, Math.floor(perThreadBytes / 6)));
+export const udpBacklogOf = (perThreadBytes: number): number => sixthOf(perThreadBytes, MAX_UDP_BACKLOG_BYTES);
 /** The HTTP output's most requests in flight: each holds its JSON text and its bytes (2 to 32). */
 export const httpConcurrencyOf = (perThreadBytes: number, maxBodyBytes: number): number =>
   Math.min(32, Math.max(2, Math.floor(perThreadBytes / 3 / (2 * maxBodyBytes))));
